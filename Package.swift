@@ -1,0 +1,35 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "replay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ReplayCore", targets: ["ReplayCore"]),
+        .library(name: "ReplayStore", targets: ["ReplayStore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
+        .target(name: "ReplayCore"),
+        // Streams whose history lives in SQLite; plugs into ReplayCore's ReplayBuffer seam.
+        .target(
+            name: "ReplayStore",
+            dependencies: [
+                "ReplayCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Test support shared by the test targets: a virtual-time timeline recorder and the
+        // replay-subject conformance scenarios that every ReplayBuffer must pass.
+        .target(name: "ReplayTesting", dependencies: ["ReplayCore"]),
+        .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplayTesting"]),
+        .testTarget(
+            name: "ReplayStoreTests",
+            dependencies: ["ReplayStore", "ReplayCore", "ReplayTesting"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
