@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
@@ -20,15 +21,21 @@ let package = Package(
             dependencies: [
                 "ReplayCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         // Test support shared by the test targets: a virtual-time timeline recorder and the
         // replay-subject conformance scenarios that every ReplayBuffer must pass.
         .target(name: "ReplayTesting", dependencies: ["ReplayCore"]),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplayTesting"]),
+        // A child process the store's crash test kills mid-append.
+        .executableTarget(name: "ReplayStoreProbe", dependencies: ["ReplayStore"]),
         .testTarget(
             name: "ReplayStoreTests",
-            dependencies: ["ReplayStore", "ReplayCore", "ReplayTesting"]
+            dependencies: [
+                "ReplayStore", "ReplayCore", "ReplayTesting", "ReplayStoreProbe",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,1 +1,229 @@
+import Foundation
 import GRDB
+
+/// Streams of events in one SQLite database: the durable replay buffer.
+///
+/// Every stream is a log with per-stream sequence numbers (from 1, contiguous, never
+/// reused), retention limits, and an optional terminal event. One writer batches all
+/// writes into group commits; a write completes only after its transaction committed.
+/// Reads run on a pool of WAL readers and never block the writer; the `sqlite3` shell can
+/// read the file while the store is open.
+///
+/// ```swift
+/// let store = try EventStore(path: "/tmp/replay.sqlite")
+/// _ = try await store.create("orders", config: StreamConfig(capacity: 1000))
+/// let event = try await store.append(Data("{\"id\":1}".utf8), to: "orders")
+/// print(event.sequence)                                 // 1
+/// print(try store.read("orders", from: 1).count)        // 1
+/// ```
+public final class EventStore: Sendable {
+    public struct Options: Sendable {
+        public var durability: Durability
+        /// The settings of a stream created by its first append (`nil`: no auto-creation).
+        public var autoCreate: StreamConfig?
+        /// Readers for catch-up and queries.
+        public var readerCount: Int
+
+        public init(durability: Durability = .full, autoCreate: StreamConfig? = nil, readerCount: Int = 4) {
+            self.durability = durability
+            self.autoCreate = autoCreate
+            self.readerCount = readerCount
+        }
+    }
+
+    public let path: String
+    public let options: Options
+    private let lock: ProcessLock
+    private let pool: DatabasePool
+    private let catalog: Catalog
+    private let listeners = CommitListeners()
+    private let writer: WriteQueue
+
+    /// Opens (creating if needed) the database at `path`, upgrading its schema in place.
+    ///
+    /// Throws `StoreError.notADatabase`, `.readOnly`, `.locked` (another replay process has
+    /// it open) or `.newerSchema`, never crashes on a bad file.
+    public init(path: String, options: Options = Options(), clock: @escaping @Sendable () -> Date = Date.init) throws(StoreError) {
+        self.path = path
+        self.options = options
+        try Self.checkWritable(path)
+        lock = try ProcessLock(databasePath: path)
+
+        var configuration = Configuration()
+        configuration.label = "replay"
+        configuration.maximumReaderCount = max(1, options.readerCount)
+        configuration.busyMode = .timeout(5)
+        let synchronous = options.durability == .full ? "FULL" : "NORMAL"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
+            guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
+            try Migrations.migrator().migrate(pool)
+            catalog = try pool.read { db in try Catalog(loadingFrom: db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+        let committer = BatchCommitter(pool: pool, catalog: catalog, listeners: listeners, now: clock)
+        writer = WriteQueue(limits: .init()) { batch in committer.commit(batch) }
+    }
+
+    /// SQLite's own messages for a read-only file come late and vaguely; say it up front.
+    private static func checkWritable(_ path: String) throws(StoreError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        if FileManager.default.fileExists(atPath: path) {
+            guard access(path, W_OK) == 0 else { throw .readOnly(path: path) }
+        }
+        guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else { throw .readOnly(path: path) }
+    }
+
+    // MARK: Metadata (memory only, never waits)
+
+    /// The stream's metadata, or `nil` if there is no such stream.
+    public func info(_ name: String) -> StreamInfo? {
+        catalog[name]?.info
+    }
+
+    /// Every stream, by name.
+    public var streams: [StreamInfo] {
+        catalog.all.map(\.info)
+    }
+
+    /// Writes queued behind the running transaction: a publisher that sees this grow
+    /// should stop reading its input (backpressure).
+    public var queuedWrites: Int { writer.queuedCount }
+
+    /// Calls `listener` after every commit, on the writer's thread, in commit order.
+    public func onCommit(_ listener: @escaping @Sendable (CommitBatch) -> Void) {
+        listeners.add(listener)
+    }
+
+    // MARK: Writes (group-committed; completions run on the writer's thread after commit)
+
+    /// Appends an event; completes with its sequence number and time once committed.
+    /// An unknown stream is created with `Options.autoCreate` if set.
+    public func append(_ payload: Data, to stream: String, completion: @escaping @Sendable (Result<StoredEvent, StoreError>) -> Void) {
+        writer.submit(.append(stream: stream, payload: payload, autoCreate: options.autoCreate, completion))
+    }
+
+    /// Creates a stream. Creating an existing stream with the same settings succeeds and
+    /// changes nothing; with other settings it fails with `.streamExists`.
+    public func create(_ stream: String, config: StreamConfig, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void) {
+        writer.submit(.create(stream: stream, config: config, completion))
+    }
+
+    /// Deletes a stream and its events.
+    public func delete(_ stream: String, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.delete(stream: stream, completion))
+    }
+
+    /// Stores the stream's terminal event; later appends are refused.
+    public func terminate(_ stream: String, _ terminal: Terminal, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void) {
+        writer.submit(.terminate(stream: stream, terminal, completion))
+    }
+
+    /// Clears a terminal event so the stream can be appended to (and its source run) again,
+    /// keeping or dropping its history. Sequence numbers continue either way.
+    public func reset(_ stream: String, keepHistory: Bool, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void) {
+        writer.submit(.reset(stream: stream, keepHistory: keepHistory, completion))
+    }
+
+    /// Removes events older than their stream's age limit. Appends trim their own stream;
+    /// call this periodically so idle streams expire too.
+    public func enforceRetention(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.enforceRetention(completion))
+    }
+
+    // MARK: Reads (blocking: call from a thread that may wait, never from an event loop)
+
+    /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.
+    public func read(_ stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512) throws(StoreError) -> [StoredEvent] {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        let upper = Int64(clamping: through)
+        guard from <= through, limit > 0 else { return [] }
+        do {
+            return try pool.read { db in
+                let statement = try db.cachedStatement(
+                    sql: "SELECT seq, time, payload FROM event_log WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?")
+                return try Row.fetchAll(statement, arguments: [record.id, Int64(clamping: from), upper, limit]).map { row in
+                    StoredEvent(
+                        sequence: UInt64(row[0] as Int64),
+                        time: Timestamp.parse(row[1]) ?? .distantPast,
+                        payload: row[2])
+                }
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// The sequence number of the first retained event stored at or after `time`
+    /// (`lastSequence + 1` if none): where a subscription "since a time" starts.
+    public func firstSequence(_ stream: String, since time: Date) throws(StoreError) -> UInt64 {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        do {
+            let found = try pool.read { db in
+                try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT min(seq) FROM event_log WHERE stream_id = ? AND time >= ?"),
+                    arguments: [record.id, Timestamp.format(time)])
+            }
+            return found.map(UInt64.init) ?? (catalog[stream]?.info.lastSequence ?? record.info.lastSequence) + 1
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// Runs a read-only SQL query on a reader, for diagnostics and tests.
+    public func query<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws -> T {
+        try pool.read(body)
+    }
+
+    // MARK: Closing
+
+    /// Refuses new writes, commits what is queued (completing those writes), checkpoints
+    /// the WAL into the database file and closes it. Idempotent.
+    public func close() {
+        writer.close()
+        _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        _ = try? pool.close()
+    }
+}
+
+extension EventStore {
+    public func append(_ payload: Data, to stream: String) async throws(StoreError) -> StoredEvent {
+        try await bridge { append(payload, to: stream, completion: $0) }
+    }
+
+    public func create(_ stream: String, config: StreamConfig) async throws(StoreError) -> StreamInfo {
+        try await bridge { create(stream, config: config, completion: $0) }
+    }
+
+    public func delete(_ stream: String) async throws(StoreError) {
+        try await bridge { delete(stream, completion: $0) }
+    }
+
+    @discardableResult
+    public func terminate(_ stream: String, _ terminal: Terminal) async throws(StoreError) -> StreamInfo {
+        try await bridge { terminate(stream, terminal, completion: $0) }
+    }
+
+    @discardableResult
+    public func reset(_ stream: String, keepHistory: Bool) async throws(StoreError) -> StreamInfo {
+        try await bridge { reset(stream, keepHistory: keepHistory, completion: $0) }
+    }
+
+    public func enforceRetention() async throws(StoreError) {
+        try await bridge { enforceRetention(completion: $0) }
+    }
+
+    private func bridge<T: Sendable>(
+        _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
+    ) async throws(StoreError) -> T {
+        let result = await withCheckedContinuation { continuation in
+            start { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+}

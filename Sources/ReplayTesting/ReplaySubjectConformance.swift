@@ -9,7 +9,7 @@ import Testing
 /// until the buffer committed the event (and the subject delivered it), which is instant
 /// for memory and a transaction for SQLite; times are virtual either way.
 public struct ReplaySubjectConformance: Sendable {
-    public typealias MakeBuffer = @Sendable (_ capacity: Int?) throws -> any ReplayBuffer<String>
+    public typealias MakeBuffer = @Sendable (_ capacity: Int?) async throws -> any ReplayBuffer<String>
 
     let makeBuffer: MakeBuffer
 
@@ -25,9 +25,9 @@ public struct ReplaySubjectConformance: Sendable {
     }
 
     /// E4 (replay half): subs 1,2 at 0.1; "package 1" at 1; subs 3,4 at 1.1; "package 2" at 2.
-    public func e4ReplaySubjectGivesHistoryToLateSubscribers() throws {
+    public func e4ReplaySubjectGivesHistoryToLateSubscribers() async throws {
         let timeline = Timeline()
-        let subject = ReplaySubject(buffer: try makeBuffer(nil))
+        let subject = ReplaySubject(buffer: try await makeBuffer(nil))
         let s = timeline.scheduler
         s.at(0.1) {
             subject.signal.subscribe(timeline.observer("1"))
@@ -49,9 +49,9 @@ public struct ReplaySubjectConformance: Sendable {
     }
 
     /// E11: unbounded buffer; sub 1 at 0; p1 at 1, p2 at 2; sub 2 at 4 gets both at once.
-    public func e11BufferReplaysToLateSubscriber() throws {
+    public func e11BufferReplaysToLateSubscriber() async throws {
         let timeline = Timeline()
-        let subject = ReplaySubject(buffer: try makeBuffer(nil))
+        let subject = ReplaySubject(buffer: try await makeBuffer(nil))
         let s = timeline.scheduler
         s.at(0) { subject.signal.subscribe(timeline.observer("1")) }
         s.at(1) { Self.sendAndWait(subject, .value("p1")) }
@@ -65,10 +65,10 @@ public struct ReplaySubjectConformance: Sendable {
     }
 
     /// E15: capacity 1 replays only C; capacity 3 replays A B C.
-    public func e15CapacityLimitsTheReplay() throws {
+    public func e15CapacityLimitsTheReplay() async throws {
         for (capacity, expected) in [(1, ["C"]), (3, ["A", "B", "C"])] {
             let timeline = Timeline()
-            let subject = ReplaySubject(buffer: try makeBuffer(capacity))
+            let subject = ReplaySubject(buffer: try await makeBuffer(capacity))
             for value in ["A", "B", "C"] { Self.sendAndWait(subject, .value(value)) }
             timeline.scheduler.at(2) { subject.signal.subscribe(timeline.observer("late")) }
             timeline.scheduler.run()
@@ -79,9 +79,9 @@ public struct ReplaySubjectConformance: Sendable {
 
     /// The terminal event is stored and replayed after the values, and nothing is
     /// appended after it.
-    public func terminalEventIsReplayedAfterValues() throws {
+    public func terminalEventIsReplayedAfterValues() async throws {
         let timeline = Timeline()
-        let subject = ReplaySubject(buffer: try makeBuffer(2))
+        let subject = ReplaySubject(buffer: try await makeBuffer(2))
         for value in ["a", "b", "c"] { Self.sendAndWait(subject, .value(value)) }
         Self.sendAndWait(subject, .completed)
         Self.sendAndWait(subject, .value("after the end"))
@@ -92,14 +92,14 @@ public struct ReplaySubjectConformance: Sendable {
     /// Random sends, subscription points and capacities: a subscriber arriving after `k`
     /// values receives exactly the last min(capacity, k) of them, then every live value,
     /// then the terminal event.
-    public func randomSubscriptionPointsReceiveTheRightSuffix(seed: UInt64, rounds: Int) throws {
+    public func randomSubscriptionPointsReceiveTheRightSuffix(seed: UInt64, rounds: Int) async throws {
         var random = SeededGenerator(seed: seed)
         for round in 0..<rounds {
             let capacity: Int? = [nil, 0, 1, 2, 3, 7, 50].randomElement(using: &random)!
             let total = Int.random(in: 0...40, using: &random)
             let subscribeAfter = (0..<3).map { _ in Int.random(in: 0...total, using: &random) }
             let fails = Bool.random(using: &random)
-            let subject = ReplaySubject(buffer: try makeBuffer(capacity))
+            let subject = ReplaySubject(buffer: try await makeBuffer(capacity))
             let timeline = Timeline()
             for k in 0...total {
                 for (index, point) in subscribeAfter.enumerated() where point == k {
@@ -120,12 +120,12 @@ public struct ReplaySubjectConformance: Sendable {
     }
 
     /// Runs every check.
-    public func runAll(seed: UInt64 = 42, rounds: Int = 40) throws {
-        try e4ReplaySubjectGivesHistoryToLateSubscribers()
-        try e11BufferReplaysToLateSubscriber()
-        try e15CapacityLimitsTheReplay()
-        try terminalEventIsReplayedAfterValues()
-        try randomSubscriptionPointsReceiveTheRightSuffix(seed: seed, rounds: rounds)
+    public func runAll(seed: UInt64 = 42, rounds: Int = 40) async throws {
+        try await e4ReplaySubjectGivesHistoryToLateSubscribers()
+        try await e11BufferReplaysToLateSubscriber()
+        try await e15CapacityLimitsTheReplay()
+        try await terminalEventIsReplayedAfterValues()
+        try await randomSubscriptionPointsReceiveTheRightSuffix(seed: seed, rounds: rounds)
     }
 }
 

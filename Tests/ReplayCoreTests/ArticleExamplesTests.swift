@@ -91,7 +91,7 @@ struct ArticleExamplesTests {
         #expect(timeline.of("merged").last?.what == "completed")
     }
 
-    @Test func E4_subjectForgetsAndReplaySubjectRemembers() throws {
+    @Test func E4_subjectForgetsAndReplaySubjectRemembers() async throws {
         let timeline = Timeline()
         let subject = Subject<String>()
         let s = timeline.scheduler
@@ -112,7 +112,7 @@ struct ArticleExamplesTests {
             .init(2, "3", "package 2"), .init(2, "4", "package 2"),
         ])
         // The replay-subject half of E4, shared with the SQLite buffer's suite.
-        try ReplaySubjectConformance { RingBuffer(capacity: $0) }.e4ReplaySubjectGivesHistoryToLateSubscribers()
+        try await ReplaySubjectConformance { RingBuffer(capacity: $0) }.e4ReplaySubjectGivesHistoryToLateSubscribers()
     }
 
     /// Source of E5–E7: logs "subscribed", sends A after 1.5, B after 3, completes after 5.
@@ -245,8 +245,8 @@ struct ArticleExamplesTests {
         ])
     }
 
-    @Test func E11_bufferReplaysToLateSubscriber() throws {
-        try ReplaySubjectConformance { RingBuffer(capacity: $0) }.e11BufferReplaysToLateSubscriber()
+    @Test func E11_bufferReplaysToLateSubscriber() async throws {
+        try await ReplaySubjectConformance { RingBuffer(capacity: $0) }.e11BufferReplaysToLateSubscriber()
     }
 
     @Test func E12_hotSignalSendingWhileBeingCreatedIsMissed() {
@@ -290,8 +290,8 @@ struct ArticleExamplesTests {
         ])
     }
 
-    @Test func E15_capacityLimitsReplayAndReplayLazilyStarterSeesEverything() throws {
-        try ReplaySubjectConformance { RingBuffer(capacity: $0) }.e15CapacityLimitsTheReplay()
+    @Test func E15_capacityLimitsReplayAndReplayLazilyStarterSeesEverything() async throws {
+        try await ReplaySubjectConformance { RingBuffer(capacity: $0) }.e15CapacityLimitsTheReplay()
 
         let timeline = Timeline()
         let abc = Signal<String> { observer in

@@ -8,13 +8,13 @@ import Testing
 struct ReplaySubjectTests {
     let conformance = ReplaySubjectConformance { RingBuffer(capacity: $0) }
 
-    @Test func terminalEventIsReplayedAfterValues() throws {
-        try conformance.terminalEventIsReplayedAfterValues()
+    @Test func terminalEventIsReplayedAfterValues() async throws {
+        try await conformance.terminalEventIsReplayedAfterValues()
     }
 
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
-    func randomSubscriptionPointsReceiveTheRightSuffix(seed: UInt64) throws {
-        try conformance.randomSubscriptionPointsReceiveTheRightSuffix(seed: seed, rounds: 200)
+    func randomSubscriptionPointsReceiveTheRightSuffix(seed: UInt64) async throws {
+        try await conformance.randomSubscriptionPointsReceiveTheRightSuffix(seed: seed, rounds: 200)
     }
 
     @Test func capacityZeroBehavesAsAPlainSubject() {

@@ -1,0 +1,68 @@
+import GRDB
+import Synchronization
+
+/// The streams, in memory: one record per row of `streams`, loaded at open (O(streams))
+/// and replaced by the writer after each commit. Readers take a snapshot; nobody waits on
+/// SQLite to learn a stream's bounds.
+final class Catalog: Sendable {
+    struct Record: Sendable {
+        let id: Int64
+        var info: StreamInfo
+    }
+
+    private let records: Mutex<[String: Record]>
+
+    init(loadingFrom db: Database) throws {
+        var records: [String: Record] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM streams") {
+            let record = try Record(row: row)
+            records[record.info.name] = record
+        }
+        self.records = Mutex(records)
+    }
+
+    subscript(name: String) -> Record? {
+        records.withLock { $0[name] }
+    }
+
+    var all: [Record] {
+        records.withLock { Array($0.values) }.sorted { $0.info.name < $1.info.name }
+    }
+
+    /// Applies what a committed transaction changed: `nil` means deleted.
+    func apply(_ changes: [String: Record?]) {
+        records.withLock { records in
+            for (name, record) in changes { records[name] = record }
+        }
+    }
+}
+
+extension Catalog.Record {
+    init(row: Row) throws {
+        let terminalKind: String? = row["terminal"]
+        let terminal: Terminal? = switch terminalKind {
+        case "completed": .completed
+        case "failed": .failed(message: row["terminal_message"] ?? "")
+        default: nil
+        }
+        var source: StreamSource?
+        if let command: String = row["source_command"],
+            let connect = StreamSource.ConnectMode(rawValue: row["source_connect"] ?? "")
+        {
+            source = StreamSource(command: command, connect: connect, options: row["source_options"])
+        }
+        let config = StreamConfig(
+            capacity: row["capacity"], maxBytes: row["max_bytes"], maxAge: row["max_age_seconds"],
+            source: source)
+        let first: Int64 = row["first_seq"]
+        let last: Int64 = row["last_seq"]
+        self.init(
+            id: row["id"],
+            info: StreamInfo(
+                name: row["name"], config: config,
+                createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
+                firstSequence: UInt64(first), lastSequence: UInt64(last),
+                byteCount: row["byte_count"], terminal: terminal,
+                terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse)))
+    }
+}

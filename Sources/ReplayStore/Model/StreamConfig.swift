@@ -1,0 +1,56 @@
+import Foundation
+
+/// The settings of a stream: its retention (the replay subject's capacity, plus optional
+/// byte and age limits, like NATS JetStream's MaxMsgs, MaxBytes and MaxAge) and its source.
+public struct StreamConfig: Sendable, Equatable {
+    /// The most events kept; `nil` keeps all. `0` keeps none: a plain hot subject whose
+    /// subscribers only see what is published while they listen.
+    public var capacity: Int?
+    /// The most payload bytes kept; the oldest events go first. `nil`: no limit.
+    public var maxBytes: Int?
+    /// Events older than this many seconds are removed. `nil`: no limit.
+    public var maxAge: TimeInterval?
+    /// An upstream command whose output becomes the stream's events.
+    public var source: StreamSource?
+
+    public init(capacity: Int?, maxBytes: Int? = nil, maxAge: TimeInterval? = nil, source: StreamSource? = nil) {
+        self.capacity = capacity
+        self.maxBytes = maxBytes
+        self.maxAge = maxAge
+        self.source = source
+    }
+
+    /// Keeps everything.
+    public static var unlimited: StreamConfig { StreamConfig(capacity: nil) }
+
+    func validate() throws(StoreError) {
+        if let capacity, capacity < 0 { throw .invalidConfig("capacity must be 0 or more, or unlimited") }
+        if let maxBytes, maxBytes < 0 { throw .invalidConfig("max bytes must be 0 or more") }
+        if let maxAge, !(maxAge > 0) { throw .invalidConfig("max age must be more than 0 seconds") }
+        if let source, source.command.isEmpty { throw .invalidConfig("a source needs a command") }
+    }
+}
+
+/// A command whose standard output becomes a stream's events, and when to run it.
+public struct StreamSource: Sendable, Equatable {
+    /// When the source is connected, after the core's conversions.
+    public enum ConnectMode: String, Sendable, CaseIterable {
+        /// As `replay()`: when the stream is created and whenever the daemon starts.
+        case eager
+        /// As `replayLazily()`: on the first subscriber, then it stays connected.
+        case lazy
+        /// As `autoconnect()`: while anyone subscribes.
+        case refcount
+    }
+
+    public var command: String
+    public var connect: ConnectMode
+    /// Further settings (framing, restart policy) as a JSON object, kept as given.
+    public var options: String?
+
+    public init(command: String, connect: ConnectMode, options: String? = nil) {
+        self.command = command
+        self.connect = connect
+        self.options = options
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// How a stream ended, if it did.
+public enum Terminal: Sendable, Equatable {
+    case completed
+    case failed(message: String)
+}
+
+/// A stream's metadata: settings, retained window and terminal state.
+public struct StreamInfo: Sendable, Equatable {
+    public let name: String
+    public var config: StreamConfig
+    public let createdAt: Date
+    /// The lowest retained sequence number; `lastSequence + 1` when nothing is retained.
+    public var firstSequence: UInt64
+    /// The highest sequence number ever assigned (0 if none); never reused.
+    public var lastSequence: UInt64
+    /// Payload bytes retained.
+    public var byteCount: Int
+    public var terminal: Terminal?
+    public var terminalAt: Date?
+
+    /// Events retained: the window is contiguous because trimming removes the oldest.
+    public var eventCount: Int { Int(lastSequence + 1 - firstSequence) }
+
+    /// The sequence number the terminal event is replayed with: right after the last value.
+    public var terminalSequence: UInt64? { terminal == nil ? nil : lastSequence + 1 }
+}
+
+/// One stored event.
+public struct StoredEvent: Sendable, Equatable {
+    public let sequence: UInt64
+    /// When the event was committed (UTC, millisecond precision).
+    public let time: Date
+    public let payload: Data
+
+    public init(sequence: UInt64, time: Date, payload: Data) {
+        self.sequence = sequence
+        self.time = time
+        self.payload = payload
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// ISO-8601 UTC timestamps with milliseconds, `2026-11-22T03:17:14.123Z`: readable in the
+/// sqlite3 shell, and their text order is their time order. Hand-written because this runs
+/// once per stored event and Foundation's formatters are an order of magnitude slower.
+enum Timestamp {
+    static func format(_ date: Date) -> String {
+        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(millis / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+            parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+            parts.tm_hour, parts.tm_min, parts.tm_sec, Int32(millis % 1000))
+    }
+
+    static func parse(_ text: String) -> Date? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 24, utf8[4] == 0x2D, utf8[10] == 0x54, utf8[19] == 0x2E, utf8[23] == 0x5A
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int32? {
+            var value: Int32 = 0
+            for byte in utf8[range] {
+                guard byte >= 0x30, byte <= 0x39 else { return nil }
+                value = value * 10 + Int32(byte - 0x30)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            let millis = number(20..<23)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        let seconds = timegm(&parts)
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(millis) / 1000)
+    }
+}

@@ -1,0 +1,56 @@
+/// What can go wrong in the store. Each message says what happened and what to do.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file exists but is not a SQLite database.
+    case notADatabase(path: String)
+    /// The database (or its folder, where SQLite keeps its -wal and -shm files) cannot be written.
+    case readOnly(path: String)
+    /// Another process holds the database open for writing.
+    case locked(path: String, holder: String)
+    /// The database was made by a newer version of replay.
+    case newerSchema(path: String, unknownMigrations: [String])
+    /// The stream does not exist.
+    case unknownStream(String)
+    /// A stream of that name already exists with other settings.
+    case streamExists(String)
+    /// The name is not a valid stream name.
+    case invalidStreamName(String)
+    /// The settings are not valid.
+    case invalidConfig(String)
+    /// The stream has completed or failed: nothing can be appended after its terminal event.
+    case terminated(stream: String)
+    /// The disk (or the file-system quota) is full; nothing of the failed write was stored.
+    case storageFull
+    /// The store was closed.
+    case closed
+    /// SQLite reported an error.
+    case sqlite(code: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .notADatabase(let path):
+            "\(path) is not a replay database (not a SQLite file); point --db at a new or existing replay database"
+        case .readOnly(let path):
+            "\(path) is read-only: replay needs to write the file and create \(path)-wal and \(path)-shm beside it; fix the permissions or choose another --db"
+        case .locked(let path, let holder):
+            "\(path) is in use by another replay process (\(holder)); stop it or choose another --db"
+        case .newerSchema(let path, let unknown):
+            "\(path) was written by a newer version of replay (unknown migrations: \(unknown.joined(separator: ", "))); upgrade replay to open it"
+        case .unknownStream(let name):
+            "no stream named '\(name)'; create it first"
+        case .streamExists(let name):
+            "a stream named '\(name)' already exists with other settings; delete it first or use its settings"
+        case .invalidStreamName(let name):
+            "'\(name)' is not a valid stream name: use 1 to 200 characters among letters, digits, '.', '_' and '-'"
+        case .invalidConfig(let reason):
+            "invalid stream settings: \(reason)"
+        case .terminated(let stream):
+            "stream '\(stream)' has terminated (completed or failed); nothing can be appended after its terminal event"
+        case .storageFull:
+            "storage full: the database's disk has no room left; nothing was stored; free space and retry"
+        case .closed:
+            "the store is closed"
+        case .sqlite(let code, let message):
+            "SQLite error \(code): \(message)"
+        }
+    }
+}

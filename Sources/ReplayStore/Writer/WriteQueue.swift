@@ -1,0 +1,79 @@
+import DequeModule
+import Dispatch
+import Synchronization
+
+/// The one writer, with group commit: requests queue up while a transaction runs, and the
+/// next transaction takes all of them (up to a batch limit). One fsync then covers the
+/// whole batch, which is how acknowledged-after-commit publishing stays fast.
+final class WriteQueue: Sendable {
+    struct Limits: Sendable {
+        var maxRequests = 8_192
+        var maxBytes = 8 << 20
+    }
+
+    private struct State {
+        var pending = Deque<WriteRequest>()
+        var running = false
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "replay.store.writer", qos: .userInitiated)
+    private let limits: Limits
+    private let commit: @Sendable ([WriteRequest]) -> Void
+
+    /// - Parameter commit: runs one batch in one transaction and completes its requests;
+    ///   always called on the writer's own thread, never concurrently.
+    init(limits: Limits, commit: @escaping @Sendable ([WriteRequest]) -> Void) {
+        self.limits = limits
+        self.commit = commit
+    }
+
+    /// Requests waiting for a transaction (not counting the one running).
+    var queuedCount: Int { state.withLock { $0.pending.count } }
+
+    func submit(_ request: WriteRequest) {
+        let (accepted, start) = state.withLock { state -> (Bool, Bool) in
+            guard !state.closed else { return (false, false) }
+            state.pending.append(request)
+            guard !state.running else { return (true, false) }
+            state.running = true
+            return (true, true)
+        }
+        guard accepted else { return request.fail(.closed) }
+        if start { queue.async { self.drain() } }
+    }
+
+    /// Refuses new requests, then waits until everything queued has been committed.
+    func close() {
+        state.withLock { $0.closed = true }
+        // Any drain was scheduled before `closed` was set, so it is ahead of this block.
+        queue.sync {}
+    }
+
+    /// Runs on the writer queue: batch after batch until nothing is pending.
+    private func drain() {
+        while let batch = nextBatch() {
+            commit(batch)
+        }
+    }
+
+    private func nextBatch() -> [WriteRequest]? {
+        state.withLock { state in
+            guard !state.pending.isEmpty else {
+                state.running = false
+                return nil
+            }
+            var batch: [WriteRequest] = []
+            var bytes = 0
+            while let next = state.pending.first, batch.count < limits.maxRequests,
+                batch.isEmpty || bytes + next.payloadSize <= limits.maxBytes
+            {
+                state.pending.removeFirst()
+                batch.append(next)
+                bytes += next.payloadSize
+            }
+            return batch
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// One unit of work for the writer. Each carries its completion, called on the writer's
+/// thread after the transaction that contains it has committed (or failed).
+enum WriteRequest: Sendable {
+    typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
+
+    case append(stream: String, payload: Data, autoCreate: StreamConfig?, Completion<StoredEvent>)
+    case create(stream: String, config: StreamConfig, Completion<StreamInfo>)
+    case delete(stream: String, Completion<Void>)
+    case terminate(stream: String, Terminal, Completion<StreamInfo>)
+    case reset(stream: String, keepHistory: Bool, Completion<StreamInfo>)
+    case enforceRetention(Completion<Void>)
+
+    var payloadSize: Int {
+        if case .append(_, let payload, _, _) = self { return payload.count }
+        return 0
+    }
+
+    func fail(_ error: StoreError) {
+        switch self {
+        case .append(_, _, _, let done): done(.failure(error))
+        case .create(_, _, let done): done(.failure(error))
+        case .delete(_, let done): done(.failure(error))
+        case .terminate(_, _, let done): done(.failure(error))
+        case .reset(_, _, let done): done(.failure(error))
+        case .enforceRetention(let done): done(.failure(error))
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import GRDB
+import ReplayStore
+import ReplayTesting
+import Testing
+
+@Suite("Retention")
+struct RetentionTests {
+    @Test(arguments: [(0, [String]()), (1, ["e5"]), (3, ["e3", "e4", "e5"]), (nil, ["e1", "e2", "e3", "e4", "e5"])] as [(Int?, [String])])
+    func capacityKeepsTheLastN(capacity: Int?, expected: [String]) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory)
+            defer { store.close() }
+            _ = try await store.create("s", config: StreamConfig(capacity: capacity))
+            #expect(try await store.appendAll((1...5).map { "e\($0)" }, to: "s") == [1, 2, 3, 4, 5])
+            #expect(try store.texts("s") == expected)
+            let info = try #require(store.info("s"))
+            #expect(info.eventCount == expected.count)
+            #expect(info.firstSequence == UInt64(6 - expected.count))
+            #expect(info.byteCount == expected.count * 2)
+            let rows = try store.query { db in try Int.fetchOne(db, sql: "SELECT event_count FROM streams WHERE name = 's'") }
+            #expect(rows == expected.count, "the stream row's counters are updated in the same transaction")
+        }
+    }
+
+    @Test func maxBytesDropsTheOldestUntilItFits() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory)
+            defer { store.close() }
+            _ = try await store.create("s", config: StreamConfig(capacity: nil, maxBytes: 10))
+            _ = try await store.appendAll(["aaaa", "bbbb", "cccc"], to: "s")
+            #expect(try store.texts("s") == ["bbbb", "cccc"])
+            _ = try await store.appendAll(["0123456789AB"], to: "s")
+            #expect(try store.texts("s") == [], "an event larger than the limit is not kept either")
+            #expect(store.info("s")?.byteCount == 0)
+            #expect(store.info("s")?.lastSequence == 4)
+        }
+    }
+
+    @Test func maxAgeExpiresOldEventsOnAppendAndOnEnforcement() async throws {
+        try await withTemporaryDirectory { directory in
+            let now = Locked(Date(timeIntervalSince1970: 1_800_000_000))
+            let store = try openStore(directory, clock: { now.value })
+            defer { store.close() }
+            _ = try await store.create("s", config: StreamConfig(capacity: nil, maxAge: 60))
+            _ = try await store.appendAll(["old"], to: "s")
+            now.withLock { $0 += 30 }
+            _ = try await store.appendAll(["mid"], to: "s")
+            now.withLock { $0 += 45 }
+            _ = try await store.appendAll(["new"], to: "s")
+            #expect(try store.texts("s") == ["mid", "new"])
+            now.withLock { $0 += 3600 }
+            try await store.enforceRetention()
+            #expect(try store.texts("s") == [])
+            #expect(store.info("s")?.lastSequence == 3, "expiry never resets sequence numbers")
+        }
+    }
+}
