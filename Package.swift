@@ -11,6 +11,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
@@ -28,6 +32,19 @@ let package = Package(
         // replay-subject conformance scenarios that every ReplayBuffer must pass.
         .target(name: "ReplayTesting", dependencies: ["ReplayCore"]),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplayTesting"]),
+        // The wire protocol: commands, frames, their codecs. Knows nothing of streams' storage.
+        .target(
+            name: "ReplayProtocol",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "ReplayProtocolTests",
+            dependencies: [
+                "ReplayProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+            ]
+        ),
         // A child process the store's crash test kills mid-append.
         .executableTarget(name: "ReplayStoreProbe", dependencies: ["ReplayStore"]),
         .testTarget(

@@ -1,0 +1,70 @@
+import NIOCore
+
+extension ClientCommand {
+    /// Appends the command's bytes to `buffer`, as a client sends it.
+    public func write(into buffer: inout ByteBuffer) {
+        switch self {
+        case .publish(let stream, let payload):
+            Wire.writeLine(["PUB", stream, "\(payload.readableBytes)"], into: &buffer)
+            Wire.writePayload(payload, into: &buffer)
+        case .subscribe(let stream, let sid, let start):
+            Wire.writeLine(["SUB", stream, sid, start.wireText], into: &buffer)
+        case .unsubscribe(let sid):
+            Wire.writeLine(["UNSUB", sid], into: &buffer)
+        case .create(let stream, let options):
+            var words = ["CREATE", stream]
+            switch options.capacity {
+            case .count(let n): words.append("capacity=\(n)")
+            case .unlimited: words.append("capacity=unlimited")
+            case nil: break
+            }
+            if let maxBytes = options.maxBytes { words.append("max_bytes=\(maxBytes)") }
+            if let maxAge = options.maxAge { words.append("max_age=\(maxAge)") }
+            for (key, value) in options.sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
+            if let source = options.source {
+                let command = ByteBuffer(string: source)
+                words.append("connect=\(options.connect ?? "lazy")")
+                words.append("source=\(command.readableBytes)")
+                Wire.writeLine(words, into: &buffer)
+                Wire.writePayload(command, into: &buffer)
+            } else {
+                Wire.writeLine(words, into: &buffer)
+            }
+        case .delete(let stream):
+            Wire.writeLine(["DELETE", stream], into: &buffer)
+        case .info(let stream):
+            Wire.writeLine(["INFO", stream], into: &buffer)
+        case .list:
+            Wire.writeLine(["LIST"], into: &buffer)
+        case .complete(let stream):
+            Wire.writeLine(["COMPLETE", stream], into: &buffer)
+        case .fail(let stream, let message):
+            let bytes = ByteBuffer(string: message)
+            Wire.writeLine(["FAIL", stream, "\(bytes.readableBytes)"], into: &buffer)
+            Wire.writePayload(bytes, into: &buffer)
+        case .reset(let stream, let keepHistory):
+            Wire.writeLine(["RESET", stream, keepHistory ? "keep" : "drop"], into: &buffer)
+        case .ping:
+            Wire.writeLine(["PING"], into: &buffer)
+        }
+    }
+
+    public var bytes: ByteBuffer {
+        var buffer = ByteBuffer()
+        write(into: &buffer)
+        return buffer
+    }
+}
+
+extension StartPosition {
+    /// The start position as SUB's last word.
+    public var wireText: String {
+        switch self {
+        case .all: "all"
+        case .new: "new"
+        case .from(let sequence): "from=\(sequence)"
+        case .last(let count): "last=\(count)"
+        case .since(let seconds): "since=\(seconds)"
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import NIOCore
+
+/// Where a subscription starts reading its stream.
+public enum StartPosition: Sendable, Equatable {
+    /// Everything retained, then live: the replay-subject behaviour. The default.
+    case all
+    /// Only events published after the subscription.
+    case new
+    /// From this sequence number, inclusive.
+    case from(UInt64)
+    /// The last N retained events, then live.
+    case last(UInt64)
+    /// The first retained event stored at or after this time (seconds since 1970), then live.
+    case since(Double)
+}
+
+/// The settings of `CREATE`, as sent on the wire.
+public struct CreateOptions: Sendable, Equatable {
+    /// `nil`: the server's default capacity. Otherwise a count, or `.unlimited`.
+    public var capacity: Capacity?
+    public var maxBytes: Int?
+    public var maxAge: Double?
+    public var source: String?
+    public var connect: String?
+    /// Source options (framing, restart policy) as given, for example `framing=lines`.
+    public var sourceOptions: [String: String]
+
+    public enum Capacity: Sendable, Equatable {
+        case count(Int)
+        case unlimited
+    }
+
+    public init(
+        capacity: Capacity? = nil, maxBytes: Int? = nil, maxAge: Double? = nil,
+        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:]
+    ) {
+        self.capacity = capacity
+        self.maxBytes = maxBytes
+        self.maxAge = maxAge
+        self.source = source
+        self.connect = connect
+        self.sourceOptions = sourceOptions
+    }
+}
+
+/// A command a client sends. See docs/PROTOCOL.md for the grammar.
+public enum ClientCommand: Sendable, Equatable {
+    case publish(stream: String, payload: ByteBuffer)
+    case subscribe(stream: String, sid: String, start: StartPosition)
+    case unsubscribe(sid: String)
+    case create(stream: String, options: CreateOptions)
+    case delete(stream: String)
+    case info(stream: String)
+    case list
+    case complete(stream: String)
+    case fail(stream: String, message: String)
+    case reset(stream: String, keepHistory: Bool)
+    case ping
+
+    /// The verb, as written on the wire.
+    public var verb: String {
+        switch self {
+        case .publish: "PUB"
+        case .subscribe: "SUB"
+        case .unsubscribe: "UNSUB"
+        case .create: "CREATE"
+        case .delete: "DELETE"
+        case .info: "INFO"
+        case .list: "LIST"
+        case .complete: "COMPLETE"
+        case .fail: "FAIL"
+        case .reset: "RESET"
+        case .ping: "PING"
+        }
+    }
+}

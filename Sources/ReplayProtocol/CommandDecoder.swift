@@ -1,0 +1,103 @@
+import NIOCore
+
+/// What the server's decoder produces: a command, or a recoverable error to answer in
+/// order while the connection goes on.
+public enum InboundCommand: Sendable, Equatable {
+    case command(ClientCommand)
+    case invalid(ReplayError)
+}
+
+/// Decodes the client → server byte stream into commands.
+///
+/// An explicit read state: a control line, then (for PUB, FAIL and CREATE with a source)
+/// exactly the announced payload. Limits: a control line longer than `maxLineLength` is
+/// fatal (the stream cannot be resynchronised without a line end); a payload larger than
+/// `maxPayload` is skipped without being buffered and answered with `payload_too_large`,
+/// and the connection carries on. A payload not followed by a line end is fatal.
+public struct CommandDecoder: ByteToMessageDecoder, Sendable {
+    public typealias InboundOut = InboundCommand
+
+    enum State: Equatable {
+        case line
+        case payload(CommandParser.AwaitingPayload, size: Int)
+        /// Discarding an oversize payload: bytes still to drop, then its line end.
+        case skipping(remaining: Int)
+        case skippingLineEnd
+    }
+
+    public let maxLineLength: Int
+    public let maxPayload: Int
+    private(set) var state = State.line
+
+    public init(maxLineLength: Int = 4096, maxPayload: Int = 1 << 20) {
+        self.maxLineLength = maxLineLength
+        self.maxPayload = maxPayload
+    }
+
+    /// Decodes the next command from `buffer`, or returns `nil` when more bytes are needed.
+    /// Throws only fatal errors.
+    public mutating func next(_ buffer: inout ByteBuffer) throws(ReplayError) -> InboundCommand? {
+        while true {
+            switch state {
+            case .line:
+                guard let line = try Wire.readLine(&buffer, maxLength: maxLineLength) else { return nil }
+                let words = Wire.words(line)
+                if words.isEmpty { continue }  // blank lines, as a person in socat types them
+                do {
+                    switch try CommandParser.parse(words) {
+                    case .command(let command):
+                        return .command(command)
+                    case .needsPayload(let awaiting, let size):
+                        guard size <= maxPayload else {
+                            state = .skipping(remaining: size)
+                            return .invalid(ReplayError(
+                                .payloadTooLarge,
+                                "payload of \(size) bytes is over the limit of \(maxPayload) bytes; it was discarded"))
+                        }
+                        state = .payload(awaiting, size: size)
+                    }
+                } catch {
+                    return .invalid(error)
+                }
+            case .payload(let awaiting, let size):
+                guard let payload = try Wire.readPayload(&buffer, size: size) else { return nil }
+                state = .line
+                return .command(awaiting.complete(with: payload))
+            case .skipping(let remaining):
+                let dropped = min(remaining, buffer.readableBytes)
+                buffer.moveReaderIndex(forwardBy: dropped)
+                guard dropped == remaining else {
+                    state = .skipping(remaining: remaining - dropped)
+                    return nil
+                }
+                state = .skippingLineEnd
+            case .skippingLineEnd:
+                guard let byte = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
+                if byte == Wire.cr {
+                    guard buffer.readableBytes >= 2 else { return nil }
+                    buffer.moveReaderIndex(forwardBy: 1)
+                }
+                if buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) == Wire.lf {
+                    buffer.moveReaderIndex(forwardBy: 1)
+                }
+                state = .line
+            }
+        }
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let inbound = try next(&buffer) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(inbound))
+        return .continue
+    }
+
+    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        // A client that disappears mid-frame leaves a partial command: it is dropped, and
+        // only complete commands before it were acted on.
+        while let inbound = try next(&buffer) {
+            context.fireChannelRead(Self.wrapInboundOut(inbound))
+        }
+        buffer.clear()
+        return .needMoreData
+    }
+}

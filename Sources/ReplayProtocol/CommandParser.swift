@@ -1,0 +1,169 @@
+import Foundation
+import NIOCore
+
+/// Turns control lines into commands. Pure functions of the words, so they are tested
+/// without any I/O.
+enum CommandParser {
+    /// A command whose control line announced a payload still to be read.
+    enum AwaitingPayload: Equatable {
+        case publish(stream: String)
+        case fail(stream: String)
+        case create(stream: String, options: CreateOptions)
+
+        func complete(with payload: ByteBuffer) -> ClientCommand {
+            switch self {
+            case .publish(let stream):
+                return ClientCommand.publish(stream: stream, payload: payload)
+            case .fail(let stream):
+                return ClientCommand.fail(stream: stream, message: String(decoding: payload.readableBytesView, as: UTF8.self))
+            case .create(let stream, var options):
+                options.source = String(decoding: payload.readableBytesView, as: UTF8.self)
+                return .create(stream: stream, options: options)
+            }
+        }
+    }
+
+    enum Parsed: Equatable {
+        case command(ClientCommand)
+        case needsPayload(AwaitingPayload, size: Int)
+    }
+
+    static func parse(_ words: [Substring]) throws(ReplayError) -> Parsed {
+        guard let verb = words.first?.uppercased() else { throw bad("empty command") }
+        let args = words.dropFirst().map(String.init)
+        switch verb {
+        case "PUB":
+            try expect(args, count: 2, usage: "PUB <stream> <bytes>")
+            return .needsPayload(.publish(stream: args[0]), size: try size(args[1]))
+        case "SUB":
+            guard args.count == 2 || args.count == 3 else {
+                throw bad("usage: SUB <stream> <sid> [all|new|from=<seq>|last=<n>|since=<time>]")
+            }
+            try checkSid(args[1])
+            let start = args.count == 3 ? try startPosition(args[2]) : .all
+            return .command(.subscribe(stream: args[0], sid: args[1], start: start))
+        case "UNSUB":
+            try expect(args, count: 1, usage: "UNSUB <sid>")
+            return .command(.unsubscribe(sid: args[0]))
+        case "CREATE":
+            guard let stream = args.first else { throw bad("usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [connect=eager|lazy|refcount source=<bytes>]") }
+            let (options, sourceSize) = try createOptions(args.dropFirst())
+            if let sourceSize { return .needsPayload(.create(stream: stream, options: options), size: sourceSize) }
+            return .command(.create(stream: stream, options: options))
+        case "DELETE":
+            try expect(args, count: 1, usage: "DELETE <stream>")
+            return .command(.delete(stream: args[0]))
+        case "INFO":
+            try expect(args, count: 1, usage: "INFO <stream>")
+            return .command(.info(stream: args[0]))
+        case "LIST":
+            try expect(args, count: 0, usage: "LIST")
+            return .command(.list)
+        case "COMPLETE":
+            try expect(args, count: 1, usage: "COMPLETE <stream>")
+            return .command(.complete(stream: args[0]))
+        case "FAIL":
+            try expect(args, count: 2, usage: "FAIL <stream> <bytes>, then the message")
+            return .needsPayload(.fail(stream: args[0]), size: try size(args[1]))
+        case "RESET":
+            guard args.count == 1 || (args.count == 2 && ["keep", "drop"].contains(args[1].lowercased())) else {
+                throw bad("usage: RESET <stream> [keep|drop]")
+            }
+            return .command(.reset(stream: args[0], keepHistory: args.count == 1 || args[1].lowercased() == "keep"))
+        case "PING":
+            return .command(.ping)
+        default:
+            throw ReplayError(.unknownCommand, "unknown command '\(verb.prefix(32))'; see docs/PROTOCOL.md")
+        }
+    }
+
+    static func bad(_ message: String) -> ReplayError {
+        ReplayError(.badCommand, message)
+    }
+
+    private static func expect(_ args: [String], count: Int, usage: String) throws(ReplayError) {
+        guard args.count == count else { throw bad("usage: \(usage)") }
+    }
+
+    private static func size(_ text: String) throws(ReplayError) -> Int {
+        guard let size = Int(text), size >= 0 else { throw bad("'\(text.prefix(32))' is not a byte count") }
+        return size
+    }
+
+    private static func number(_ text: String, _ what: String) throws(ReplayError) -> UInt64 {
+        guard let value = UInt64(text) else { throw bad("\(what) must be a whole number, got '\(text.prefix(32))'") }
+        return value
+    }
+
+    private static func checkSid(_ sid: String) throws(ReplayError) {
+        guard sid.utf8.count <= 64 else { throw bad("a subscription id has at most 64 bytes") }
+    }
+
+    static func startPosition(_ word: String) throws(ReplayError) -> StartPosition {
+        let lower = word.lowercased()
+        if lower == "all" { return .all }
+        if lower == "new" { return .new }
+        let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { throw bad("start must be all, new, from=<seq>, last=<n> or since=<time>") }
+        switch parts[0].lowercased() {
+        case "from": return .from(try number(parts[1], "from"))
+        case "last": return .last(try number(parts[1], "last"))
+        case "since":
+            guard let time = TimeText.parse(parts[1]) else {
+                throw bad("since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
+            }
+            return .since(time)
+        default: throw bad("start must be all, new, from=<seq>, last=<n> or since=<time>")
+        }
+    }
+
+    private static func createOptions(_ words: ArraySlice<String>) throws(ReplayError) -> (CreateOptions, Int?) {
+        var options = CreateOptions()
+        var sourceSize: Int?
+        for word in words {
+            let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw bad("CREATE options are key=value, got '\(word.prefix(32))'") }
+            let (key, value) = (parts[0].lowercased(), parts[1])
+            switch key {
+            case "capacity":
+                if value.lowercased() == "unlimited" {
+                    options.capacity = .unlimited
+                } else {
+                    guard let count = Int(value), count >= 0 else { throw bad("capacity is a count (0 or more) or unlimited") }
+                    options.capacity = .count(count)
+                }
+            case "max_bytes":
+                guard let bytes = Int(value), bytes >= 0 else { throw bad("max_bytes is a byte count") }
+                options.maxBytes = bytes
+            case "max_age":
+                guard let seconds = Double(value), seconds > 0 else { throw bad("max_age is a number of seconds, more than 0") }
+                options.maxAge = seconds
+            case "connect":
+                options.connect = value.lowercased()
+            case "source":
+                sourceSize = try size(value)
+            case "framing", "restart", "max_restarts", "grace":
+                options.sourceOptions[key] = value
+            default:
+                throw bad("unknown CREATE option '\(key.prefix(32))'")
+            }
+        }
+        if (options.connect != nil) != (sourceSize != nil) {
+            throw bad("connect=<mode> and source=<bytes> go together")
+        }
+        return (options, sourceSize)
+    }
+}
+
+/// Times on the wire: ISO-8601 UTC, with or without fractions of a second, or Unix seconds.
+public enum TimeText {
+    public static func parse(_ text: String) -> Double? {
+        if let seconds = Double(text), seconds.isFinite { return seconds }
+        let withFraction = ISO8601DateFormatter()
+        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = withFraction.date(from: text) { return date.timeIntervalSince1970 }
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        return plain.date(from: text)?.timeIntervalSince1970
+    }
+}

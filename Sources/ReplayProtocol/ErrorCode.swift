@@ -1,0 +1,44 @@
+/// An error as it travels on the wire: `-ERR <code> <message>`.
+///
+/// Codes are stable words a program can match; messages are for people and say what to do.
+public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        // Framing and syntax.
+        case badCommand = "bad_command"
+        case unknownCommand = "unknown_command"
+        case lineTooLong = "line_too_long"
+        case payloadTooLarge = "payload_too_large"
+        case badFrame = "bad_frame"
+        // Streams and subscriptions.
+        case unknownStream = "unknown_stream"
+        case streamExists = "stream_exists"
+        case invalidName = "invalid_name"
+        case invalidConfig = "invalid_config"
+        case terminated = "terminated"
+        case duplicateSubscription = "duplicate_sid"
+        case unknownSubscription = "unknown_sid"
+        case tooManySubscriptions = "too_many_subscriptions"
+        case forbidden = "forbidden"
+        // The server.
+        case storageFull = "storage_full"
+        case shuttingDown = "shutting_down"
+        case tooManyConnections = "too_many_connections"
+        case `internal` = "internal"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// After these the byte stream cannot be resynchronised: the server sends the error,
+    /// then closes the connection.
+    public var isFatal: Bool {
+        code == .lineTooLong || code == .badFrame
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

@@ -1,0 +1,34 @@
+import NIOCore
+
+/// Something the server sends. Replies (`ok`, `published`, `error`, `pong`, `info`, `list`)
+/// answer commands one for one, in command order; the others arrive for subscriptions at
+/// any time between them.
+public enum ServerFrame: Sendable, Equatable {
+    /// Sent once when a connection opens.
+    case hello(version: String, maxPayload: Int)
+    case ok
+    /// The reply to PUB: the event is committed with this sequence number.
+    case published(sequence: UInt64)
+    case error(ReplayError)
+    case pong
+    /// The reply to INFO: one stream, as JSON.
+    case info(json: ByteBuffer)
+    /// The reply to LIST: every stream, as a JSON array.
+    case list(json: ByteBuffer)
+    /// An event for a subscription. `time` is ISO-8601 UTC.
+    case event(stream: String, sid: String, sequence: UInt64, time: String, payload: ByteBuffer)
+    /// The stream completed after event `lastSequence`; the subscription is over.
+    case completed(stream: String, sid: String, lastSequence: UInt64)
+    /// The stream failed after event `lastSequence`; the subscription is over.
+    case failed(stream: String, sid: String, lastSequence: UInt64, message: String)
+    /// Events `from...through` are no longer retained: the subscriber fell behind retention.
+    case gap(stream: String, sid: String, from: UInt64, through: UInt64)
+
+    /// Whether this frame answers a command (as opposed to a subscription's frames).
+    public var isReply: Bool {
+        switch self {
+        case .ok, .published, .error, .pong, .info, .list: true
+        case .hello, .event, .completed, .failed, .gap: false
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import NIOCore
+
+/// Decodes the server → client byte stream, for clients (the Swift client library and the
+/// tests). It trusts the server more than the server trusts clients, but still refuses
+/// anything malformed with `bad_frame` rather than guessing.
+public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
+    public typealias InboundOut = ServerFrame
+
+    private enum Awaiting: Sendable {
+        case info
+        case list
+        case event(stream: String, sid: String, sequence: UInt64, time: String)
+        case failed(stream: String, sid: String, lastSequence: UInt64)
+    }
+
+    private var awaiting: (Awaiting, size: Int)?
+    public let maxLineLength: Int
+
+    public init(maxLineLength: Int = 64 * 1024) {
+        self.maxLineLength = maxLineLength
+    }
+
+    public mutating func next(_ buffer: inout ByteBuffer) throws(ReplayError) -> ServerFrame? {
+        while true {
+            if let (kind, size) = awaiting {
+                guard let payload = try Wire.readPayload(&buffer, size: size) else { return nil }
+                awaiting = nil
+                switch kind {
+                case .info: return .info(json: payload)
+                case .list: return .list(json: payload)
+                case .event(let stream, let sid, let sequence, let time):
+                    return .event(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload)
+                case .failed(let stream, let sid, let last):
+                    return .failed(stream: stream, sid: sid, lastSequence: last, message: String(decoding: payload.readableBytesView, as: UTF8.self))
+                }
+            }
+            guard let line = try Wire.readLine(&buffer, maxLength: maxLineLength) else { return nil }
+            let words = Wire.words(line).map(String.init)
+            guard let verb = words.first else { continue }
+            let args = Array(words.dropFirst())
+            switch (verb, args.count) {
+            case ("HELLO", _):
+                let maxPayload = args.first { $0.hasPrefix("max_payload=") }.flatMap { Int($0.dropFirst(12)) } ?? 0
+                return .hello(version: args.count > 1 ? args[1] : "", maxPayload: maxPayload)
+            case ("+OK", 0): return .ok
+            case ("+OK", 1): return .published(sequence: try number(args[0]))
+            case ("-ERR", _):
+                let text = String(decoding: line.readableBytesView, as: UTF8.self)
+                let rest = text.split(separator: " ", maxSplits: 2).map(String.init)
+                let code = rest.count > 1 ? ReplayError.Code(rawValue: rest[1]) ?? .internal : .internal
+                return .error(ReplayError(code, rest.count > 2 ? rest[2] : ""))
+            case ("PONG", 0): return .pong
+            case ("+INFO", 1): awaiting = (.info, try number(args[0]))
+            case ("+LIST", 1): awaiting = (.list, try number(args[0]))
+            case ("EVENT", 5):
+                awaiting = (.event(stream: args[0], sid: args[1], sequence: try number(args[2]), time: args[3]), try number(args[4]))
+            case ("COMPLETED", 3):
+                return .completed(stream: args[0], sid: args[1], lastSequence: try number(args[2]))
+            case ("FAILED", 4):
+                awaiting = (.failed(stream: args[0], sid: args[1], lastSequence: try number(args[2])), try number(args[3]))
+            case ("GAP", 4):
+                return .gap(stream: args[0], sid: args[1], from: try number(args[2]), through: try number(args[3]))
+            default:
+                throw ReplayError(.badFrame, "unexpected frame from the server: \(verb.prefix(32))")
+            }
+        }
+    }
+
+    private func number<T: FixedWidthInteger>(_ text: String) throws(ReplayError) -> T {
+        guard let value = T(text) else { throw ReplayError(.badFrame, "bad number '\(text.prefix(32))' in a server frame") }
+        return value
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let frame = try next(&buffer) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
+        return .continue
+    }
+
+    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while let frame = try next(&buffer) {
+            context.fireChannelRead(Self.wrapInboundOut(frame))
+        }
+        return .needMoreData
+    }
+}

@@ -1,0 +1,44 @@
+import NIOCore
+import ReplayProtocol
+import Testing
+
+@Suite("Round trips")
+struct RoundTripTests {
+    @Test func everyServerFrameDecodesToItself() throws {
+        let frames: [ServerFrame] = [
+            .hello(version: "0.1.0", maxPayload: 1_048_576),
+            .ok, .published(sequence: 42), .pong,
+            .error(ReplayError(.unknownStream, "no stream named 'x'; create it first")),
+            .info(json: ByteBuffer(string: #"{"name":"x"}"#)),
+            .list(json: ByteBuffer(string: "[]")),
+            .event(stream: "s", sid: "a", sequence: 7, time: "2026-11-22T03:00:00.000Z", payload: ByteBuffer(string: "two\r\nlines")),
+            .completed(stream: "s", sid: "a", lastSequence: 7),
+            .failed(stream: "s", sid: "a", lastSequence: 7, message: "exit status 1\nstderr tail"),
+            .gap(stream: "s", sid: "a", from: 1, through: 5),
+        ]
+        var buffer = ByteBuffer()
+        for frame in frames { frame.write(into: &buffer) }
+        var decoder = ServerFrameDecoder()
+        var decoded: [ServerFrame] = []
+        while let frame = try decoder.next(&buffer) { decoded.append(frame) }
+        #expect(decoded == frames)
+    }
+
+    @Test func everyClientCommandDecodesToItself() throws {
+        let commands: [ClientCommand] = [
+            .publish(stream: "s", payload: ByteBuffer(bytes: [0, 10, 13, 255])),
+            .subscribe(stream: "s", sid: "x", start: .since(1_700_000_000.5)),
+            .unsubscribe(sid: "x"),
+            .create(stream: "s", options: CreateOptions(capacity: .count(5), maxBytes: 10, maxAge: 2.5)),
+            .create(stream: "src", options: CreateOptions(source: "seq 1 10 | tr 1 x", connect: "refcount", sourceOptions: ["restart": "on-failure"])),
+            .delete(stream: "s"), .info(stream: "s"), .list, .complete(stream: "s"),
+            .fail(stream: "s", message: "bad\nthing"), .reset(stream: "s", keepHistory: true), .ping,
+        ]
+        var buffer = ByteBuffer()
+        for command in commands { command.write(into: &buffer) }
+        var decoder = CommandDecoder()
+        var decoded: [InboundCommand] = []
+        while let next = try decoder.next(&buffer) { decoded.append(next) }
+        #expect(decoded == commands.map { .command($0) })
+    }
+}
