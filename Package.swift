@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "ReplayCore", targets: ["ReplayCore"]),
         .library(name: "ReplayStore", targets: ["ReplayStore"]),
+        .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
+        .executable(name: "replayd", targets: ["replayd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -30,7 +32,14 @@ let package = Package(
         ),
         // Test support shared by the test targets: a virtual-time timeline recorder and the
         // replay-subject conformance scenarios that every ReplayBuffer must pass.
-        .target(name: "ReplayTesting", dependencies: ["ReplayCore"]),
+        .target(
+            name: "ReplayTesting",
+            dependencies: [
+                "ReplayCore", "ReplayProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplayTesting"]),
         // The wire protocol: commands, frames, their codecs. Knows nothing of streams' storage.
         .target(
@@ -43,6 +52,35 @@ let package = Package(
                 "ReplayProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
+            ]
+        ),
+        // The daemon's machinery: streams' live state, connections, the listener. The only
+        // module that joins the store and the wire.
+        .target(
+            name: "ReplayServer",
+            dependencies: [
+                "ReplayStore", "ReplayProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .testTarget(
+            name: "ReplayServerTests",
+            dependencies: [
+                "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "replayd",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "replayd",
+            dependencies: [
+                "ReplayServer", "ReplayStore", "ReplayProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // A child process the store's crash test kills mid-append.

@@ -136,6 +136,12 @@ public final class EventStore: Sendable {
         writer.submit(.enforceRetention(completion))
     }
 
+    /// Completes once every write submitted before it has committed: read-your-writes for
+    /// metadata (`info`, `streams`) after writes that were not awaited.
+    public func barrier(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.barrier(completion))
+    }
+
     // MARK: Reads (blocking: call from a thread that may wait, never from an event loop)
 
     /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.
@@ -148,10 +154,7 @@ public final class EventStore: Sendable {
                 let statement = try db.cachedStatement(
                     sql: "SELECT seq, time, payload FROM event_log WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?")
                 return try Row.fetchAll(statement, arguments: [record.id, Int64(clamping: from), upper, limit]).map { row in
-                    StoredEvent(
-                        sequence: UInt64(row[0] as Int64),
-                        time: Timestamp.parse(row[1]) ?? .distantPast,
-                        payload: row[2])
+                    StoredEvent(sequence: UInt64(row[0] as Int64), timestamp: row[1], payload: row[2])
                 }
             }
         } catch {
@@ -212,6 +215,10 @@ extension EventStore {
     @discardableResult
     public func reset(_ stream: String, keepHistory: Bool) async throws(StoreError) -> StreamInfo {
         try await bridge { reset(stream, keepHistory: keepHistory, completion: $0) }
+    }
+
+    public func barrier() async throws(StoreError) {
+        try await bridge { barrier(completion: $0) }
     }
 
     public func enforceRetention() async throws(StoreError) {

@@ -30,13 +30,17 @@ public struct StreamInfo: Sendable, Equatable {
 /// One stored event.
 public struct StoredEvent: Sendable, Equatable {
     public let sequence: UInt64
-    /// When the event was committed (UTC, millisecond precision).
-    public let time: Date
+    /// When the event was committed, as stored: ISO-8601 UTC with milliseconds. Kept as
+    /// text because that is what goes on the wire, once per delivery.
+    public let timestamp: String
     public let payload: Data
 
-    public init(sequence: UInt64, time: Date, payload: Data) {
+    public init(sequence: UInt64, timestamp: String, payload: Data) {
         self.sequence = sequence
-        self.time = time
+        self.timestamp = timestamp
         self.payload = payload
     }
+
+    /// When the event was committed (UTC, millisecond precision).
+    public var time: Date { Timestamp.parse(timestamp) ?? .distantPast }
 }

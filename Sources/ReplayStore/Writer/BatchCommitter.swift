@@ -105,7 +105,7 @@ private struct Transaction {
             }
             record.info.lastSequence = sequence
             slots[name] = .present(record)
-            let event = StoredEvent(sequence: sequence, time: time, payload: payload)
+            let event = StoredEvent(sequence: sequence, timestamp: timeText, payload: payload)
             appended[name, default: []].append(event)
             completions.append { done(.success(event)) }
 
@@ -162,6 +162,9 @@ private struct Transaction {
             slots[name] = .present(record)
             let info = record.info
             completions.append { done(.success(info)) }
+
+        case .barrier(let done):
+            completions.append { done(.success(())) }
 
         case .enforceRetention(let done):
             for record in catalog.all where record.info.config.maxAge != nil && slots[record.info.name] == nil {

@@ -11,6 +11,8 @@ enum WriteRequest: Sendable {
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
     case reset(stream: String, keepHistory: Bool, Completion<StreamInfo>)
     case enforceRetention(Completion<Void>)
+    /// Completes once every request queued before it has committed.
+    case barrier(Completion<Void>)
 
     var payloadSize: Int {
         if case .append(_, let payload, _, _) = self { return payload.count }
@@ -25,6 +27,7 @@ enum WriteRequest: Sendable {
         case .terminate(_, _, let done): done(.failure(error))
         case .reset(_, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
+        case .barrier(let done): done(.failure(error))
         }
     }
 }

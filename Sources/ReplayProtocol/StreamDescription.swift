@@ -1,0 +1,63 @@
+/// A stream as INFO and LIST describe it (JSON, snake_case keys).
+public struct StreamDescription: Codable, Sendable, Equatable {
+    public var name: String
+    /// `nil`: unlimited.
+    public var capacity: Int?
+    public var maxBytes: Int?
+    public var maxAge: Double?
+    public var createdAt: String
+    public var firstSeq: UInt64
+    public var lastSeq: UInt64
+    public var count: Int
+    public var bytes: Int
+    /// `completed`, `failed`, or `nil` while the stream is open.
+    public var terminal: String?
+    public var terminalMessage: String?
+    public var subscribers: Int
+
+    public init(
+        name: String, capacity: Int?, maxBytes: Int?, maxAge: Double?, createdAt: String,
+        firstSeq: UInt64, lastSeq: UInt64, count: Int, bytes: Int,
+        terminal: String?, terminalMessage: String?, subscribers: Int
+    ) {
+        self.name = name
+        self.capacity = capacity
+        self.maxBytes = maxBytes
+        self.maxAge = maxAge
+        self.createdAt = createdAt
+        self.firstSeq = firstSeq
+        self.lastSeq = lastSeq
+        self.count = count
+        self.bytes = bytes
+        self.terminal = terminal
+        self.terminalMessage = terminalMessage
+        self.subscribers = subscribers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, capacity, count, bytes, terminal, subscribers
+        case maxBytes = "max_bytes"
+        case maxAge = "max_age"
+        case createdAt = "created_at"
+        case firstSeq = "first_seq"
+        case lastSeq = "last_seq"
+        case terminalMessage = "terminal_message"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        // Explicit nulls: a reader sees every field, "capacity": null meaning unlimited.
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(capacity, forKey: .capacity)
+        try container.encode(maxBytes, forKey: .maxBytes)
+        try container.encode(maxAge, forKey: .maxAge)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(firstSeq, forKey: .firstSeq)
+        try container.encode(lastSeq, forKey: .lastSeq)
+        try container.encode(count, forKey: .count)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encode(terminal, forKey: .terminal)
+        try container.encode(terminalMessage, forKey: .terminalMessage)
+        try container.encode(subscribers, forKey: .subscribers)
+    }
+}

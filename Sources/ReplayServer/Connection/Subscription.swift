@@ -1,0 +1,89 @@
+import NIOCore
+import ReplayProtocol
+import ReplayStore
+
+/// One subscription: a cursor `next` over its stream's log, and the loop that moves it.
+///
+/// Catch-up and live delivery are one code path: at each step the hub says whether the
+/// next events are in the tail ring, in SQLite, gone (a gap), not there yet (park until a
+/// commit), or whether the stream ended. Writing suspends while the socket is not
+/// writable, so a slow subscriber costs its position, not a buffer, and resumes from the
+/// store where it left off.
+struct Subscription: Sendable {
+    let stream: String
+    let sid: String
+    let hub: StreamHub
+    let store: EventStore
+    let reads: ReadPool
+    let write: @Sendable (ByteBuffer) async throws -> Void
+
+    static let pageEvents = 512
+    static let pageBytes = 512 * 1024
+
+    /// Delivers from `start` until the stream ends or is deleted, the task is cancelled,
+    /// or the connection fails. Events after `liveAfter` are live (see `StreamHub.start`).
+    func run(from start: UInt64, liveAfter: UInt64) async {
+        hub.subscriberJoined()
+        defer { hub.subscriberLeft() }
+        var next = start
+        do {
+            while !Task.isCancelled {
+                switch hub.step(at: next, liveAfter: liveAfter, limit: Self.pageEvents, byteBudget: Self.pageBytes) {
+                case .send(let entries):
+                    var buffer = ByteBuffer()
+                    for entry in entries {
+                        eventFrame(entry.sequence, entry.timestamp, entry.payload).write(into: &buffer)
+                    }
+                    try await write(buffer)
+                    next = (entries.last?.sequence ?? next - 1) + 1
+                case .read(let through):
+                    next = try await catchUp(from: next, through: through)
+                case .gap(let through):
+                    try await write(ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).bytes)
+                    next = through + 1
+                case .wait:
+                    await hub.waitForCommit(after: next - 1)
+                case .end(let terminal, let last):
+                    let frame: ServerFrame = switch terminal {
+                    case .completed: .completed(stream: stream, sid: sid, lastSequence: last)
+                    case .failed(let message): .failed(stream: stream, sid: sid, lastSequence: last, message: message)
+                    }
+                    try await write(frame.bytes)
+                    return
+                case .deleted:
+                    let message = "stream '\(stream)' was deleted"
+                    try await write(ServerFrame.failed(stream: stream, sid: sid, lastSequence: next - 1, message: message).bytes)
+                    return
+                }
+            }
+        } catch {
+            // The connection is gone or the store closed: nothing more can be delivered.
+        }
+    }
+
+    /// Reads one page from SQLite (on the read pool) and writes it; returns the new position.
+    private func catchUp(from next: UInt64, through: UInt64) async throws -> UInt64 {
+        let (stream, store) = (self.stream, self.store)
+        let page = try await reads.run {
+            try store.read(stream, from: next, through: through, limit: Self.pageEvents)
+        }
+        var buffer = ByteBuffer()
+        var position = next
+        // Retention may have trimmed what the hub still listed: that part is a gap.
+        let firstRead = page.first?.sequence ?? through + 1
+        if firstRead > position {
+            ServerFrame.gap(stream: stream, sid: sid, from: position, through: firstRead - 1).write(into: &buffer)
+            position = firstRead
+        }
+        for event in page {
+            eventFrame(event.sequence, event.timestamp, ByteBuffer(bytes: event.payload)).write(into: &buffer)
+            position = event.sequence + 1
+        }
+        try await write(buffer)
+        return position
+    }
+
+    private func eventFrame(_ sequence: UInt64, _ timestamp: String, _ payload: ByteBuffer) -> ServerFrame {
+        .event(stream: stream, sid: sid, sequence: sequence, time: timestamp, payload: payload)
+    }
+}

@@ -1,0 +1,139 @@
+import NIOCore
+import ReplayStore
+import Synchronization
+
+/// The live state of one stream, shared by its subscriptions: the last committed sequence,
+/// the retained window, the terminal state, a tail ring of recent events, and the
+/// subscriptions parked waiting for the next commit.
+///
+/// Updated only by commits (on the store's writer thread); read by subscriptions. A
+/// subscription is a cursor: it asks `next(after:)` what to do at its position, and parks
+/// in `waitForCommit` when caught up. Memory per subscriber is one integer.
+final class StreamHub: Sendable {
+    /// What a subscription at position `next` should do now.
+    enum Step {
+        /// Send these events from memory.
+        case send([TailRing.Entry])
+        /// Read `next...through` from the store.
+        case read(through: UInt64)
+        /// Events `next...through` are gone (trimmed by retention): say so, skip them.
+        case gap(through: UInt64)
+        /// Nothing more yet: wait for a commit.
+        case wait
+        /// The stream ended after `lastSequence`.
+        case end(Terminal, lastSequence: UInt64)
+        /// The stream was deleted.
+        case deleted
+    }
+
+    private struct State {
+        var info: StreamInfo
+        var ring: TailRing
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterID: UInt64 = 0
+        var deleted = false
+        var subscribers = 0
+    }
+
+    let name: String
+    private let state: Mutex<State>
+
+    init(info: StreamInfo, tailEvents: Int, tailBytes: Int) {
+        name = info.name
+        state = Mutex(State(info: info, ring: TailRing(maxEvents: tailEvents, maxBytes: tailBytes)))
+    }
+
+    var info: StreamInfo { state.withLock { $0.info } }
+    var isDeleted: Bool { state.withLock { $0.deleted } }
+    var subscriberCount: Int { state.withLock { $0.subscribers } }
+
+    /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
+    func apply(_ change: CommitBatch.Change) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if let info = change.info {
+                if info.lastSequence < state.info.lastSequence { state.ring.removeAll() }
+                state.info = info
+                for event in change.appended { state.ring.append(event) }
+            } else {
+                state.deleted = true
+                state.ring.removeAll()
+            }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Where a new subscription starts, and the last event it counts as history: events
+    /// up to `liveAfter` are replayed only if still retained; later ones are live and
+    /// delivered even if retention has dropped them from the store since (as a replay
+    /// subject gives every live value to its subscribers, whatever its capacity).
+    func start(_ start: ReplayStart) -> (next: UInt64, liveAfter: UInt64) {
+        state.withLock { state in
+            let info = state.info
+            let next: UInt64 = switch start {
+            case .all: info.firstSequence
+            case .new: info.lastSequence + 1
+            case .from(let sequence): max(1, sequence)
+            case .last(let count):
+                count == 0 ? info.lastSequence + 1 : max(info.firstSequence, info.lastSequence >= count ? info.lastSequence - count + 1 : 1)
+            }
+            return (next, info.lastSequence)
+        }
+    }
+
+    func step(at next: UInt64, liveAfter: UInt64, limit: Int, byteBudget: Int) -> Step {
+        state.withLock { state in
+            if state.deleted { return .deleted }
+            let info = state.info
+            if next > info.lastSequence {
+                if let terminal = info.terminal { return .end(terminal, lastSequence: info.lastSequence) }
+                return .wait
+            }
+            // History the subscriber asked for that retention no longer holds.
+            if next <= liveAfter, next < info.firstSequence {
+                return .gap(through: min(info.firstSequence - 1, liveAfter))
+            }
+            let ringFirst = state.ring.firstSequence ?? info.lastSequence + 1
+            if next >= ringFirst {
+                return .send(state.ring.slice(from: next, limit: limit, byteBudget: byteBudget))
+            }
+            // Behind the ring: what the store still holds is read from it, the rest is gone.
+            if next < info.firstSequence { return .gap(through: min(info.firstSequence, ringFirst) - 1) }
+            return .read(through: ringFirst - 1)
+        }
+    }
+
+    /// Returns once there may be something new after `sequence` (a commit, the end, a
+    /// deletion), or when the task is cancelled.
+    func waitForCommit(after sequence: UInt64) async {
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    if Task.isCancelled || state.deleted || state.info.lastSequence > sequence || state.info.terminal != nil {
+                        return true
+                    }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    func subscriberJoined() { state.withLock { $0.subscribers += 1 } }
+    func subscriberLeft() { state.withLock { $0.subscribers -= 1 } }
+}
+
+/// Start positions that the hub resolves from memory (`since` needs the store).
+enum ReplayStart: Equatable {
+    case all, new
+    case from(UInt64)
+    case last(UInt64)
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ReplayProtocol
+import ReplayStore
+import ServiceLifecycle
+import Synchronization
+
+/// The daemon: named streams over a Unix-domain socket, as a swift-service-lifecycle
+/// `Service`.
+///
+/// Start-up: check the socket path (refuse a live daemon, replace a stale socket), open
+/// the store (O(streams)), bind, set the socket's mode, log one line. Graceful shutdown is
+/// an ordered drain: stop accepting; stop reading commands; answer what was read (PUB acks
+/// after their commits); close subscribers; close the store (commit, checkpoint); remove
+/// the socket file.
+public final class ReplayServer: Service {
+    public let configuration: ServerConfiguration
+    private let logger: Logger
+    private let connections = Mutex<[UInt64: Connection]>([:])
+    private let nextConnectionID = Atomic<UInt64>(0)
+
+    public init(configuration: ServerConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let configuration = self.configuration
+        try SocketFile.prepare(configuration.socketPath)
+        try Self.makeParentFolder(of: configuration.databasePath)
+
+        let store = try EventStore(
+            path: configuration.databasePath,
+            options: .init(
+                durability: configuration.durability,
+                autoCreate: configuration.autoCreate ? StreamConfig(capacity: configuration.defaultCapacity) : nil))
+        let hub = Hub(store: store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        let context = ServerContext(store: store, hub: hub, reads: ReadPool(pool: pool), configuration: configuration, logger: logger)
+
+        let serverChannel: NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never>
+        do {
+            serverChannel = try await bind(configuration)
+        } catch {
+            store.close()
+            try? await pool.shutdownGracefully()
+            throw SocketFile.Error(description: "cannot listen on \(configuration.socketPath): \(error)")
+        }
+        let inode = SocketFile.inode(configuration.socketPath)
+        chmod(configuration.socketPath, configuration.socketMode)
+        logger.info(
+            "replayd \(ReplayVersion.current) ready",
+            metadata: [
+                "socket": "\(configuration.socketPath)", "database": "\(configuration.databasePath)",
+                "durability": "\(configuration.durability.rawValue)", "streams": "\(store.streams.count)",
+            ])
+
+        // Age limits apply to idle streams too.
+        let expiry = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                if store.streams.contains(where: { $0.config.maxAge != nil }) {
+                    try? await store.enforceRetention()
+                }
+            }
+        }
+
+        await withGracefulShutdownHandler {
+            await serve(serverChannel, context: context)
+        } onGracefulShutdown: {
+            self.logger.info("shutting down: draining connections")
+            serverChannel.channel.close(promise: nil)
+            for connection in self.connections.withLock({ Array($0.values) }) { connection.drain() }
+        }
+
+        expiry.cancel()
+        store.close()
+        try? await pool.shutdownGracefully()
+        SocketFile.remove(configuration.socketPath, inode: inode)
+        logger.info("replayd stopped")
+    }
+
+    private func serve(_ serverChannel: NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never>, context: ServerContext) async {
+        do {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await serverChannel.executeThenClose { inbound in
+                    for try await channel in inbound {
+                        let id = nextConnectionID.wrappingAdd(1, ordering: .relaxed).newValue
+                        let connection = Connection(context: context, channel: channel, id: id)
+                        connections.withLock { $0[id] = connection }
+                        group.addTask {
+                            await connection.run()
+                            self.connections.withLock { _ = $0.removeValue(forKey: id) }
+                        }
+                    }
+                }
+            }
+        } catch {
+            logger.error("listener failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func bind(_ configuration: ServerConfiguration) async throws -> NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never> {
+        // Create the socket without group/other bits, so it is never briefly open to others;
+        // the configured mode is applied right after bind.
+        let previous = umask(0o177)
+        defer { umask(previous) }
+        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            // A client may send its commands and close its side (`socat` does at end of
+            // input): it still gets every answer before the connection closes.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(
+                        CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)))
+                    return try NIOAsyncChannel<InboundCommand, ByteBuffer>(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256)))
+                }
+            }
+    }
+
+    private static func makeParentFolder(of path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        guard !folder.isEmpty else { return }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+}

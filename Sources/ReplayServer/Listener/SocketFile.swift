@@ -1,0 +1,59 @@
+import Foundation
+
+/// The socket file's life: refuse to take over a live daemon's socket, replace a stale one
+/// left by a crash, and remove ours on the way out.
+enum SocketFile {
+    struct Error: Swift.Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Makes `path` free for a new daemon, or explains why it is not.
+    static func prepare(_ path: String) throws {
+        guard path.utf8.count < 108 else {
+            throw Error(description: "socket path \(path) is too long for a Unix socket (at most 107 bytes); choose a shorter --socket")
+        }
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }  // nothing there
+        guard (status.st_mode & S_IFMT) == S_IFSOCK else {
+            throw Error(description: "\(path) exists and is not a socket; remove it or choose another --socket")
+        }
+        if isAlive(path) {
+            throw Error(description: "another replayd is already running on \(path) (it accepted a connection); stop it first or choose another --socket")
+        }
+        // A socket nobody listens on: left by a daemon that crashed.
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw Error(description: "cannot remove the stale socket \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Whether a process accepts connections on `path`.
+    static func isAlive(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return result == 0
+    }
+
+    /// Removes the socket file if it is still ours (the inode we bound).
+    static func remove(_ path: String, inode: ino_t?) {
+        var status = stat()
+        guard lstat(path, &status) == 0, inode == nil || status.st_ino == inode else { return }
+        unlink(path)
+    }
+
+    static func inode(_ path: String) -> ino_t? {
+        var status = stat()
+        return lstat(path, &status) == 0 ? status.st_ino : nil
+    }
+}

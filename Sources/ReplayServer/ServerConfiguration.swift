@@ -1,0 +1,69 @@
+import Foundation
+import ReplayStore
+
+/// Everything `replayd` can be told. Defaults are what runs with no flags at all.
+public struct ServerConfiguration: Sendable {
+    public var socketPath: String
+    public var databasePath: String
+    public var durability: Durability
+    /// The capacity of streams created by their first PUB or SUB; `nil`: unlimited.
+    public var defaultCapacity: Int?
+    /// Whether PUB/SUB to an unknown stream creates it (`--no-auto-create` turns it off).
+    public var autoCreate: Bool
+    public var maxPayload: Int
+    public var maxLineLength: Int
+    public var maxSubscriptionsPerConnection: Int
+    /// Replies a connection may have outstanding before the server stops reading from it.
+    public var maxPendingRepliesPerConnection: Int
+    /// The socket file's permission bits (0600 by default: the daemon's user only).
+    public var socketMode: mode_t
+    /// Recent events kept in memory per stream for live delivery (count and bytes).
+    public var tailEvents: Int
+    public var tailBytes: Int
+
+    public init(
+        socketPath: String = ServerConfiguration.defaultSocketPath,
+        databasePath: String = ServerConfiguration.defaultDatabasePath,
+        durability: Durability = .full,
+        defaultCapacity: Int? = 10_000,
+        autoCreate: Bool = true,
+        maxPayload: Int = 1 << 20,
+        maxLineLength: Int = 4096,
+        maxSubscriptionsPerConnection: Int = 1024,
+        maxPendingRepliesPerConnection: Int = 1024,
+        socketMode: mode_t = 0o600,
+        tailEvents: Int = 4096,
+        tailBytes: Int = 4 << 20
+    ) {
+        self.socketPath = socketPath
+        self.databasePath = databasePath
+        self.durability = durability
+        self.defaultCapacity = defaultCapacity
+        self.autoCreate = autoCreate
+        self.maxPayload = maxPayload
+        self.maxLineLength = maxLineLength
+        self.maxSubscriptionsPerConnection = maxSubscriptionsPerConnection
+        self.maxPendingRepliesPerConnection = maxPendingRepliesPerConnection
+        self.socketMode = socketMode
+        self.tailEvents = tailEvents
+        self.tailBytes = tailBytes
+    }
+
+    /// `$REPLAY_SOCKET`, else `$XDG_RUNTIME_DIR/replayd.sock`, else `/tmp/replayd-$UID.sock`.
+    public static var defaultSocketPath: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["REPLAY_SOCKET"], !path.isEmpty { return path }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/replayd.sock" }
+        return "/tmp/replayd-\(getuid()).sock"
+    }
+
+    /// `$REPLAY_DB`, else `$XDG_DATA_HOME/replay/replay.sqlite`, else
+    /// `~/.local/share/replay/replay.sqlite` (the folder is created if needed).
+    public static var defaultDatabasePath: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["REPLAY_DB"], !path.isEmpty { return path }
+        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (NSHomeDirectory() + "/.local/share")
+        return data + "/replay/replay.sqlite"
+    }
+}

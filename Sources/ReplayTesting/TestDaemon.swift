@@ -1,0 +1,114 @@
+import Dispatch
+import Foundation
+
+/// The real `replayd` binary, started on a socket and database in a temp folder.
+///
+/// `@unchecked Sendable`: `Process` is used only to read its pid and status and to signal
+/// it, which are safe from any thread once it runs.
+public final class TestDaemon: @unchecked Sendable {
+    public let directory: String
+    public let socketPath: String
+    public let databasePath: String
+    public let logPath: String
+    private let process: Process
+
+    /// Starts `replayd` and returns once it accepts connections.
+    public static func start(in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite") async throws -> TestDaemon {
+        let daemon = try TestDaemon(directory: directory, extra: extra, database: database)
+        try await daemon.waitUntilReady()
+        return daemon
+    }
+
+    /// Starts `replayd` without waiting (for tests of start-up failures).
+    public static func launch(in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil) throws -> TestDaemon {
+        try TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
+    }
+
+    private init(directory: String, extra: [String], database: String, socket: String? = nil) throws {
+        self.directory = directory
+        socketPath = socket ?? directory + "/replayd.sock"
+        databasePath = directory + "/" + database
+        logPath = directory + "/replayd-\(UInt32.random(in: 0...UInt32.max)).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: try builtExecutable("replayd"))
+        process.arguments = ["--socket", socketPath, "--db", databasePath] + extra
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// What the daemon wrote to stderr so far.
+    public var log: String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Polls until the socket accepts a connection (start-up readiness, not a timing
+    /// assertion); fails if the process exits first or takes more than a minute.
+    public func waitUntilReady() async throws {
+        for _ in 0..<3000 {
+            guard process.isRunning else {
+                throw TestFailure("replayd exited with \(process.terminationStatus) during start-up: \(log)")
+            }
+            if FileManager.default.fileExists(atPath: socketPath), Self.accepts(socketPath) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestFailure("replayd did not accept connections within a minute: \(log)")
+    }
+
+    static func accepts(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+
+    /// Sends `signal` and waits for the process to exit; returns its exit status (or the
+    /// signal number if it was killed by one).
+    @discardableResult
+    public func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        return await waitForExit()
+    }
+
+    /// Waits for the process to exit on its own.
+    public func waitForExit() async -> Int32 {
+        let process = self.process
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                done.resume()
+            }
+        }
+        return process.terminationStatus
+    }
+
+    /// Whether the process ended by a signal rather than by exiting.
+    public var wasKilledBySignal: Bool { process.terminationReason == .uncaughtSignal }
+
+    /// Resident memory of the daemon, in bytes (from /proc).
+    public var residentBytes: Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes * 1024
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}

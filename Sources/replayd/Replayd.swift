@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ReplayProtocol
+import ReplayServer
+import ReplayStore
+import ServiceLifecycle
+
+/// `replayd`: parses its arguments and runs the server until SIGTERM or SIGINT.
+@main
+struct Replayd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replayd",
+        abstract: "Serve persistent, replayable event streams over a Unix-domain socket.",
+        discussion: """
+            With no flags, replayd listens on $REPLAY_SOCKET, else $XDG_RUNTIME_DIR/replayd.sock, \
+            else /tmp/replayd-$UID.sock, and stores streams in $REPLAY_DB, else \
+            $XDG_DATA_HOME/replay/replay.sqlite (~/.local/share/replay/replay.sqlite).
+
+            Exit status: 0 after a clean shutdown (SIGTERM or SIGINT); 1 if it could not start \
+            (socket in use, database unusable); 64 for bad arguments.
+            """,
+        version: ReplayVersion.current)
+
+    @Option(help: "The Unix socket to listen on.")
+    var socket: String = ServerConfiguration.defaultSocketPath
+
+    @Option(help: "The SQLite database file (created if missing).")
+    var db: String = ServerConfiguration.defaultDatabasePath
+
+    @Option(help: "full: every commit is fsynced (survives power loss). normal: survives a crash of replayd only.")
+    var sync: Durability = .full
+
+    @Option(name: .customLong("default-capacity"), help: "Capacity of streams created by their first use: a count, or 'unlimited'.")
+    var defaultCapacity: CapacityArgument = .count(10_000)
+
+    @Flag(name: .customLong("no-auto-create"), help: "Refuse PUB and SUB to streams that were not created first.")
+    var noAutoCreate = false
+
+    @Option(name: .customLong("max-payload"), help: "Largest event payload accepted, in bytes.")
+    var maxPayload: Int = 1 << 20
+
+    @Option(name: .customLong("max-line"), help: "Longest control line accepted, in bytes.")
+    var maxLine: Int = 4096
+
+    @Option(name: .customLong("max-subscriptions"), help: "Subscriptions one connection may hold.")
+    var maxSubscriptions: Int = 1024
+
+    @Option(name: .customLong("socket-mode"), help: "Permission bits of the socket file, in octal (0660 shares it with the group).")
+    var socketMode: String = "0600"
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        guard maxPayload > 0 else { throw ValidationError("--max-payload must be more than 0") }
+        guard maxLine >= 64 else { throw ValidationError("--max-line must be at least 64") }
+        guard maxSubscriptions > 0 else { throw ValidationError("--max-subscriptions must be more than 0") }
+        guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
+            throw ValidationError("--socket-mode takes octal permission bits, such as 0600 or 0660")
+        }
+    }
+
+    func run() async throws {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "replayd")
+        var configuration = ServerConfiguration(socketPath: socket, databasePath: db, durability: sync)
+        configuration.defaultCapacity = defaultCapacity.value
+        configuration.autoCreate = !noAutoCreate
+        configuration.maxPayload = maxPayload
+        configuration.maxLineLength = maxLine
+        configuration.maxSubscriptionsPerConnection = maxSubscriptions
+        configuration.socketMode = mode_t(socketMode, radix: 8)!
+
+        let server = ReplayServer(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            FileHandle.standardError.write(Data("replayd: \(Self.reason(error))\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    /// The innermost readable reason (ServiceGroup wraps a service's error).
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? ServiceGroupError, let underlying = Mirror(reflecting: error).descendant("backing", "underlyingError") {
+            return "\(underlying)"
+        }
+        return "\(error)"
+    }
+}
+
+extension Durability: ExpressibleByArgument {}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// A capacity: a count, or `unlimited`.
+enum CapacityArgument: ExpressibleByArgument {
+    case count(Int)
+    case unlimited
+
+    init?(argument: String) {
+        if argument.lowercased() == "unlimited" {
+            self = .unlimited
+        } else if let count = Int(argument), count >= 0 {
+            self = .count(count)
+        } else {
+            return nil
+        }
+    }
+
+    var value: Int? {
+        if case .count(let n) = self { return n }
+        return nil
+    }
+}

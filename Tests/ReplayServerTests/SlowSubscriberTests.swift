@@ -1,0 +1,71 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ReplayProtocol
+import ReplayTesting
+import Testing
+
+@Suite("replayd: slow subscribers", .timeLimit(.minutes(5)))
+struct SlowSubscriberTests {
+    /// A subscriber that stops reading while 100 MB are published: the daemon stops
+    /// pushing to it (its memory does not follow the backlog), never disconnects it, and
+    /// once it reads again it receives every event, in order, from the store.
+    @Test func aStoppedSubscriberCostsBoundedMemoryAndLosesNothing() async throws {
+        try await withDaemon(arguments: ["--default-capacity", "unlimited", "--sync", "normal"]) { daemon in
+            let total = 100_000
+            let payload = String(repeating: "x", count: 1_000)
+            // A raw socket we do not read from: the daemon's writes fill the kernel buffer.
+            let stopped = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(stopped) }
+            #expect(connectUnix(stopped, daemon.socketPath))
+            let subscribe = "SUB bulk slow all\r\n"
+            #expect(write(stopped, subscribe, subscribe.utf8.count) == subscribe.utf8.count)
+
+            let baseline = daemon.residentBytes
+            try await withWireClient(daemon.socketPath) { publisher in
+                for chunk in 0..<10 {
+                    let batch = (0..<(total / 10)).map { "\(chunk * total / 10 + $0):" + payload }
+                    _ = try await publisher.publish("bulk", batch)
+                }
+            }
+            let peak = daemon.residentBytes
+            #expect(peak - baseline < 60 << 20, "RSS grew by \((peak - baseline) >> 20) MB while 100 MB waited for a stopped subscriber")
+
+            // Now read everything from the raw socket.
+            var decoder = ServerFrameDecoder()
+            var buffer = ByteBuffer()
+            var next: UInt64 = 1
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            while next <= UInt64(total) {
+                let count = read(stopped, &chunk, chunk.count)
+                guard count > 0 else { throw TestFailure("the daemon closed the slow subscriber at event \(next)") }
+                buffer.writeBytes(chunk[0..<count])
+                while let frame = try decoder.next(&buffer) {
+                    switch frame {
+                    case .event(_, _, let sequence, _, let body):
+                        #expect(sequence == next)
+                        #expect(String(buffer: body).hasPrefix("\(sequence - 1):"))
+                        next = sequence + 1
+                    case .hello, .ok: continue
+                    default: throw TestFailure("unexpected \(frame)")
+                    }
+                }
+            }
+            #expect(next == UInt64(total) + 1)
+        }
+    }
+}
+
+func connectUnix(_ fd: Int32, _ path: String) -> Bool {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+    }
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+        }
+    }
+}
