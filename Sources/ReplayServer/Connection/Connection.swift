@@ -105,8 +105,7 @@ final class Connection: Sendable {
             }
         case .admin(let command):
             let slot = replies.reserve()
-            let admin = context.admin
-            Task { replies.fill(slot, with: await admin.perform(command)) }
+            context.admin.submit(command) { replies.fill(slot, with: $0) }
         case .unsubscribe(let sid):
             subscriptions.withLock { $0.removeValue(forKey: sid) }?.cancel()
             replies.send(.ok)
@@ -115,73 +114,83 @@ final class Connection: Sendable {
         }
     }
 
-    /// Resolves the stream and the start position, answers, and only once `+OK` is written
-    /// starts the cursor, so a client sees its subscription confirmed before its events.
+    /// Fixes the start position now, in command order (so `SUB s new` then `PUB s` sees
+    /// the event), answers, and only once `+OK` is written starts the cursor, so a client
+    /// sees its subscription confirmed before its events.
     private func subscribe(
         stream: String, sid: String, start: StartPosition, replies: ReplyQueue,
         write: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) {
         let written = Doorbell()
         let slot = replies.reserve(afterWrite: { written.ring() })
+        let position = resolve(stream: stream, start: start)
         let context = self.context
         let task = Task { [self] in
-            let resolved: (hub: StreamHub, next: UInt64, liveAfter: UInt64)
-            do throws(ReplayError) {
-                resolved = try await resolve(stream: stream, start: start)
-            } catch {
+            let (next, liveAfter): (UInt64, UInt64)
+            switch await position.value {
+            case .success(let resolved): (next, liveAfter) = resolved
+            case .failure(let error):
                 state.withLock { $0.subscriptionEnded(sid) }
                 subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
-                replies.fill(slot, with: .error(error))
-                return
+                return replies.fill(slot, with: .error(error))
+            }
+            guard let hub = context.hub[stream] else {
+                state.withLock { $0.subscriptionEnded(sid) }
+                subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
+                return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
             }
             replies.fill(slot, with: .ok)
             await written.wait()
-            await Subscription(
-                stream: stream, sid: sid, hub: resolved.hub, store: context.store, reads: context.reads, write: write
-            ).run(from: resolved.next, liveAfter: resolved.liveAfter)
+            await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, write: write)
+                .run(from: next, liveAfter: liveAfter)
             state.withLock { $0.subscriptionEnded(sid) }
             subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
         }
         subscriptions.withLock { $0[sid] = task }
     }
 
-    private func resolve(stream: String, start: StartPosition) async throws(ReplayError) -> (hub: StreamHub, next: UInt64, liveAfter: UInt64) {
-        var hub = context.hub[stream]
-        if hub == nil, context.configuration.autoCreate {
-            do {
-                _ = try await context.store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity))
-            } catch .streamExists {
-                // Created meanwhile with other settings: use it as it is.
-            } catch {
-                throw ReplayError(error)
-            }
-            hub = context.hub[stream]
-        }
-        guard let hub else {
-            throw ReplayError(StoreError.unknownStream(stream))
-        }
-        let resolvedStart: ReplayStart
-        switch start {
-        case .all: resolvedStart = .all
-        case .new: resolvedStart = .new
-        case .from(let sequence): resolvedStart = .from(sequence)
-        case .last(let count): resolvedStart = .last(count)
-        case .since(let seconds):
-            let store = context.store
-            do {
+    /// The (next, liveAfter) position of a new subscription, decided now: from the hub's
+    /// state for an existing stream; for a stream this SUB creates, the whole (empty) log.
+    private func resolve(stream: String, start: StartPosition) -> Pending<Result<(UInt64, UInt64), ReplayError>> {
+        if let hub = context.hub[stream] {
+            let replayStart: ReplayStart
+            switch start {
+            case .all: replayStart = .all
+            case .new: replayStart = .new
+            case .from(let sequence): replayStart = .from(sequence)
+            case .last(let count): replayStart = .last(count)
+            case .since(let seconds):
+                let pending = Pending<Result<(UInt64, UInt64), ReplayError>>()
                 let liveAfter = hub.info.lastSequence
-                let first = try await context.reads.run {
-                    try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds))
+                let store = context.store
+                Task {
+                    do {
+                        let first = try await context.reads.run {
+                            try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds))
+                        }
+                        pending.fulfil(.success((first, liveAfter)))
+                    } catch let error as StoreError {
+                        pending.fulfil(.failure(ReplayError(error)))
+                    } catch {
+                        pending.fulfil(.failure(ReplayError(.internal, "\(error)")))
+                    }
                 }
-                return (hub, first, liveAfter)
-            } catch let error as StoreError {
-                throw ReplayError(error)
-            } catch {
-                throw ReplayError(.internal, "\(error)")
+                return pending
+            }
+            return Pending(.success(hub.start(replayStart)))
+        }
+        guard context.configuration.autoCreate else {
+            return Pending(.failure(ReplayError(StoreError.unknownStream(stream))))
+        }
+        let next: UInt64 = if case .from(let sequence) = start { max(1, sequence) } else { 1 }
+        let pending = Pending<Result<(UInt64, UInt64), ReplayError>>()
+        context.store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { result in
+            switch result {
+            case .success, .failure(.streamExists): pending.fulfil(.success((next, 0)))
+            case .failure(let error): pending.fulfil(.failure(ReplayError(error)))
             }
         }
-        let (next, liveAfter) = hub.start(resolvedStart)
-        return (hub, next, liveAfter)
+        return pending
     }
 
     private func stopSubscriptions() {

@@ -3,52 +3,55 @@ import NIOCore
 import ReplayProtocol
 import ReplayStore
 
-/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL and RESET: each one store call and a reply.
+/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL and RESET.
+///
+/// `submit` hands the command to the store's writer before it returns, so a connection's
+/// commands take effect in the order they were sent (a PUB after a COMPLETE is refused,
+/// an INFO after a PUB sees it). The reply comes later, from the writer's completion.
 struct StreamAdmin: Sendable {
     let store: EventStore
     let hub: Hub
     let defaultCapacity: Int?
 
-    func perform(_ command: ClientCommand) async -> ServerFrame {
-        do {
-            return try await run(command)
-        } catch let error as ReplayError {
-            return .error(error)
-        } catch let error as StoreError {
-            return .error(ReplayError(error))
-        } catch {
-            return .error(ReplayError(.internal, "\(error)"))
-        }
-    }
-
-    private func run(_ command: ClientCommand) async throws -> ServerFrame {
-            switch command {
-            case .create(let stream, let options):
-                _ = try await store.create(stream, config: try config(options))
-                return .ok
-            case .delete(let stream):
-                try await store.delete(stream)
-                return .ok
-            case .info(let stream):
-                // This connection's earlier PUBs are committed before it looks.
-                try await store.barrier()
-                guard let info = store.info(stream) else { throw StoreError.unknownStream(stream) }
-                return .info(json: try json(describe(info)))
-            case .list:
-                try await store.barrier()
-                return .list(json: try json(store.streams.map(describe)))
-            case .complete(let stream):
-                try await store.terminate(stream, .completed)
-                return .ok
-            case .fail(let stream, let message):
-                try await store.terminate(stream, .failed(message: message))
-                return .ok
-            case .reset(let stream, let keepHistory):
-                try await store.reset(stream, keepHistory: keepHistory)
-                return .ok
-            case .publish, .subscribe, .unsubscribe, .ping:
-                throw ReplayError(.internal, "\(command.verb) is not an administration command")
+    func submit(_ command: ClientCommand, reply: @escaping @Sendable (ServerFrame) -> Void) {
+        let answer: @Sendable (Result<Void, StoreError>) -> Void = { result in
+            switch result {
+            case .success: reply(.ok)
+            case .failure(let error): reply(.error(ReplayError(error)))
             }
+        }
+        switch command {
+        case .create(let stream, let options):
+            do {
+                store.create(stream, config: try config(options)) { answer($0.map { _ in }) }
+            } catch {
+                reply(.error(error))
+            }
+        case .delete(let stream):
+            store.delete(stream, completion: answer)
+        case .complete(let stream):
+            store.terminate(stream, .completed) { answer($0.map { _ in }) }
+        case .fail(let stream, let message):
+            store.terminate(stream, .failed(message: message)) { answer($0.map { _ in }) }
+        case .reset(let stream, let keepHistory):
+            store.reset(stream, keepHistory: keepHistory) { answer($0.map { _ in }) }
+        case .info(let stream):
+            // After the barrier, this connection's earlier writes are committed.
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                guard let info = store.info(stream) else {
+                    return reply(.error(ReplayError(StoreError.unknownStream(stream))))
+                }
+                reply(json(describe(info)).map { ServerFrame.info(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+            }
+        case .list:
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                reply(json(store.streams.map(describe)).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+            }
+        case .publish, .subscribe, .unsubscribe, .ping:
+            reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
+        }
     }
 
     private func config(_ options: CreateOptions) throws(ReplayError) -> StreamConfig {
@@ -71,27 +74,19 @@ struct StreamAdmin: Sendable {
         case .failed(let text): (terminal, message) = ("failed", text)
         case nil: (terminal, message) = (nil, nil)
         }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return StreamDescription(
             name: info.name, capacity: info.config.capacity, maxBytes: info.config.maxBytes,
-            maxAge: info.config.maxAge, createdAt: isoTime(info.createdAt),
+            maxAge: info.config.maxAge, createdAt: formatter.string(from: info.createdAt),
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: terminal, terminalMessage: message,
             subscribers: hub[info.name]?.subscriberCount ?? 0)
     }
 
-    private func isoTime(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
-
-    private func json<T: Encodable>(_ value: T) throws(ReplayError) -> ByteBuffer {
+    private func json<T: Encodable>(_ value: T) -> ByteBuffer? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        do {
-            return ByteBuffer(bytes: try encoder.encode(value))
-        } catch {
-            throw ReplayError(.internal, "could not encode JSON: \(error)")
-        }
+        return (try? encoder.encode(value)).map { ByteBuffer(bytes: $0) }
     }
 }
