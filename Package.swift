@@ -8,7 +8,9 @@ let package = Package(
         .library(name: "ReplayCore", targets: ["ReplayCore"]),
         .library(name: "ReplayStore", targets: ["ReplayStore"]),
         .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
+        .library(name: "ReplayClient", targets: ["ReplayClient"]),
         .executable(name: "replayd", targets: ["replayd"]),
+        .executable(name: "replayctl", targets: ["replayctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -67,12 +69,28 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        // The Swift client library: async calls, subscriptions as AsyncSequence and as core
+        // Signals, resuming subscriptions. replayctl is built on it.
+        .target(
+            name: "ReplayClient",
+            dependencies: [
+                "ReplayProtocol", "ReplayCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
         .testTarget(
             name: "ReplayServerTests",
             dependencies: [
-                "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "replayd",
+                "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "ReplayClient", "ReplayCore",
+                "replayd", "replayctl",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "ReplayClientTests",
+            dependencies: ["ReplayClient", "ReplayCore", "ReplayProtocol", "ReplayTesting", "replayd", "replayctl"]
         ),
         .executableTarget(
             name: "replayd",
@@ -81,6 +99,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "replayctl",
+            dependencies: [
+                "ReplayClient", "ReplayProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // A child process the store's crash test kills mid-append.

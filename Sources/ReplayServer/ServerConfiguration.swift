@@ -1,4 +1,5 @@
 import Foundation
+import ReplayProtocol
 import ReplayStore
 
 /// Everything `replayd` can be told. Defaults are what runs with no flags at all.
@@ -50,12 +51,7 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// `$REPLAY_SOCKET`, else `$XDG_RUNTIME_DIR/replayd.sock`, else `/tmp/replayd-$UID.sock`.
-    public static var defaultSocketPath: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let path = environment["REPLAY_SOCKET"], !path.isEmpty { return path }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/replayd.sock" }
-        return "/tmp/replayd-\(getuid()).sock"
-    }
+    public static var defaultSocketPath: String { ReplayDefaults.socketPath }
 
     /// `$REPLAY_DB`, else `$XDG_DATA_HOME/replay/replay.sqlite`, else
     /// `~/.local/share/replay/replay.sqlite` (the folder is created if needed).

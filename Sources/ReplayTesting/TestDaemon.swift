@@ -112,3 +112,53 @@ public final class TestDaemon: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }
+
+/// Runs `body` with a daemon started in a fresh temp folder, stopped afterwards.
+public func withDaemon<T: Sendable>(
+    arguments: [String] = [], _ body: (TestDaemon) async throws -> T
+) async throws -> T {
+    try await withTemporaryDirectory { directory in
+        let daemon = try await TestDaemon.start(in: directory, arguments: arguments)
+        do {
+            let result = try await body(daemon)
+            await daemon.stop()
+            return result
+        } catch {
+            await daemon.stop()
+            throw error
+        }
+    }
+}
+
+/// Runs a program to completion; returns its exit status and what it printed.
+public func runProgram(
+    _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil
+) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let output = Pipe()
+    let errors = Pipe()
+    let input = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = input
+    try process.run()
+    // Feed and drain on other threads so a large input or output cannot block the pipe.
+    let feeding = DispatchQueue(label: "feed")
+    feeding.async {
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try? input.fileHandleForWriting.close()
+    }
+    async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
+    async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
+    let (stdout, stderr) = await (out, err)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            done.resume()
+        }
+    }
+    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}

@@ -41,20 +41,3 @@ extension WireClient {
         return out
     }
 }
-
-/// Runs `body` with a daemon started in a fresh temp folder, stopped afterwards.
-func withDaemon<T: Sendable>(
-    arguments: [String] = [], _ body: (TestDaemon) async throws -> T
-) async throws -> T {
-    try await withTemporaryDirectory { directory in
-        let daemon = try await TestDaemon.start(in: directory, arguments: arguments)
-        do {
-            let result = try await body(daemon)
-            await daemon.stop()
-            return result
-        } catch {
-            await daemon.stop()
-            throw error
-        }
-    }
-}

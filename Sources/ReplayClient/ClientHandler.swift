@@ -1,0 +1,67 @@
+import DequeModule
+import Foundation
+import NIOCore
+import ReplayProtocol
+
+/// One request written to the daemon: the bytes of one or more commands, one reply promise
+/// per command, and the subscription (if a SUB) whose frames must be routed from now on.
+struct ClientRequest: Sendable {
+    var bytes: ByteBuffer
+    var replies: [EventLoopPromise<ServerFrame>]
+    var subscribe: (sid: String, buffer: EventBuffer)?
+    /// After UNSUB: frames for this sid are dropped from now on.
+    var forget: String?
+}
+
+/// Matches replies to requests in order (the daemon answers commands in order) and routes
+/// subscription frames to their buffers by sid. Runs on the channel's event loop only.
+final class ClientHandler: ChannelDuplexHandler {
+    typealias InboundIn = ServerFrame
+    typealias OutboundIn = ClientRequest
+    typealias OutboundOut = ByteBuffer
+
+    private var pending = Deque<EventLoopPromise<ServerFrame>>()
+    private var subscriptions: [String: EventBuffer] = [:]
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        pending.append(contentsOf: request.replies)
+        if let (sid, buffer) = request.subscribe { subscriptions[sid] = buffer }
+        if let sid = request.forget { subscriptions.removeValue(forKey: sid)?.finish(.success(())) }
+        context.write(wrapOutboundOut(request.bytes), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame {
+        case .hello:
+            break
+        case .ok, .published, .error, .pong, .info, .list:
+            pending.popFirst()?.succeed(frame)
+        case .event(let stream, let sid, let sequence, let time, let payload):
+            subscriptions[sid]?.push(.event(ReplayEvent(stream: stream, sequence: sequence, time: time, payload: Data(payload.readableBytesView))))
+        case .gap(_, let sid, let from, let through):
+            subscriptions[sid]?.push(.gap(from...through))
+        case .completed(_, let sid, _):
+            subscriptions.removeValue(forKey: sid)?.finish(.success(()))
+        case .failed(let stream, let sid, _, let message):
+            subscriptions.removeValue(forKey: sid)?.finish(.failure(.streamFailed(stream: stream, message: message)))
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failEverything()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failEverything()
+        context.close(promise: nil)
+    }
+
+    private func failEverything() {
+        while let promise = pending.popFirst() { promise.fail(ReplayClientError.disconnected) }
+        for buffer in subscriptions.values { buffer.finish(.failure(.disconnected)) }
+        subscriptions = [:]
+    }
+}

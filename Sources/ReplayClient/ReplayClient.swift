@@ -1,0 +1,201 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ReplayProtocol
+import Synchronization
+
+/// A connection to `replayd`.
+///
+/// ```swift
+/// let client = try await ReplayClient.connect()
+/// let seq = try await client.publish("orders", #"{"id":1}"#)
+/// print(seq)                                          // 1
+/// for try await event in try await client.subscribe("orders") {
+///     print(event.sequence, event.text ?? "")         // 1 {"id":1}
+/// }
+/// ```
+///
+/// Calls may be made from many tasks at once; they are pipelined on the one connection and
+/// answered in order.
+public final class ReplayClient: Sendable {
+    public let socketPath: String
+    private let channel: any Channel
+    private let nextSid = Atomic<UInt64>(0)
+
+    private init(socketPath: String, channel: any Channel) {
+        self.socketPath = socketPath
+        self.channel = channel
+    }
+
+    /// The socket `replayd` uses by default: `$REPLAY_SOCKET`, else
+    /// `$XDG_RUNTIME_DIR/replayd.sock`, else `/tmp/replayd-$UID.sock`.
+    public static var defaultSocketPath: String { ReplayDefaults.socketPath }
+
+    /// Connects; throws `ReplayClientError.daemonNotRunning` if nothing listens there.
+    public static func connect(to socketPath: String = defaultSocketPath) async throws -> ReplayClient {
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([
+                            ByteToMessageHandler(ServerFrameDecoder()), ClientHandler(),
+                        ])
+                    }
+                }
+                .connect(unixDomainSocketPath: socketPath)
+                .get()
+            return ReplayClient(socketPath: socketPath, channel: channel)
+        } catch {
+            throw ReplayClientError.daemonNotRunning(socketPath: socketPath, reason: Self.describe(error))
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode))
+        }
+        return "\(error)"
+    }
+
+    /// Closes the connection; subscriptions end with `disconnected`.
+    public func close() async {
+        try? await channel.close()
+    }
+
+    // MARK: Requests
+
+    /// Sends commands in one write and returns their replies, in order.
+    func send(_ commands: [ClientCommand], subscribe: (String, EventBuffer)? = nil, forget: String? = nil) async throws -> [ServerFrame] {
+        try await write(commands, subscribe: subscribe, forget: forget).get()
+    }
+
+    /// Hands the commands to the connection now, before returning, so that successive
+    /// calls from one task reach the daemon in call order; the replies are awaited later.
+    private func write(_ commands: [ClientCommand], subscribe: (String, EventBuffer)? = nil, forget: String? = nil) -> EventLoopFuture<[ServerFrame]> {
+        var bytes = channel.allocator.buffer(capacity: 64 * commands.count)
+        for command in commands { command.write(into: &bytes) }
+        let replies = commands.map { _ in channel.eventLoop.makePromise(of: ServerFrame.self) }
+        let request = ClientRequest(bytes: bytes, replies: replies, subscribe: subscribe, forget: forget)
+        channel.writeAndFlush(request).whenFailure { _ in
+            for promise in replies { promise.fail(ReplayClientError.disconnected) }
+        }
+        return EventLoopFuture.whenAllSucceed(replies.map(\.futureResult), on: channel.eventLoop)
+    }
+
+    private func expectOK(_ command: ClientCommand) async throws {
+        let reply = try await send([command])[0]
+        switch reply {
+        case .ok: return
+        case .error(let error): throw ReplayClientError.server(error)
+        default: throw ReplayClientError.unexpectedReply("\(reply)")
+        }
+    }
+
+    // MARK: Publishing
+
+    /// Publishes one event; returns its sequence number once it is committed.
+    @discardableResult
+    public func publish(_ stream: String, _ payload: Data) async throws -> UInt64 {
+        try await publish(stream, contentsOf: [payload])[0].get()
+    }
+
+    @discardableResult
+    public func publish(_ stream: String, _ text: String) async throws -> UInt64 {
+        try await publish(stream, Data(text.utf8))
+    }
+
+    /// Publishes many events in one pipelined write; one result per event, in order (an
+    /// error for one does not stop the others).
+    public func publish(_ stream: String, contentsOf payloads: [Data]) async throws -> [Result<UInt64, ReplayClientError>] {
+        try await startPublishing(stream, contentsOf: payloads).results
+    }
+
+    /// Writes the events now and returns without waiting for their acknowledgements, so a
+    /// producer can keep several batches in flight while staying in order: batches started
+    /// one after the other from one task are stored in that order.
+    public func startPublishing(_ stream: String, contentsOf payloads: [Data]) -> PublishBatch {
+        PublishBatch(replies: write(payloads.map { ClientCommand.publish(stream: stream, payload: ByteBuffer(bytes: $0)) }))
+    }
+
+    // MARK: Subscribing
+
+    /// Subscribes to `stream` from `start`; the result is an `AsyncSequence` of its events
+    /// that ends when the stream completes and throws `streamFailed` when it fails. Gaps
+    /// (history removed by retention) are reported to `onGap`.
+    public func subscribe(
+        _ stream: String, from start: StartPosition = .all,
+        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
+    ) async throws -> ReplaySubscription {
+        let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
+        let channel = self.channel
+        let buffer = EventBuffer { pause in
+            channel.setOption(ChannelOptions.autoRead, value: !pause).whenComplete { _ in }
+        }
+        let reply = try await send([.subscribe(stream: stream, sid: sid, start: start)], subscribe: (sid, buffer))[0]
+        switch reply {
+        case .ok: return ReplaySubscription(client: self, sid: sid, buffer: buffer, onGap: onGap)
+        case .error(let error):
+            buffer.finish(.failure(.server(error)))
+            throw ReplayClientError.server(error)
+        default: throw ReplayClientError.unexpectedReply("\(reply)")
+        }
+    }
+
+    func unsubscribe(_ sid: String) async {
+        _ = try? await send([.unsubscribe(sid: sid)], forget: sid)
+    }
+
+    // MARK: Administration
+
+    /// Creates a stream (`capacity: nil` with `unlimited: true` keeps everything; both
+    /// `nil` uses the daemon's default). Creating an identical stream again is fine.
+    public func create(_ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil) async throws {
+        let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
+        try await expectOK(.create(stream: stream, options: CreateOptions(capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge)))
+    }
+
+    public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }
+    public func complete(_ stream: String) async throws { try await expectOK(.complete(stream: stream)) }
+    public func fail(_ stream: String, message: String) async throws { try await expectOK(.fail(stream: stream, message: message)) }
+    public func reset(_ stream: String, keepHistory: Bool) async throws { try await expectOK(.reset(stream: stream, keepHistory: keepHistory)) }
+
+    public func ping() async throws {
+        let reply = try await send([.ping])[0]
+        guard reply == .pong else { throw ReplayClientError.unexpectedReply("\(reply)") }
+    }
+
+    public func info(_ stream: String) async throws -> StreamDescription {
+        try await decode(try await send([.info(stream: stream)])[0])
+    }
+
+    public func list() async throws -> [StreamDescription] {
+        try await decode(try await send([.list])[0])
+    }
+
+    private func decode<T: Decodable>(_ reply: ServerFrame) async throws -> T {
+        switch reply {
+        case .info(let json), .list(let json):
+            return try JSONDecoder().decode(T.self, from: Data(json.readableBytesView))
+        case .error(let error): throw ReplayClientError.server(error)
+        default: throw ReplayClientError.unexpectedReply("\(reply)")
+        }
+    }
+}
+
+/// Events written to the daemon whose acknowledgements are still to come.
+public struct PublishBatch: Sendable {
+    fileprivate let replies: EventLoopFuture<[ServerFrame]>
+
+    /// One result per event, in order, once every acknowledgement came.
+    public var results: [Result<UInt64, ReplayClientError>] {
+        get async throws {
+            try await replies.get().map { reply in
+                switch reply {
+                case .published(let sequence): .success(sequence)
+                case .error(let error): .failure(.server(error))
+                default: .failure(.unexpectedReply("\(reply)"))
+                }
+            }
+        }
+    }
+}

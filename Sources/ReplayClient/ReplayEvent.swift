@@ -1,0 +1,20 @@
+import Foundation
+
+/// One event received from a stream.
+public struct ReplayEvent: Sendable, Equatable {
+    public let stream: String
+    public let sequence: UInt64
+    /// Commit time, ISO-8601 UTC with milliseconds, as stored.
+    public let time: String
+    public let payload: Data
+
+    public init(stream: String, sequence: UInt64, time: String, payload: Data) {
+        self.stream = stream
+        self.sequence = sequence
+        self.time = time
+        self.payload = payload
+    }
+
+    /// The payload as UTF-8 text, if it is valid UTF-8.
+    public var text: String? { String(data: payload, encoding: .utf8) }
+}

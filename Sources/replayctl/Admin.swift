@@ -1,0 +1,51 @@
+import ArgumentParser
+import ReplayClient
+
+struct Delete: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete a stream and its events.")
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+    @Argument(help: "The stream.") var stream: String
+
+    func run(with client: ReplayClient) async throws { try await client.delete(stream) }
+}
+
+struct Complete: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "End a stream successfully; subscribers get COMPLETED, publishing is refused.")
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+    @Argument(help: "The stream.") var stream: String
+
+    func run(with client: ReplayClient) async throws { try await client.complete(stream) }
+}
+
+struct Fail: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "End a stream with a failure message; subscribers get FAILED.")
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+    @Argument(help: "The stream.") var stream: String
+    @Argument(help: "Why it failed.") var message: String
+
+    func run(with client: ReplayClient) async throws { try await client.fail(stream, message: message) }
+}
+
+struct Reset: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "Clear a stream's terminal event so it can be published to again.")
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+    @Argument(help: "The stream.") var stream: String
+    @Flag(help: "Also remove its history (sequence numbers still go on).") var dropHistory = false
+
+    func run(with client: ReplayClient) async throws { try await client.reset(stream, keepHistory: !dropHistory) }
+}
+
+struct Ping: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "Check that replayd answers; prints PONG.")
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+
+    func run(with client: ReplayClient) async throws {
+        try await client.ping()
+        print("PONG")
+    }
+}

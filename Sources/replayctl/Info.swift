@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import ReplayClient
+import ReplayProtocol
+
+struct Info: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "Show a stream's settings, retained window and state.")
+
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+
+    @Argument(help: "The stream.") var stream: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run(with client: ReplayClient) async throws {
+        let info = try await client.info(stream)
+        printOut(json ? try StreamTable.json(info) : Data(StreamTable.details(info).utf8))
+    }
+}
+
+struct List: ClientCommand {
+    static let configuration = CommandConfiguration(abstract: "List the streams.")
+
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+
+    @Flag(help: "Print JSON.") var json = false
+
+    func run(with client: ReplayClient) async throws {
+        let streams = try await client.list()
+        printOut(json ? try StreamTable.json(streams) : Data(StreamTable.rows(streams).utf8))
+    }
+}
+
+/// Human and JSON renderings of stream descriptions.
+enum StreamTable {
+    static func json<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(value) + Data([0x0A])
+    }
+
+    static func details(_ info: StreamDescription) -> String {
+        let state = switch info.terminal {
+        case "completed": "completed"
+        case "failed": "failed: \(info.terminalMessage ?? "")"
+        default: "open"
+        }
+        let lines: [(String, String)] = [
+            ("stream", info.name),
+            ("state", state),
+            ("capacity", info.capacity.map(String.init) ?? "unlimited"),
+            ("max bytes", info.maxBytes.map(String.init) ?? "-"),
+            ("max age", info.maxAge.map { "\($0)s" } ?? "-"),
+            ("events", "\(info.count) retained, seq \(info.count == 0 ? "-" : "\(info.firstSeq)...\(info.lastSeq)"), last seq \(info.lastSeq)"),
+            ("bytes", "\(info.bytes)"),
+            ("subscribers", "\(info.subscribers)"),
+            ("created", info.createdAt),
+        ]
+        return lines.map { $0.0.padding(toLength: 12, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n") + "\n"
+    }
+
+    static func rows(_ streams: [StreamDescription]) -> String {
+        let header = ["STREAM", "EVENTS", "LAST SEQ", "BYTES", "CAPACITY", "SUBS", "STATE"]
+        let rows = streams.map { info in
+            [info.name, "\(info.count)", "\(info.lastSeq)", "\(info.bytes)", info.capacity.map(String.init) ?? "unlimited",
+             "\(info.subscribers)", info.terminal ?? "open"]
+        }
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset] + 2, withPad: " ", startingAt: 0) }
+                .joined().trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n") + "\n"
+    }
+}

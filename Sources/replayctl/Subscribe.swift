@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import ReplayClient
+import ReplayProtocol
+
+struct Subscribe: ClientCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a stream's events: its retained history, then live ones.",
+        discussion: """
+            Prints each payload on its own line (--json: one object per line with stream, seq, \
+            time and payload; a payload that is not UTF-8 comes as payload_base64 instead). \
+            Exits 0 after --count events or when the stream completes; exits 2 with the \
+            failure message on standard error when it fails. Gaps (history removed by \
+            retention) are reported on standard error. Ctrl-C ends it.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @ParentCommand var root: Replayctl
+
+    @Argument(help: "The stream.") var stream: String
+    @Option(help: "Start at this sequence number.") var from: UInt64?
+    @Option(help: "Start with the last N retained events.") var last: UInt64?
+    @Flag(help: "Only events published from now on.") var new = false
+    @Option(help: ArgumentHelp("Start at the first event stored at or after TIME (ISO-8601 UTC or Unix seconds).", valueName: "time"))
+    var since: String?
+    @Option(help: "Exit after this many events.") var count: Int?
+    @Flag(help: "One JSON object per line.") var json = false
+
+    func validate() throws {
+        let starts = [from != nil, last != nil, new, since != nil].filter { $0 }.count
+        guard starts <= 1 else { throw ValidationError("choose one of --from, --last, --new, --since") }
+        if let since, TimeText.parse(since) == nil {
+            throw ValidationError("--since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
+        }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    var start: StartPosition {
+        if let from { return .from(from) }
+        if let last { return .last(last) }
+        if new { return .new }
+        if let since, let seconds = TimeText.parse(since) { return .since(seconds) }
+        return .all
+    }
+
+    func run(with client: ReplayClient) async throws {
+        let subscription = try await client.subscribe(stream, from: start) { gap in
+            printError("replayctl: gap: events \(gap.lowerBound)...\(gap.upperBound) are no longer retained")
+        }
+        var received = 0
+        for try await event in subscription {
+            printOut(json ? Self.jsonLine(event) : event.payload + Data([0x0A]))
+            received += 1
+            if let count, received >= count { return }
+        }
+    }
+
+    static func jsonLine(_ event: ReplayEvent) -> Data {
+        var object: [String: Any] = ["stream": event.stream, "seq": event.sequence, "time": event.time]
+        if let text = event.text {
+            object["payload"] = text
+        } else {
+            object["payload_base64"] = event.payload.base64EncodedString()
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return data + Data([0x0A])
+    }
+}

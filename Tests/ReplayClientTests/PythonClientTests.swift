@@ -1,0 +1,47 @@
+import Foundation
+import ReplayClient
+import ReplayTesting
+import Testing
+
+/// tools/replay_client.py talks to the same daemon as the Swift client, both ways.
+@Suite("Python client", .timeLimit(.minutes(2)))
+struct PythonClientTests {
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("tools/replay_client.py").path
+
+    @Test func pythonReceivesInOrderWhatSwiftPublished() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            let payloads = (1...500).map { "swift \($0)" } + ["binary-safe: \r\n inside"]
+            _ = try await client.publish("interop", contentsOf: payloads.map { Data($0.utf8) })
+            await client.close()
+            let result = try await runProgram("/usr/bin/env", ["python3", Self.script, "--socket", daemon.socketPath, "sub", "interop", "--count", "501"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == payloads.joined(separator: "\n") + "\n")
+        }
+    }
+
+    @Test func swiftReceivesInOrderWhatPythonPublished() async throws {
+        try await withDaemon { daemon in
+            let lines = (1...500).map { "python \($0)" }
+            let result = try await runProgram("/usr/bin/env", ["python3", Self.script, "--socket", daemon.socketPath, "pub", "interop"], stdin: lines.joined(separator: "\n") + "\n")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == (1...500).map { "\($0)\n" }.joined())
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            var received: [String] = []
+            for try await event in try await client.subscribe("interop") {
+                received.append(event.text ?? "")
+                if received.count == lines.count { break }
+            }
+            #expect(received == lines)
+            await client.close()
+        }
+    }
+
+    @Test func pythonSaysWhenTheDaemonIsNotRunning() async throws {
+        let result = try await runProgram("/usr/bin/env", ["python3", Self.script, "--socket", "/nonexistent/replayd.sock", "sub", "x"])
+        #expect(result.status == 3)
+        #expect(result.stderr.contains("replayd is not running on /nonexistent/replayd.sock"))
+    }
+}

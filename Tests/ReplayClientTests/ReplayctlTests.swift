@@ -1,0 +1,124 @@
+import Foundation
+import ReplayTesting
+import Testing
+
+/// The replayctl binary, as a shell uses it.
+@Suite("replayctl", .timeLimit(.minutes(3)))
+struct ReplayctlTests {
+    var replayctl: String { get throws { try builtExecutable("replayctl") } }
+
+    @Test(arguments: ["send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "ping"])
+    func everySubcommandHasHelp(subcommand: String) async throws {
+        let result = try await runProgram(try replayctl, [subcommand, "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("USAGE: replayctl \(subcommand)"))
+        #expect(result.stdout.contains("--socket"))
+    }
+
+    @Test func rootHelpDocumentsExitCodes() async throws {
+        let result = try await runProgram(try replayctl, ["--help"])
+        #expect(result.status == 0)
+        for line in ["0   success", "2   the subscribed stream failed", "3   replayd is not running", "64  bad arguments"] {
+            #expect(result.stdout.contains(line))
+        }
+    }
+
+    @Test func notRunningSaysSoWithTheSocketAndHowToStart() async throws {
+        try await withTemporaryDirectory { directory in
+            let socket = directory + "/nobody.sock"
+            let result = try await runProgram(try replayctl, ["ping", "--socket", socket])
+            #expect(result.status == 3)
+            #expect(result.stderr == "replayctl: replayd is not running on \(socket) (No such file or directory); start it with `replayd --socket \(socket)` or set REPLAY_SOCKET\n")
+            #expect(result.stdout.isEmpty)
+        }
+    }
+
+    @Test func badArgumentsExit64() async throws {
+        let result = try await runProgram(try replayctl, ["subscribe", "s", "--from", "1", "--new"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("choose one of --from, --last, --new, --since"))
+    }
+
+    @Test func sendArgumentsAndStdinThenSubscribe() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            #expect(try await runProgram(ctl, ["create", "orders", "--capacity", "unlimited", "--socket", daemon.socketPath]).status == 0)
+            // --socket before the subcommand, and after it.
+            let sent = try await runProgram(ctl, ["--socket", daemon.socketPath, "send", "orders", #"{"id":1}"#, #"{"id":2}"#])
+            #expect(sent.status == 0)
+            #expect(sent.stdout == "1\n2\n")
+            let piped = try await runProgram(ctl, ["send", "orders", "--socket", daemon.socketPath], stdin: (3...10_002).map { "line \($0)" }.joined(separator: "\n") + "\n")
+            #expect(piped.status == 0)
+            #expect(piped.stdout == (3...10_002).map { "\($0)\n" }.joined())
+            let quiet = try await runProgram(ctl, ["send", "-q", "orders", "x", "--socket", daemon.socketPath])
+            #expect(quiet.status == 0 && quiet.stdout.isEmpty)
+
+            let text = try await runProgram(ctl, ["subscribe", "orders", "--count", "2", "--socket", daemon.socketPath])
+            #expect(text.status == 0)
+            #expect(text.stdout == "{\"id\":1}\n{\"id\":2}\n")
+
+            let json = try await runProgram(ctl, ["subscribe", "orders", "--last", "1", "--count", "1", "--json", "--socket", daemon.socketPath])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            #expect(object?["stream"] as? String == "orders")
+            #expect(object?["seq"] as? Int == 10_003)
+            #expect(object?["payload"] as? String == "x")
+            #expect((object?["time"] as? String)?.hasSuffix("Z") == true)
+        }
+    }
+
+    @Test func subscribeExitsWithTheStreamsEnd() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            _ = try await runProgram(ctl, ["send", "done", "a"] + socket)
+            #expect(try await runProgram(ctl, ["complete", "done"] + socket).status == 0)
+            let completed = try await runProgram(ctl, ["subscribe", "done"] + socket)
+            #expect(completed.status == 0 && completed.stdout == "a\n")
+
+            _ = try await runProgram(ctl, ["send", "broken", "b"] + socket)
+            #expect(try await runProgram(ctl, ["fail", "broken", "disk on fire"] + socket).status == 0)
+            let failed = try await runProgram(ctl, ["subscribe", "broken"] + socket)
+            #expect(failed.status == 2)
+            #expect(failed.stdout == "b\n")
+            #expect(failed.stderr.contains("stream 'broken' failed: disk on fire"))
+
+            let refused = try await runProgram(ctl, ["send", "broken", "c"] + socket)
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("terminated"))
+        }
+    }
+
+    @Test func gapsAreReportedOnStandardError() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try await runProgram(ctl, ["create", "small", "--capacity", "2"] + socket).status == 0)
+            _ = try await runProgram(ctl, ["send", "small", "1", "2", "3", "4"] + socket)
+            let result = try await runProgram(ctl, ["subscribe", "small", "--from", "1", "--count", "2"] + socket)
+            #expect(result.stdout == "3\n4\n")
+            #expect(result.stderr.contains("gap: events 1...2 are no longer retained"))
+        }
+    }
+
+    @Test func infoAndListAsTablesAndJSON() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try await runProgram(ctl, ["create", "metrics", "--capacity", "unlimited", "--max-age", "1h", "--max-bytes", "1000"] + socket).status == 0)
+            _ = try await runProgram(ctl, ["send", "metrics", "abc"] + socket)
+            let table = try await runProgram(ctl, ["info", "metrics"] + socket)
+            #expect(table.stdout.contains("capacity    unlimited"))
+            #expect(table.stdout.contains("max age     3600.0s"))
+            let json = try await runProgram(ctl, ["info", "metrics", "--json"] + socket)
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            #expect(object?["max_bytes"] as? Int == 1000)
+            let list = try await runProgram(ctl, ["list", "--json"] + socket)
+            let array = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]]
+            #expect(array?.map { $0["name"] as? String } == ["metrics"])
+            let rows = try await runProgram(ctl, ["list"] + socket)
+            #expect(rows.stdout.hasPrefix("STREAM"))
+            #expect(try await runProgram(ctl, ["delete", "metrics"] + socket).status == 0)
+            #expect(try await runProgram(ctl, ["info", "metrics"] + socket).status == 1)
+        }
+    }
+}
