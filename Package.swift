@@ -61,7 +61,7 @@ let package = Package(
         .target(
             name: "ReplayServer",
             dependencies: [
-                "ReplayStore", "ReplayProtocol",
+                "ReplayCore", "ReplayStore", "ReplayProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

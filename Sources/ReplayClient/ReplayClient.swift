@@ -149,9 +149,18 @@ public final class ReplayClient: Sendable {
 
     /// Creates a stream (`capacity: nil` with `unlimited: true` keeps everything; both
     /// `nil` uses the daemon's default). Creating an identical stream again is fine.
-    public func create(_ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil) async throws {
+    ///
+    /// With a `source`, the daemon runs that shell command and its output becomes the
+    /// stream's events; `connect` is `eager`, `lazy` (the default) or `refcount`, and
+    /// `sourceOptions` takes `framing`, `restart`, `max_restarts`, `restart_delay`, `grace`.
+    public func create(
+        _ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil,
+        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:]
+    ) async throws {
         let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
-        try await expectOK(.create(stream: stream, options: CreateOptions(capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge)))
+        try await expectOK(.create(stream: stream, options: CreateOptions(
+            capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
+            source: source, connect: source == nil ? nil : (connect ?? "lazy"), sourceOptions: sourceOptions)))
     }
 
     public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }

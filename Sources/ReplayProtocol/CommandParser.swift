@@ -142,7 +142,7 @@ enum CommandParser {
                 options.connect = value.lowercased()
             case "source":
                 sourceSize = try size(value)
-            case "framing", "restart", "max_restarts", "grace":
+            case "framing", "restart", "max_restarts", "restart_delay", "grace":
                 options.sourceOptions[key] = value
             default:
                 throw bad("unknown CREATE option '\(key.prefix(32))'")

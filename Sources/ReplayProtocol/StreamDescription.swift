@@ -14,11 +14,13 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     public var terminal: String?
     public var terminalMessage: String?
     public var subscribers: Int
+    /// The upstream command, if the stream has one.
+    public var source: SourceDescription?
 
     public init(
         name: String, capacity: Int?, maxBytes: Int?, maxAge: Double?, createdAt: String,
         firstSeq: UInt64, lastSeq: UInt64, count: Int, bytes: Int,
-        terminal: String?, terminalMessage: String?, subscribers: Int
+        terminal: String?, terminalMessage: String?, subscribers: Int, source: SourceDescription? = nil
     ) {
         self.name = name
         self.capacity = capacity
@@ -32,10 +34,11 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         self.terminal = terminal
         self.terminalMessage = terminalMessage
         self.subscribers = subscribers
+        self.source = source
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, capacity, count, bytes, terminal, subscribers
+        case name, capacity, count, bytes, terminal, subscribers, source
         case maxBytes = "max_bytes"
         case maxAge = "max_age"
         case createdAt = "created_at"
@@ -59,5 +62,33 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(terminal, forKey: .terminal)
         try container.encode(terminalMessage, forKey: .terminalMessage)
         try container.encode(subscribers, forKey: .subscribers)
+        try container.encode(source, forKey: .source)
+    }
+}
+
+/// A stream's source as INFO describes it.
+public struct SourceDescription: Codable, Sendable, Equatable {
+    public var command: String
+    /// `eager`, `lazy` or `refcount`.
+    public var connect: String
+    public var framing: String
+    public var restart: String
+    /// `not connected`, `running`, `restarting`, `stopped`, `completed` or `failed`.
+    public var state: String
+    public var pid: Int32?
+    /// Runs started since the daemon started.
+    public var starts: Int
+    /// Why it failed.
+    public var reason: String?
+
+    public init(command: String, connect: String, framing: String, restart: String, state: String, pid: Int32?, starts: Int, reason: String?) {
+        self.command = command
+        self.connect = connect
+        self.framing = framing
+        self.restart = restart
+        self.state = state
+        self.pid = pid
+        self.starts = starts
+        self.reason = reason
     }
 }

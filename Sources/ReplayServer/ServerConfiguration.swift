@@ -21,6 +21,9 @@ public struct ServerConfiguration: Sendable {
     /// Recent events kept in memory per stream for live delivery (count and bytes).
     public var tailEvents: Int
     public var tailBytes: Int
+    /// Whether CREATE over the socket may give a stream a source (a command the daemon
+    /// runs as its own user).
+    public var allowSocketSources: Bool = true
 
     public init(
         socketPath: String = ServerConfiguration.defaultSocketPath,

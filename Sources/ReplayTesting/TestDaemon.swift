@@ -162,3 +162,25 @@ public func runProgram(
     }
     return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
 }
+
+/// Polls `condition` until it holds; fails after `seconds`. For waiting on real processes
+/// (a child to exit), never for asserting how long something took.
+public func eventually(
+    within seconds: Double = 30, _ what: String, _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw TestFailure("timed out waiting for: \(what)")
+}
+
+/// Whether a process with this pid exists (and is not a zombie).
+public func processIsAlive(_ pid: Int32) -> Bool {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+    // The state is the field after the parenthesised command name.
+    guard let close = status.lastIndex(of: ")") else { return false }
+    let state = status[status.index(close, offsetBy: 2)...].prefix(1)
+    return state != "Z"
+}

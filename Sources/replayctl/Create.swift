@@ -3,8 +3,12 @@ import ReplayClient
 
 struct Create: ClientCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create a stream.",
-        discussion: "Creating a stream that exists with the same settings succeeds and changes nothing.")
+        abstract: "Create a stream, optionally fed by a source command.",
+        discussion: """
+            Creating a stream that exists with the same settings succeeds and changes nothing.
+
+            With --source, replayd runs the command (/bin/sh -c) and each line of its output             becomes an event. --connect eager runs it now and at every daemon start; lazy runs             it for the first subscriber, once; refcount runs it while anyone subscribes. Exit             status 0 completes the stream, anything else fails it (with the stderr tail). A             terminal stream does not run its source again until `replayctl reset`.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
@@ -16,7 +20,39 @@ struct Create: ClientCommand {
     @Option(name: .customLong("max-age"), help: ArgumentHelp("Events older than this are removed: 90s, 15m, 12h, 7d.", valueName: "duration"))
     var maxAge: String?
 
+    @Option(help: ArgumentHelp("A shell command whose output becomes the stream's events.", valueName: "command"))
+    var source: String?
+    @Option(help: ArgumentHelp("When the source runs: eager, lazy or refcount.", valueName: "mode"))
+    var connect: String = "lazy"
+    @Option(help: ArgumentHelp("How output becomes events: lines, nul or whole.", valueName: "framing"))
+    var framing: String?
+    @Option(help: ArgumentHelp("never, or on-failure to restart a failed source with backoff.", valueName: "policy"))
+    var restart: String?
+    @Option(name: .customLong("max-restarts"), help: "Restarts before a failure is final (with --restart on-failure).")
+    var maxRestarts: Int?
+    @Option(name: .customLong("restart-delay"), help: ArgumentHelp("First restart delay, doubled each time: 1s, 500ms…", valueName: "duration"))
+    var restartDelay: String?
+    @Option(help: ArgumentHelp("Time between SIGTERM and SIGKILL when a source is stopped.", valueName: "duration"))
+    var grace: String?
+
+    var sourceOptions: [String: String] {
+        var options: [String: String] = [:]
+        if let framing { options["framing"] = framing }
+        if let restart { options["restart"] = restart }
+        if let maxRestarts { options["max_restarts"] = "\(maxRestarts)" }
+        if let restartDelay, let seconds = Duration.seconds(restartDelay) { options["restart_delay"] = "\(seconds)" }
+        if let grace, let seconds = Duration.seconds(grace) { options["grace"] = "\(seconds)" }
+        return options
+    }
+
     func validate() throws {
+        guard ["eager", "lazy", "refcount"].contains(connect) else { throw ValidationError("--connect is eager, lazy or refcount") }
+        if source == nil, framing != nil || restart != nil || maxRestarts != nil || restartDelay != nil || grace != nil {
+            throw ValidationError("--framing, --restart, --max-restarts, --restart-delay and --grace need --source")
+        }
+        for (name, value) in [("--restart-delay", restartDelay), ("--grace", grace)] {
+            if let value, Duration.seconds(value) == nil { throw ValidationError("\(name) takes a duration such as 500ms, 2s or 1m") }
+        }
         if let capacity, capacity.lowercased() != "unlimited", Int(capacity).map({ $0 >= 0 }) != true {
             throw ValidationError("--capacity takes a count (0 or more) or 'unlimited'")
         }
@@ -29,13 +65,15 @@ struct Create: ClientCommand {
     func run(with client: ReplayClient) async throws {
         try await client.create(
             stream, capacity: capacity.flatMap { Int($0) }, unlimited: capacity?.lowercased() == "unlimited",
-            maxBytes: maxBytes, maxAge: maxAge.flatMap(Duration.seconds))
+            maxBytes: maxBytes, maxAge: maxAge.flatMap(Duration.seconds),
+            source: source, connect: connect, sourceOptions: sourceOptions)
     }
 }
 
 extension Duration {
-    /// Parses `90`, `90s`, `15m`, `12h`, `7d` into seconds.
+    /// Parses `90`, `90s`, `500ms`, `15m`, `12h`, `7d` into seconds.
     static func seconds(_ text: String) -> Double? {
+        if text.hasSuffix("ms"), let value = Double(text.dropLast(2)), value > 0 { return value / 1000 }
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         if let unit = text.last, let scale = units[unit], let value = Double(text.dropLast()), value > 0 {
             return value * scale

@@ -46,7 +46,7 @@ enum StreamTable {
         case "failed": "failed: \(info.terminalMessage ?? "")"
         default: "open"
         }
-        let lines: [(String, String)] = [
+        var lines: [(String, String)] = [
             ("stream", info.name),
             ("state", state),
             ("capacity", info.capacity.map(String.init) ?? "unlimited"),
@@ -57,7 +57,15 @@ enum StreamTable {
             ("subscribers", "\(info.subscribers)"),
             ("created", info.createdAt),
         ]
-        return lines.map { $0.0.padding(toLength: 12, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n") + "\n"
+        if let source = info.source {
+            let parts: [String?] = [source.state, source.pid.map { "pid \($0)" }, source.reason]
+            let state = parts.compactMap { $0 }.joined(separator: ", ")
+            let times = source.starts == 1 ? "time" : "times"
+            lines.append(("source", source.command))
+            lines.append(("connect", "\(source.connect), framing \(source.framing), restart \(source.restart)"))
+            lines.append(("source state", "\(state); started \(source.starts) \(times)"))
+        }
+        return lines.map { $0.0.padding(toLength: 13, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n") + "\n"
     }
 
     static func rows(_ streams: [StreamDescription]) -> String {

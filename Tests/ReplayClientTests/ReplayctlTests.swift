@@ -107,8 +107,8 @@ struct ReplayctlTests {
             #expect(try await runProgram(ctl, ["create", "metrics", "--capacity", "unlimited", "--max-age", "1h", "--max-bytes", "1000"] + socket).status == 0)
             _ = try await runProgram(ctl, ["send", "metrics", "abc"] + socket)
             let table = try await runProgram(ctl, ["info", "metrics"] + socket)
-            #expect(table.stdout.contains("capacity    unlimited"))
-            #expect(table.stdout.contains("max age     3600.0s"))
+            #expect(table.stdout.contains("capacity     unlimited"))
+            #expect(table.stdout.contains("max age      3600.0s"))
             let json = try await runProgram(ctl, ["info", "metrics", "--json"] + socket)
             let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
             #expect(object?["max_bytes"] as? Int == 1000)

@@ -9,12 +9,15 @@ import Synchronization
 struct ServerContext: Sendable {
     let store: EventStore
     let hub: Hub
+    let sources: SourceRegistry
     let reads: ReadPool
     let configuration: ServerConfiguration
     let logger: Logger
 
     var admin: StreamAdmin {
-        StreamAdmin(store: store, hub: hub, defaultCapacity: configuration.defaultCapacity)
+        StreamAdmin(
+            store: store, hub: hub, sources: sources, defaultCapacity: configuration.defaultCapacity,
+            allowSources: configuration.allowSocketSources)
     }
 }
 
@@ -141,8 +144,12 @@ final class Connection: Sendable {
             }
             replies.fill(slot, with: .ok)
             await written.wait()
+            // A lazy or refcount source connects for its first subscriber (after +OK, so
+            // the subscriber is counted before the source's first events).
+            let lease = context.sources.lease(stream)
             await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, write: write)
                 .run(from: next, liveAfter: liveAfter)
+            lease.dispose()
             state.withLock { $0.subscriptionEnded(sid) }
             subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
         }

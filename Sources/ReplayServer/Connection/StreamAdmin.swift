@@ -11,7 +11,9 @@ import ReplayStore
 struct StreamAdmin: Sendable {
     let store: EventStore
     let hub: Hub
+    let sources: SourceRegistry
     let defaultCapacity: Int?
+    let allowSources: Bool
 
     func submit(_ command: ClientCommand, reply: @escaping @Sendable (ServerFrame) -> Void) {
         let answer: @Sendable (Result<Void, StoreError>) -> Void = { result in
@@ -55,15 +57,30 @@ struct StreamAdmin: Sendable {
     }
 
     private func config(_ options: CreateOptions) throws(ReplayError) -> StreamConfig {
-        if options.source != nil {
-            throw ReplayError(.invalidConfig, "stream sources are not supported by this version of replayd")
-        }
         let capacity: Int? = switch options.capacity {
         case .count(let n): n
         case .unlimited: nil
         case nil: defaultCapacity
         }
-        return StreamConfig(capacity: capacity, maxBytes: options.maxBytes, maxAge: options.maxAge)
+        var source: StreamSource?
+        if let command = options.source {
+            guard allowSources else {
+                throw ReplayError(.forbidden, "this replayd does not accept sources over the socket (--no-socket-sources)")
+            }
+            guard let mode = StreamSource.ConnectMode(rawValue: options.connect ?? "lazy") else {
+                throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
+            }
+            let settings: SourceSettings
+            do {
+                settings = try SourceSettings(words: options.sourceOptions)
+            } catch {
+                throw ReplayError(.invalidConfig, error.message)
+            }
+            source = StreamSource(command: command, connect: mode, options: settings.json)
+        } else if !options.sourceOptions.isEmpty {
+            throw ReplayError(.invalidConfig, "source options need a source")
+        }
+        return StreamConfig(capacity: capacity, maxBytes: options.maxBytes, maxAge: options.maxAge, source: source)
     }
 
     func describe(_ info: StreamInfo) -> StreamDescription {
@@ -81,7 +98,7 @@ struct StreamAdmin: Sendable {
             maxAge: info.config.maxAge, createdAt: formatter.string(from: info.createdAt),
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: terminal, terminalMessage: message,
-            subscribers: hub[info.name]?.subscriberCount ?? 0)
+            subscribers: hub[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name))
     }
 
     private func json<T: Encodable>(_ value: T) -> ByteBuffer? {

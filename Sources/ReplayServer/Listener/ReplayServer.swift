@@ -37,9 +37,11 @@ public final class ReplayServer: Service {
                 durability: configuration.durability,
                 autoCreate: configuration.autoCreate ? StreamConfig(capacity: configuration.defaultCapacity) : nil))
         let hub = Hub(store: store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
+        let sources = SourceRegistry(store: store, logger: logger)
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()
-        let context = ServerContext(store: store, hub: hub, reads: ReadPool(pool: pool), configuration: configuration, logger: logger)
+        let context = ServerContext(
+            store: store, hub: hub, sources: sources, reads: ReadPool(pool: pool), configuration: configuration, logger: logger)
 
         let serverChannel: NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never>
         do {
@@ -57,6 +59,8 @@ public final class ReplayServer: Service {
                 "socket": "\(configuration.socketPath)", "database": "\(configuration.databasePath)",
                 "durability": "\(configuration.durability.rawValue)", "streams": "\(store.streams.count)",
             ])
+
+        sources.start()
 
         // Age limits apply to idle streams too.
         let expiry = Task {
@@ -77,6 +81,7 @@ public final class ReplayServer: Service {
         }
 
         expiry.cancel()
+        sources.stopAll()
         store.close()
         try? await pool.shutdownGracefully()
         SocketFile.remove(configuration.socketPath, inode: inode)

@@ -1,0 +1,79 @@
+import Dispatch
+import Logging
+import ReplayCore
+import ReplayProtocol
+import ReplayStore
+import Synchronization
+
+/// The supervisors of every stream that has a source, kept in step with the store: a
+/// stream created with a source gets one, a deleted stream's is retired, a reset re-arms.
+final class SourceRegistry: Sendable {
+    private let supervisors = Mutex<[String: SourceSupervisor]>([:])
+    /// Whether each stream was terminal in the last commit seen: a reset is a change from
+    /// terminal to open *in the commits*, not a difference with the supervisor's status
+    /// (which runs ahead of the commits of the source's own output).
+    private let terminalInCommits = Mutex<[String: Bool]>([:])
+    private let store: EventStore
+    private let logger: Logger
+    // Commit listeners run on the writer's thread; spawning happens here instead.
+    private let control = DispatchQueue(label: "replay.sources")
+
+    init(store: EventStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Starts the sources of the existing streams (eager ones run now) and follows commits.
+    func start() {
+        for info in store.streams {
+            terminalInCommits.withLock { $0[info.name] = info.terminal != nil }
+            adopt(info)
+        }
+        store.onCommit { [weak self] batch in
+            guard let self else { return }
+            control.async { self.apply(batch) }
+        }
+    }
+
+    private func apply(_ batch: CommitBatch) {
+        for (name, change) in batch.changes {
+            guard let info = change.info else {
+                terminalInCommits.withLock { _ = $0.removeValue(forKey: name) }
+                supervisors.withLock { $0.removeValue(forKey: name) }?.retire()
+                continue
+            }
+            let wasTerminal = terminalInCommits.withLock { seen in
+                defer { seen[name] = info.terminal != nil }
+                return seen[name] ?? false
+            }
+            if let supervisor = supervisors.withLock({ $0[name] }) {
+                if wasTerminal, info.terminal == nil { supervisor.reset() }
+            } else {
+                adopt(info)
+            }
+        }
+    }
+
+    private func adopt(_ info: StreamInfo) {
+        guard let source = info.config.source else { return }
+        let supervisor = SourceSupervisor(stream: info.name, source: source, store: store, logger: logger)
+        supervisors.withLock { $0[info.name] = supervisor }
+        supervisor.activate()
+    }
+
+    /// A subscriber of `stream` arrived (lazy and refcount sources connect); the result is
+    /// disposed when it leaves.
+    func lease(_ stream: String) -> any Disposable {
+        supervisors.withLock { $0[stream] }?.lease() ?? Disposables.empty
+    }
+
+    func describe(_ stream: String) -> SourceDescription? {
+        supervisors.withLock { $0[stream] }?.description
+    }
+
+    /// Shutdown: stop every source (not an ending: they run again at the next start).
+    func stopAll() {
+        control.sync {}
+        for supervisor in supervisors.withLock({ Array($0.values) }) { supervisor.retire() }
+    }
+}

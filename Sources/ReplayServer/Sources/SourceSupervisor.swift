@@ -1,0 +1,208 @@
+import Dispatch
+import Foundation
+import Logging
+import ReplayCore
+import ReplayProtocol
+import ReplayStore
+import Synchronization
+
+/// Runs one stream's source according to its connect mode, the articles' conversions
+/// made durable:
+/// - `eager` is `replay()`: connect now (at creation, at every daemon start);
+/// - `lazy` is `replayLazily()`: connect on the first subscriber, then stay connected;
+/// - `refcount` is `autoconnect()`: connected while anyone subscribes.
+///
+/// The source is a cold `Signal` (one run per subscription) multicast into the stream's
+/// sink, so these are the core's `MulticastConnection.connect()` and `autoconnect()`. A
+/// terminal stream never runs its source again, across restarts too, until it is reset.
+final class SourceSupervisor: Sendable {
+    enum Status: Sendable, Equatable {
+        case notConnected
+        case running(pid: Int32)
+        case restarting(attempt: Int)
+        case stopped
+        case completed
+        case failed(String)
+    }
+
+    private struct State {
+        var status = Status.notConnected
+        var starts = 0
+        var connection: MulticastConnection<Data>?
+        var autoconnected: Signal<Data>?
+        var connectionDisposable: (any Disposable)?
+        var retired = false
+    }
+
+    let stream: String
+    let source: StreamSource
+    let settings: SourceSettings
+    private let store: EventStore
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let restarts = QueueScheduler(label: "replay.source-restarts")
+
+    init(stream: String, source: StreamSource, store: EventStore, logger: Logger) {
+        self.stream = stream
+        self.source = source
+        self.settings = SourceSettings.parse(source.options)
+        self.store = store
+        var logger = logger
+        logger[metadataKey: "stream"] = "\(stream)"
+        self.logger = logger
+    }
+
+    var status: Status { state.withLock { $0.status } }
+    var starts: Int { state.withLock { $0.starts } }
+
+    /// At daemon start and when the stream is created or reset: eager sources run now.
+    func activate() {
+        if let terminal = store.info(stream)?.terminal {
+            state.withLock { $0.status = terminal == .completed ? .completed : .failed(Self.message(terminal)) }
+            return
+        }
+        arm()
+        if source.connect == .eager { connectOnce() }
+    }
+
+    /// A subscriber arrived; the result is released when it leaves.
+    func lease() -> any Disposable {
+        switch source.connect {
+        case .eager:
+            return Disposables.empty
+        case .lazy:
+            connectOnce()
+            return Disposables.empty
+        case .refcount:
+            guard let shared = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.autoconnected }) else {
+                return Disposables.empty
+            }
+            return shared.subscribe()
+        }
+    }
+
+    /// Stops the source without ending the stream (shutdown, deletion).
+    func retire() {
+        let disposable = state.withLock { state -> (any Disposable)? in
+            state.retired = true
+            if case .running = state.status { state.status = .stopped }
+            defer { state.connectionDisposable = nil }
+            return state.connectionDisposable
+        }
+        disposable?.dispose()
+    }
+
+    /// The stream's terminal event was cleared: the source may run again.
+    func reset() {
+        let old = state.withLock { state -> (any Disposable)? in
+            guard Self.isTerminal(state.status) else { return nil }
+            state.status = .notConnected
+            defer { state.connectionDisposable = nil }
+            return state.connectionDisposable
+        }
+        old?.dispose()
+        if !state.withLock({ Self.isTerminal($0.status) }) { activate() }
+    }
+
+    var isTerminal: Bool { state.withLock { Self.isTerminal($0.status) } }
+
+    // MARK: Machinery
+
+    /// A fresh connection: the source signal (with its restart policy) multicast into the sink.
+    private func arm() {
+        let settings = self.settings
+        var signal = SourceSignal.make(
+            command: source.command, settings: settings, environment: { [self] in environment() },
+            started: { [self] pid in
+                state.withLock { state in
+                    state.starts += 1
+                    state.status = .running(pid: pid)
+                }
+                logger.info("source started", metadata: ["pid": "\(pid)"])
+            },
+            stopped: { [self] pid in
+                state.withLock { state in
+                    if state.status == .running(pid: pid) { state.status = .stopped }
+                }
+                logger.info("source stopped", metadata: ["pid": "\(pid)"])
+            })
+        if settings.restart == .onFailure {
+            signal = signal
+                .on(failed: { [self] error in
+                    logger.warning("source failed; restarting", metadata: ["error": "\(error)"])
+                    state.withLock { $0.status = .restarting(attempt: $0.starts) }
+                })
+                .retry(upTo: settings.maxRestarts, delay: { attempt in min(60, settings.restartDelay * pow(2, Double(attempt - 1))) }, on: restarts)
+        }
+        let sink = StreamSink(store: store, stream: stream, logger: logger) { [self] event in ended(event) }
+        let connection = signal.multicast(sink)
+        let autoconnected = connection.autoconnect()
+        state.withLock { state in
+            state.connection = connection
+            state.autoconnected = autoconnected
+        }
+    }
+
+    private func connectOnce() {
+        guard let connection = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.connection }) else { return }
+        let disposable = connection.connect()
+        state.withLock { $0.connectionDisposable = disposable }
+    }
+
+    /// The source's run ended on its own (after any restarts): store the stream's end.
+    private func ended(_ event: Event<Data>) {
+        if case .failed(let error) = event, let storeError = error as? StoreError, case .terminated = storeError {
+            // Someone ended the stream by hand while the source ran: stop it.
+            return retire()
+        }
+        let terminal: Terminal = if case .failed(let error) = event { .failed(message: "\(error)") } else { .completed }
+        state.withLock { $0.status = terminal == .completed ? .completed : .failed(Self.message(terminal)) }
+        logger.info("source ended", metadata: ["result": "\(terminal)"])
+        store.terminate(stream, terminal) { [logger] result in
+            if case .failure(let error) = result { logger.warning("could not store the source's end", metadata: ["error": "\(error)"]) }
+        }
+    }
+
+    /// What the source sees: the daemon's environment plus where the stream stands, so it
+    /// can resume where it left off.
+    private func environment() -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["REPLAY_STREAM"] = stream
+        let last = store.info(stream)?.lastSequence ?? 0
+        environment["REPLAY_LAST_SEQ"] = "\(last)"
+        if last > 0, let event = try? store.read(stream, from: last, limit: 1).first,
+            event.payload.count <= 4096, !event.payload.contains(0), let text = String(data: event.payload, encoding: .utf8)
+        {
+            environment["REPLAY_LAST_PAYLOAD"] = text
+        }
+        return environment
+    }
+
+    private static func isTerminal(_ status: Status) -> Bool {
+        switch status {
+        case .completed, .failed: true
+        default: false
+        }
+    }
+
+    private static func message(_ terminal: Terminal) -> String {
+        if case .failed(let message) = terminal { return message }
+        return ""
+    }
+
+    /// For INFO.
+    var description: SourceDescription {
+        let (status, starts) = state.withLock { ($0.status, $0.starts) }
+        let (name, pid, reason): (String, Int32?, String?) = switch status {
+        case .notConnected: ("not connected", nil, nil)
+        case .running(let pid): ("running", pid, nil)
+        case .restarting: ("restarting", nil, nil)
+        case .stopped: ("stopped", nil, nil)
+        case .completed: ("completed", nil, nil)
+        case .failed(let message): ("failed", nil, message)
+        }
+        return SourceDescription(
+            command: source.command, connect: source.connect.rawValue, framing: settings.framing.rawValue,
+            restart: settings.restart.rawValue, state: name, pid: pid, starts: starts, reason: reason)
+    }
+}
