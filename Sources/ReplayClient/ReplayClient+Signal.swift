@@ -8,7 +8,7 @@ extension ReplayClient {
     ///
     /// ```swift
     /// client.signal("orders").map { $0.text ?? "" }.filter { $0.contains("paid") }
-    ///     .subscribe(value: { print($0) })
+    ///     .subscribe(next: { print($0) })
     /// ```
     public func signal(_ stream: String, from start: StartPosition = .all) -> Signal<ReplayEvent> {
         Signal(RemoteEvents(client: self, stream: stream, start: start))

@@ -4,8 +4,8 @@
 ///
 /// ```swift
 /// let channel = Channel<String>()
-/// channel.following.subscribe(value: { print("model:", $0) })
-/// channel.leading.subscribe(value: { print("view:", $0) })
+/// channel.following.subscribe(next: { print("model:", $0) })
+/// channel.leading.subscribe(next: { print("view:", $0) })
 /// channel.leading.send("typed")       // prints "model: typed"
 /// channel.following.send("loaded")    // prints "view: loaded"
 /// ```

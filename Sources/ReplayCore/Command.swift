@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// ```swift
 /// let login = Command<String, Bool> { name in Signal.just(name == "ada") }
-/// login.executionSignals.subscribe(value: { $0.subscribe(value: { print("ok:", $0) }) })
+/// login.executionSignals.subscribe(next: { $0.subscribe(next: { print("ok:", $0) }) })
 /// login.execute("ada")     // prints "ok: true"
 /// ```
 public final class Command<Input: Sendable, Output: Sendable>: Sendable {

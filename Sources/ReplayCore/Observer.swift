@@ -29,13 +29,13 @@ public final class Observer<Value: Sendable>: Sendable {
 
     /// An observer with one closure per kind of event.
     public convenience init(
-        value: (@Sendable (Value) -> Void)? = nil,
+        next: (@Sendable (Value) -> Void)? = nil,
         failed: (@Sendable (any Error) -> Void)? = nil,
         completed: (@Sendable () -> Void)? = nil
     ) {
         self.init { event in
             switch event {
-            case .value(let v): value?(v)
+            case .value(let v): next?(v)
             case .failed(let error): failed?(error)
             case .completed: completed?()
             }

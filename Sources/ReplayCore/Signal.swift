@@ -10,7 +10,7 @@
 ///     observer.sendCompleted()
 ///     return Disposables.action { print("stopped") }
 /// }
-/// numbers.subscribe(value: { print($0) }, completed: { print("done") })
+/// numbers.subscribe(next: { print($0) }, completed: { print("done") })
 /// // prints 1, 2, 3, done, stopped
 /// ```
 ///
@@ -41,11 +41,11 @@ public struct Signal<Value: Sendable>: Sendable {
     /// Subscribes with one closure per kind of event.
     @discardableResult
     public func subscribe(
-        value: (@Sendable (Value) -> Void)? = nil,
+        next: (@Sendable (Value) -> Void)? = nil,
         failed: (@Sendable (any Error) -> Void)? = nil,
         completed: (@Sendable () -> Void)? = nil
     ) -> any Disposable {
-        subscribe(Observer(value: value, failed: failed, completed: completed))
+        subscribe(Observer(next: next, failed: failed, completed: completed))
     }
 
     /// Subscribes with one closure that receives every event.

@@ -162,6 +162,14 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// The last `count` retained events (fewer if fewer are retained), oldest first.
+    public func readLast(_ stream: String, count: Int) throws(StoreError) -> [StoredEvent] {
+        guard let info = info(stream) else { throw .unknownStream(stream) }
+        guard count > 0, info.eventCount > 0 else { return [] }
+        let from = max(info.firstSequence, info.lastSequence >= UInt64(count) ? info.lastSequence - UInt64(count) + 1 : 1)
+        return try read(stream, from: from, limit: count)
+    }
+
     /// The sequence number of the first retained event stored at or after `time`
     /// (`lastSequence + 1` if none): where a subscription "since a time" starts.
     public func firstSequence(_ stream: String, since time: Date) throws(StoreError) -> UInt64 {

@@ -63,17 +63,7 @@ public final class TestDaemon: @unchecked Sendable {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
-        }
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
-            }
-        }
+        return connectUnixSocket(fd, path)
     }
 
     /// Sends `signal` and waits for the process to exit; returns its exit status (or the
@@ -183,4 +173,20 @@ public func processIsAlive(_ pid: Int32) -> Bool {
     guard let close = status.lastIndex(of: ")") else { return false }
     let state = status[status.index(close, offsetBy: 2)...].prefix(1)
     return state != "Z"
+}
+
+/// Connects a socket descriptor to a Unix-domain socket path (for tests that need a raw,
+/// unread connection, or a readiness probe).
+public func connectUnixSocket(_ fd: Int32, _ path: String) -> Bool {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+    }
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+        }
+    }
 }

@@ -70,7 +70,7 @@ struct ReplayClientTests {
 
             // While a signal subscription lives, the server counts it; disposal unsubscribes.
             let received = Locked(0)
-            let subscription = client.signal("nums").subscribe(value: { _ in received.withLock { $0 += 1 } })
+            let subscription = client.signal("nums").subscribe(next: { _ in received.withLock { $0 += 1 } })
             while received.value < 10 { try await Task.sleep(for: .milliseconds(5)) }
             #expect(try await client.info("nums").subscribers == 1)
             subscription.dispose()

@@ -176,4 +176,47 @@ struct SourceTests {
             await client.close()
         }
     }
+
+    @Test(arguments: [("nul", #"printf 'a\0b\nc\0'"#, ["a", "b\nc"]), ("whole", "printf 'one\ntwo\n'", ["one\ntwo\n"]), ("lines", "printf 'x\r\ny\nz'", ["x", "y", "z"])])
+    func framings(framing: String, command: String, expected: [String]) async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            try await client.create("framed", source: command, connect: "eager", sourceOptions: ["framing": framing])
+            try await eventually("the source to complete") { try await client.info("framed").terminal == "completed" }
+            #expect(try await events(client, "framed") == expected)
+            await client.close()
+        }
+    }
+
+    /// After a daemon restart, an eager source that had not ended runs again; a lazy one
+    /// waits for its first subscriber.
+    @Test func afterARestartEagerSourcesRunAgainAndLazyOnesWait() async throws {
+        try await withTemporaryDirectory { directory in
+            let eagerRuns = directory + "/eager"
+            let lazyRuns = directory + "/lazy"
+            let first = try await TestDaemon.start(in: directory)
+            let client = try await ReplayClient.connect(to: first.socketPath)
+            try await client.create("eager", source: "echo run >> \(eagerRuns); while true; do sleep 0.05; done", connect: "eager")
+            try await client.create("lazy", source: "echo run >> \(lazyRuns); while true; do echo x; sleep 0.05; done", connect: "lazy")
+            try await eventually("the eager source to start") { lines(eagerRuns) == 1 }
+            var iterator = try await client.subscribe("lazy", from: .new).makeAsyncIterator()
+            _ = try await iterator.next()
+            #expect(lines(lazyRuns) == 1)
+            await client.close()
+            #expect(await first.stop() == 0)
+            #expect(lines(eagerRuns) == 1 && lines(lazyRuns) == 1, "shutdown stops sources without ending the streams")
+
+            let second = try await TestDaemon.start(in: directory)
+            let again = try await ReplayClient.connect(to: second.socketPath)
+            try await eventually("the eager source to run again") { lines(eagerRuns) == 2 }
+            #expect(try await again.info("eager").terminal == nil)
+            #expect(try await again.info("lazy").source?.state == "not connected")
+            #expect(lines(lazyRuns) == 1, "a lazy source waits for its first subscriber")
+            var next = try await again.subscribe("lazy", from: .new).makeAsyncIterator()
+            _ = try await next.next()
+            #expect(lines(lazyRuns) == 2)
+            await again.close()
+            await second.stop()
+        }
+    }
 }

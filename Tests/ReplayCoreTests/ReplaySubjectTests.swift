@@ -21,7 +21,7 @@ struct ReplaySubjectTests {
         let subject = ReplaySubject<Int>(capacity: 0)
         subject.send(1)
         let received = Mutex<[Int]>([])
-        subject.subscribe(value: { v in received.withLock { $0.append(v) } })
+        subject.subscribe(next: { v in received.withLock { $0.append(v) } })
         subject.send(2)
         #expect(received.withLock { $0 } == [2])
     }
@@ -47,16 +47,16 @@ struct ReplaySubjectTests {
         let subject = ReplaySubject<Int>(capacity: nil)
         let first = Mutex<[Int]>([])
         let second = Mutex<[Int]>([])
-        subject.subscribe(value: { value in
+        subject.subscribe(next: { value in
             first.withLock { $0.append(value) }
             if value < 3 { subject.send(value + 1) }
         })
-        subject.subscribe(value: { value in second.withLock { $0.append(value) } })
+        subject.subscribe(next: { value in second.withLock { $0.append(value) } })
         subject.send(1)
         #expect(first.withLock { $0 } == [1, 2, 3])
         #expect(second.withLock { $0 } == [1, 2, 3])
         let late = Mutex<[Int]>([])
-        subject.subscribe(value: { value in late.withLock { $0.append(value) } })
+        subject.subscribe(next: { value in late.withLock { $0.append(value) } })
         #expect(late.withLock { $0 } == [1, 2, 3])
     }
 
@@ -91,7 +91,7 @@ struct ReplaySubjectTests {
                         let seen = Locked<[Int]>([])
                         let keep = Int.random(in: 1...200, using: &random)
                         let done = Locked(false)
-                        let subscription = subject.signal.subscribe(value: { value in
+                        let subscription = subject.signal.subscribe(next: { value in
                             seen.withLock { $0.append(value) }
                             // Re-entrant reads of the subject's state must not deadlock.
                             if seen.withLock({ $0.count }) == keep { done.withLock { $0 = true } }

@@ -52,7 +52,7 @@ struct SchedulerTests {
             .subscribe(on: scheduler)
             .delay(1, on: scheduler)
             .deliver(on: scheduler)
-            .subscribe(value: { v in log.withLock { $0.append("\(v)@\(scheduler.elapsed)") } })
+            .subscribe(next: { v in log.withLock { $0.append("\(v)@\(scheduler.elapsed)") } })
         #expect(log.withLock { $0 } == [])
         scheduler.advance(to: 0.5)
         #expect(log.withLock { $0 } == ["subscribed@0.0"])

@@ -17,7 +17,7 @@ struct SlowSubscriberTests {
             // A raw socket we do not read from: the daemon's writes fill the kernel buffer.
             let stopped = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(stopped) }
-            #expect(connectUnix(stopped, daemon.socketPath))
+            #expect(connectUnixSocket(stopped, daemon.socketPath))
             let subscribe = "SUB bulk slow all\r\n"
             #expect(write(stopped, subscribe, subscribe.utf8.count) == subscribe.utf8.count)
 
@@ -52,20 +52,6 @@ struct SlowSubscriberTests {
                 }
             }
             #expect(next == UInt64(total) + 1)
-        }
-    }
-}
-
-func connectUnix(_ fd: Int32, _ path: String) -> Bool {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
-    }
-    return withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
         }
     }
 }

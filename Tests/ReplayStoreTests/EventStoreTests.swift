@@ -151,6 +151,8 @@ struct EventStoreTests {
             #expect(page[0].time == Date(timeIntervalSince1970: 1_800_000_000 + 180))
             #expect(try store.read("s", from: 9, limit: 100).map(\.sequence) == [9, 10])
             #expect(try store.read("s", from: 11).isEmpty)
+            #expect(try store.readLast("s", count: 3).map(\.sequence) == [8, 9, 10])
+            #expect(try store.readLast("s", count: 50).count == 10)
             #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 1_800_000_000 + 299)) == 6)
             #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 1_900_000_000)) == 11)
             #expect(throws: StoreError.unknownStream("x")) { try store.read("x", from: 1) }

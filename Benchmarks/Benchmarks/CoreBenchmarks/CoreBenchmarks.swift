@@ -9,7 +9,7 @@ let benchmarks: @Sendable () -> Void = {
         Benchmark("subject send to \(subscribers) subscribers", configuration: .init(scalingFactor: .kilo)) { benchmark in
             let subject = Subject<Int>()
             let sink = Sink()
-            for _ in 0..<subscribers { subject.subscribe(value: { sink.take($0) }) }
+            for _ in 0..<subscribers { subject.subscribe(next: { sink.take($0) }) }
             benchmark.startMeasurement()
             for n in benchmark.scaledIterations { subject.send(n) }
             benchmark.stopMeasurement()
@@ -22,7 +22,7 @@ let benchmarks: @Sendable () -> Void = {
         let sink = Sink()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
-            subject.subscribe(value: { sink.take($0) }).dispose()
+            subject.subscribe(next: { sink.take($0) }).dispose()
         }
         benchmark.stopMeasurement()
     }

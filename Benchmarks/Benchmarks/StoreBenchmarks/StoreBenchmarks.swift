@@ -10,11 +10,8 @@ let benchmarks: @Sendable () -> Void = {
     // 10,000 appends submitted at once, acknowledged after commit: measures events/s with
     // group commit at synchronous=FULL.
     Benchmark("10,000 appends submitted at once (group commit), durability full") { benchmark in
-        let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try EventStore(path: directory + "/bench.sqlite", options: .init(durability: .full, autoCreate: .unlimited))
-        defer { store.close() }
+        let (store, cleanUp) = try temporaryStore(.full)
+        defer { cleanUp() }
         let payload = Data(repeating: 0x61, count: 100)
         benchmark.startMeasurement()
         let done = DispatchGroup()
@@ -28,11 +25,8 @@ let benchmarks: @Sendable () -> Void = {
 
     // One append at a time, each waiting for its own commit (one fsync per event).
     Benchmark("1,000 appends one at a time, durability full") { benchmark in
-        let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try EventStore(path: directory + "/bench.sqlite", options: .init(durability: .full, autoCreate: .unlimited))
-        defer { store.close() }
+        let (store, cleanUp) = try temporaryStore(.full)
+        defer { cleanUp() }
         let payload = Data(repeating: 0x61, count: 100)
         benchmark.startMeasurement()
         for _ in 0..<1_000 {
@@ -45,11 +39,8 @@ let benchmarks: @Sendable () -> Void = {
 
     // Catch-up: 100,000 retained events read from the start in pages of 512.
     Benchmark("catch-up read of 100,000 events in pages of 512") { benchmark in
-        let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try EventStore(path: directory + "/bench.sqlite", options: .init(durability: .normal, autoCreate: .unlimited))
-        defer { store.close() }
+        let (store, cleanUp) = try temporaryStore(.normal)
+        defer { cleanUp() }
         let payload = Data(repeating: 0x61, count: 100)
         let done = DispatchGroup()
         for _ in 0..<100_000 {
@@ -67,4 +58,15 @@ let benchmarks: @Sendable () -> Void = {
         }
         benchmark.stopMeasurement()
     }
+}
+
+/// A store in a fresh temp folder, and what closes and removes it.
+func temporaryStore(_ durability: Durability) throws -> (EventStore, () -> Void) {
+    let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let store = try EventStore(path: directory + "/bench.sqlite", options: .init(durability: durability, autoCreate: .unlimited))
+    return (store, {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    })
 }

@@ -22,7 +22,7 @@ extension Signal {
     /// the subscription cancels the task.
     ///
     /// ```swift
-    /// Signal(AsyncStream { c in c.yield(1); c.finish() }).subscribe(value: { print($0) })  // 1
+    /// Signal(AsyncStream { c in c.yield(1); c.finish() }).subscribe(next: { print($0) })  // 1
     /// ```
     public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Value {
         self.init { observer in

@@ -5,8 +5,8 @@ import Synchronization
 ///
 /// ```swift
 /// let connection = fetchData.multicast(ReplaySubject())
-/// connection.signal.subscribe(value: { print("a", $0) })
-/// connection.signal.subscribe(value: { print("b", $0) })
+/// connection.signal.subscribe(next: { print("a", $0) })
+/// connection.signal.subscribe(next: { print("b", $0) })
 /// connection.connect()     // fetchData runs once; prints "a …", "b …"
 /// ```
 public final class MulticastConnection<Value: Sendable>: Sendable {
@@ -41,7 +41,7 @@ public final class MulticastConnection<Value: Sendable>: Sendable {
     ///
     /// ```swift
     /// let shared = ticks.multicast(Subject()).autoconnect()
-    /// let a = shared.subscribe(value: { print($0) })   // ticks starts
+    /// let a = shared.subscribe(next: { print($0) })   // ticks starts
     /// a.dispose()                                       // ticks stops
     /// ```
     public func autoconnect() -> Signal<Value> {

@@ -15,7 +15,7 @@ extension Signal {
     ///
     /// ```swift
     /// let shared = request.replay()     // the request runs now, once
-    /// shared.subscribe(value: { print($0) })
+    /// shared.subscribe(next: { print($0) })
     /// ```
     public func replay() -> Signal<Value> {
         let connection = multicast(ReplaySubject(capacity: nil))
@@ -38,8 +38,8 @@ extension Signal {
     /// ```swift
     /// let hello = Signal<String> { o in print("send hello"); o.send("Hello"); return Disposables.empty }
     ///     .replayLazily(capacity: 1)
-    /// hello.subscribe(value: { print($0) })   // prints "send hello", "Hello"
-    /// hello.subscribe(value: { print($0) })   // prints "Hello"
+    /// hello.subscribe(next: { print($0) })   // prints "send hello", "Hello"
+    /// hello.subscribe(next: { print($0) })   // prints "Hello"
     /// ```
     public func replayLazily(capacity: Int? = nil) -> Signal<Value> {
         let connection = multicast(ReplaySubject(capacity: capacity))

@@ -2,7 +2,7 @@ extension Signal {
     /// On failure, continues with the signal `handler` makes from the error.
     ///
     /// ```swift
-    /// Signal<Int>.failure(Oops()).catch { _ in .just(0) }.subscribe(value: { print($0) })  // 0
+    /// Signal<Int>.failure(Oops()).catch { _ in .just(0) }.subscribe(next: { print($0) })  // 0
     /// ```
     public func `catch`(_ handler: @escaping @Sendable (any Error) -> Signal) -> Signal {
         Signal { observer in

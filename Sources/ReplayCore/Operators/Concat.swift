@@ -2,7 +2,7 @@ extension Signal {
     /// Sends everything this signal sends, then, once it completed, subscribes to `next`.
     ///
     /// ```swift
-    /// Signal.just(1).concat(.just(2)).subscribe(value: { print($0) })  // 1 2
+    /// Signal.just(1).concat(.just(2)).subscribe(next: { print($0) })  // 1 2
     /// ```
     public func concat(_ next: Signal) -> Signal {
         Signal { observer in

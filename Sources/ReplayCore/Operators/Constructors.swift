@@ -9,6 +9,11 @@ extension Signal {
         }
     }
 
+    /// The articles' name for `just`.
+    public static func `return`(_ value: Value) -> Signal {
+        just(value)
+    }
+
     /// Sends each element of `values`, then completes.
     public static func sequence(_ values: some Sequence<Value> & Sendable) -> Signal {
         Signal { observer in

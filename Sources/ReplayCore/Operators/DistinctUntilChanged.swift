@@ -2,7 +2,7 @@ extension Signal where Value: Equatable {
     /// Drops a value equal to the one before it.
     ///
     /// ```swift
-    /// Signal.sequence([1, 1, 2, 2, 1]).distinctUntilChanged().subscribe(value: { print($0) })  // 1 2 1
+    /// Signal.sequence([1, 1, 2, 2, 1]).distinctUntilChanged().subscribe(next: { print($0) })  // 1 2 1
     /// ```
     public func distinctUntilChanged() -> Signal {
         Signal { observer in

@@ -3,7 +3,7 @@ extension Signal {
     /// fails as soon as one fails.
     ///
     /// ```swift
-    /// Signal.merge([.just(1), .just(2)]).subscribe(value: { print($0) })  // 1 2
+    /// Signal.merge([.just(1), .just(2)]).subscribe(next: { print($0) })  // 1 2
     /// ```
     public static func merge(_ signals: [Signal]) -> Signal {
         Signal<Signal>.sequence(signals).flatten()
@@ -19,7 +19,7 @@ extension Signal {
     ///
     /// ```swift
     /// Signal.sequence([1, 2]).flatMap { Signal.sequence([$0, $0 * 10]) }
-    ///     .subscribe(value: { print($0) })  // 1 10 2 20
+    ///     .subscribe(next: { print($0) })  // 1 10 2 20
     /// ```
     public func flatMap<U: Sendable>(_ transform: @escaping @Sendable (Value) -> Signal<U>) -> Signal<U> {
         map(transform).flatten()
@@ -27,6 +27,12 @@ extension Signal {
 
     /// The articles' name for `flatMap`.
     public func flattenMap<U: Sendable>(_ transform: @escaping @Sendable (Value) -> Signal<U>) -> Signal<U> {
+        flatMap(transform)
+    }
+
+    /// RAC's primitive behind `flattenMap`: each value is bound to a signal, and the
+    /// signals are merged. Here the same as `flatMap`.
+    public func bind<U: Sendable>(_ transform: @escaping @Sendable (Value) -> Signal<U>) -> Signal<U> {
         flatMap(transform)
     }
 

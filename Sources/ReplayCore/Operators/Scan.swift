@@ -2,7 +2,7 @@ extension Signal {
     /// Sends the running accumulation of the values (the articles' `scanWithStart:reduce:`).
     ///
     /// ```swift
-    /// Signal.sequence([1, 2, 3]).scan(start: 0, +).subscribe(value: { print($0) })  // 1 3 6
+    /// Signal.sequence([1, 2, 3]).scan(start: 0, +).subscribe(next: { print($0) })  // 1 3 6
     /// ```
     public func scan<State: Sendable>(
         start: State,

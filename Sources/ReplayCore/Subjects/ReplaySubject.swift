@@ -4,7 +4,7 @@
 /// ```swift
 /// let subject = ReplaySubject<String>(capacity: 1)
 /// subject.send("A"); subject.send("B"); subject.send("C")
-/// subject.subscribe(value: { print($0) })   // prints "C"
+/// subject.subscribe(next: { print($0) })   // prints "C"
 /// subject.send("D")                          // prints "D"
 /// ```
 ///

@@ -5,9 +5,9 @@
 ///
 /// ```swift
 /// let subject = Subject<String>()
-/// subject.subscribe(value: { print("1:", $0) })
+/// subject.subscribe(next: { print("1:", $0) })
 /// subject.send("package 1")                       // prints "1: package 1"
-/// subject.subscribe(value: { print("2:", $0) })
+/// subject.subscribe(next: { print("2:", $0) })
 /// subject.send("package 2")                       // prints "1: package 2", "2: package 2"
 /// ```
 public final class Subject<Value: Sendable>: SubjectProtocol {

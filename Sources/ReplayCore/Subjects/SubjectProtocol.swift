@@ -21,10 +21,10 @@ extension SubjectProtocol {
 
     @discardableResult
     public func subscribe(
-        value: (@Sendable (Value) -> Void)? = nil,
+        next: (@Sendable (Value) -> Void)? = nil,
         failed: (@Sendable (any Error) -> Void)? = nil,
         completed: (@Sendable () -> Void)? = nil
     ) -> any Disposable {
-        signal.subscribe(value: value, failed: failed, completed: completed)
+        signal.subscribe(next: next, failed: failed, completed: completed)
     }
 }

@@ -24,6 +24,8 @@ struct TransformOperatorTests {
 
     @Test func constructors() {
         #expect(run(Signal.just("x")) == ["x", "completed"])
+        #expect(run(Signal.return("r")) == ["r", "completed"])
+        #expect(run(Signal.sequence([1, 2]).bind { (n: Int) in Signal.sequence([n, n * 10]) }) == ["1", "10", "2", "20", "completed"])
         #expect(run(Signal<Int>.empty) == ["completed"])
         #expect(run(Signal<Int>.never) == [])
         #expect(run(Signal<Int>.failure(TestFailure("e"))) == ["failed: e"])
