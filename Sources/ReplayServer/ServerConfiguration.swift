@@ -24,6 +24,12 @@ public struct ServerConfiguration: Sendable {
     /// Whether CREATE over the socket may give a stream a source (a command the daemon
     /// runs as its own user).
     public var allowSocketSources: Bool = true
+    /// Connections accepted at once; beyond, a client gets `too_many_connections`.
+    public var maxConnections: Int = 10_000
+    /// Who may connect, beyond the socket file's permissions.
+    public var access = AccessPolicy()
+    /// A JSON file of stream declarations (with sources) created at start.
+    public var declarationsPath: String?
 
     public init(
         socketPath: String = ServerConfiguration.defaultSocketPath,

@@ -49,6 +49,21 @@ struct Replayd: AsyncParsableCommand {
     @Option(name: .customLong("socket-mode"), help: "Permission bits of the socket file, in octal (0660 shares it with the group).")
     var socketMode: String = "0600"
 
+    @Option(name: .customLong("max-connections"), help: "Connections served at once; more get too_many_connections.")
+    var maxConnections: Int = 10_000
+
+    @Option(name: .customLong("allow-uid"), help: ArgumentHelp("Only these users may connect (checked with SO_PEERCRED); repeatable.", valueName: "uid"))
+    var allowUID: [UInt32] = []
+
+    @Option(name: .customLong("allow-gid"), help: ArgumentHelp("Only members of these groups may connect; repeatable.", valueName: "gid"))
+    var allowGID: [UInt32] = []
+
+    @Flag(name: .customLong("no-socket-sources"), help: "Refuse CREATE with a source over the socket (sources then come only from --config).")
+    var noSocketSources = false
+
+    @Option(help: ArgumentHelp("A JSON file of stream declarations (with sources) to create at start.", valueName: "path"))
+    var config: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -56,6 +71,7 @@ struct Replayd: AsyncParsableCommand {
         guard maxPayload > 0 else { throw ValidationError("--max-payload must be more than 0") }
         guard maxLine >= 64 else { throw ValidationError("--max-line must be at least 64") }
         guard maxSubscriptions > 0 else { throw ValidationError("--max-subscriptions must be more than 0") }
+        guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
         guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
             throw ValidationError("--socket-mode takes octal permission bits, such as 0600 or 0660")
         }
@@ -76,6 +92,10 @@ struct Replayd: AsyncParsableCommand {
         configuration.maxLineLength = maxLine
         configuration.maxSubscriptionsPerConnection = maxSubscriptions
         configuration.socketMode = mode_t(socketMode, radix: 8)!
+        configuration.maxConnections = maxConnections
+        configuration.access = AccessPolicy(allowedUIDs: Set(allowUID), allowedGIDs: Set(allowGID))
+        configuration.allowSocketSources = !noSocketSources
+        configuration.declarationsPath = config
 
         let server = ReplayServer(configuration: configuration, logger: logger)
         let group = ServiceGroup(

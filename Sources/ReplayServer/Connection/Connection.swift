@@ -51,6 +51,15 @@ final class Connection: Sendable {
     }
 
     func run() async {
+        if !context.configuration.access.isOpen {
+            let peer = try? await PeerCredentials.of(channel.channel)
+            guard let peer, context.configuration.access.allows(peer) else {
+                logger.notice("connection refused", metadata: ["uid": "\(peer?.uid ?? 0)", "gid": "\(peer?.gid ?? 0)", "pid": "\(peer?.pid ?? 0)"])
+                let who = peer.map { "uid \($0.uid), gid \($0.gid)" } ?? "an unknown peer"
+                return await ReplayServer.refuse(channel, ReplayError(
+                    .forbidden, "\(who) may not use this replayd (--allow-uid/--allow-gid); ask its operator"))
+            }
+        }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 let replies = ReplyQueue()

@@ -38,6 +38,15 @@ public final class ReplayServer: Service {
                 autoCreate: configuration.autoCreate ? StreamConfig(capacity: configuration.defaultCapacity) : nil))
         let hub = Hub(store: store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
         let sources = SourceRegistry(store: store, logger: logger)
+        if let path = configuration.declarationsPath {
+            do {
+                try await StreamDeclarations.load(path).apply(to: store, defaultCapacity: configuration.defaultCapacity)
+            } catch {
+                store.close()
+                throw error
+            }
+        }
+        let fileLimit = FileLimits.raise()
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()
         let context = ServerContext(
@@ -58,6 +67,7 @@ public final class ReplayServer: Service {
             metadata: [
                 "socket": "\(configuration.socketPath)", "database": "\(configuration.databasePath)",
                 "durability": "\(configuration.durability.rawValue)", "streams": "\(store.streams.count)",
+                "max_connections": "\(configuration.maxConnections)", "fd_limit": "\(fileLimit)",
             ])
 
         sources.start()
@@ -95,7 +105,16 @@ public final class ReplayServer: Service {
                     for try await channel in inbound {
                         let id = nextConnectionID.wrappingAdd(1, ordering: .relaxed).newValue
                         let connection = Connection(context: context, channel: channel, id: id)
-                        connections.withLock { $0[id] = connection }
+                        let admitted = connections.withLock { connections -> Bool in
+                            guard connections.count < context.configuration.maxConnections else { return false }
+                            connections[id] = connection
+                            return true
+                        }
+                        guard admitted else {
+                            group.addTask { await Self.refuse(channel, ReplayError(
+                                .tooManyConnections, "replayd has \(context.configuration.maxConnections) connections, its limit (--max-connections); retry later")) }
+                            continue
+                        }
                         group.addTask {
                             await connection.run()
                             self.connections.withLock { _ = $0.removeValue(forKey: id) }
@@ -105,6 +124,13 @@ public final class ReplayServer: Service {
             }
         } catch {
             logger.error("listener failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Answers a connection that will not be served with one error, then closes it.
+    static func refuse(_ channel: NIOAsyncChannel<InboundCommand, ByteBuffer>, _ error: ReplayError) async {
+        try? await channel.executeThenClose { _, outbound in
+            try await outbound.write(ServerFrame.error(error).bytes)
         }
     }
 

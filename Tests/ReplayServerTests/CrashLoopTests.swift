@@ -1,0 +1,22 @@
+import Foundation
+import ReplayTesting
+import Testing
+
+/// A short run of tools/crash_loop.py: mixed load (pipelined publishers, resuming live
+/// subscribers, a catch-up reader, an eager source) against the real daemon, killed with
+/// SIGKILL three times. Nothing acknowledged may be lost, and nothing may be seen twice.
+@Suite("Crash loop", .timeLimit(.minutes(3)))
+struct CrashLoopTests {
+    @Test func threeSIGKILLsUnderMixedLoadLoseNothing() async throws {
+        let script = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("tools/crash_loop.py").path
+        let result = try await runProgram(
+            "/usr/bin/env",
+            ["python3", script, "--replayd", try builtExecutable("replayd"), "--kills", "3", "--seconds", "1", "--seed", "7"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("kills survived: 3"))
+        #expect(result.stdout.contains("events lost: 0"))
+        #expect(!result.stdout.contains("violation"))
+    }
+}

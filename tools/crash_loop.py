@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Crash loop: mixed load against the real replayd, killed with SIGKILL at random moments.
+
+Each round starts replayd on the same database, runs pipelined publishers, live
+subscribers that resume from their last sequence + 1, a catch-up reader and an eager
+source, then kills the daemon with SIGKILL at a random moment. After every kill it checks
+that every acknowledged event is stored with its payload, that sequence numbers are
+contiguous and unique per stream, that no resuming subscriber saw a gap or a duplicate,
+and that PRAGMA integrity_check says ok. Exits non-zero if anything was lost.
+
+    tools/crash_loop.py [--replayd PATH] [--kills N] [--seconds S] [--publishers P]
+"""
+import argparse
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_client import ReplayConnection  # noqa: E402
+
+STREAMS = ["orders", "metrics"]
+
+
+class Ledger:
+    """What the daemon acknowledged, and what subscribers saw."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.acked = {s: {} for s in STREAMS}
+        self.violations = []
+
+    def ack(self, stream, seq, payload):
+        with self.lock:
+            if seq in self.acked[stream]:
+                self.violations.append(f"{stream}: sequence {seq} acknowledged twice")
+            self.acked[stream][seq] = payload
+
+    def violation(self, text):
+        with self.lock:
+            self.violations.append(text)
+
+
+def publisher(socket_path, ledger, ident, stop):
+    counter = 0
+    try:
+        with ReplayConnection(socket_path) as conn:
+            while not stop.is_set():
+                stream = random.choice(STREAMS)
+                batch = [f"p{ident}-{counter + i}".encode() for i in range(random.randint(1, 64))]
+                counter += len(batch)
+                for seq, payload in zip(conn.publish(stream, batch), batch):
+                    ledger.ack(stream, seq, payload)
+    except (OSError, ConnectionError):
+        pass  # the daemon was killed
+
+
+class Follower:
+    """A live subscriber that resumes from its last sequence + 1 after each restart."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.last = 0
+        self.seen = 0
+
+    def run(self, socket_path, ledger, stop):
+        try:
+            with ReplayConnection(socket_path) as conn:
+                for event in conn.subscribe(self.stream, f"from={self.last + 1}"):
+                    if event.seq != self.last + 1:
+                        ledger.violation(f"{self.stream} follower: expected {self.last + 1}, got {event.seq}")
+                    self.last = event.seq
+                    self.seen += 1
+                    if stop.is_set():
+                        return
+        except (OSError, ConnectionError):
+            pass
+
+
+def catch_up(socket_path, ledger, stop):
+    """Reads a stream from the start while it is written to: contiguous from 1."""
+    expected = 1
+    try:
+        with ReplayConnection(socket_path) as conn:
+            for event in conn.subscribe("orders", "all"):
+                if event.seq != expected:
+                    ledger.violation(f"catch-up reader: expected {expected}, got {event.seq}")
+                expected = event.seq + 1
+                if stop.is_set():
+                    return
+    except (OSError, ConnectionError):
+        pass
+
+
+def start_daemon(replayd, directory):
+    sock = os.path.join(directory, "replayd.sock")
+    log = open(os.path.join(directory, "replayd.log"), "ab")
+    proc = subprocess.Popen(
+        [replayd, "--socket", sock, "--db", os.path.join(directory, "replay.sqlite"), "--default-capacity", "unlimited"],
+        stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"replayd exited with {proc.returncode} at start; see {log.name}")
+        try:
+            with ReplayConnection(sock) as conn:
+                conn.ping()
+                return proc, sock
+        except OSError:
+            time.sleep(0.02)
+    raise SystemExit("replayd did not start within a minute")
+
+
+def verify(directory, ledger):
+    db = sqlite3.connect(f"file:{os.path.join(directory, 'replay.sqlite')}?mode=ro", uri=True)
+    lost = 0
+    for stream in STREAMS + ["ticks"]:
+        rows = dict(db.execute("SELECT seq, payload FROM events WHERE stream = ? ORDER BY seq", (stream,)).fetchall())
+        seqs = sorted(rows)
+        if seqs != list(range(1, len(seqs) + 1)):
+            ledger.violation(f"{stream}: sequence numbers are not contiguous from 1")
+        for seq, payload in ledger.acked.get(stream, {}).items():
+            if rows.get(seq) != payload:
+                lost += 1
+    ticks = db.execute("SELECT count(*) FROM events WHERE stream = 'ticks'").fetchone()[0]
+    if ticks == 0:
+        ledger.violation("the eager source stored nothing")
+    check = db.execute("PRAGMA integrity_check").fetchone()[0]
+    if check != "ok":
+        ledger.violation(f"integrity_check: {check}")
+    db.close()
+    return lost
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    default = next((p for p in (f"{root}/.build/release/replayd", f"{root}/.build/debug/replayd") if os.path.exists(p)), "replayd")
+    parser.add_argument("--replayd", default=default)
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=2.0, help="longest run before a kill")
+    parser.add_argument("--publishers", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    random.seed(args.seed)
+
+    ledger = Ledger()
+    followers = [Follower(s) for s in STREAMS]
+    lost_total = 0
+    with tempfile.TemporaryDirectory(prefix="replay-crash-") as directory:
+        for round_number in range(1, args.kills + 1):
+            proc, sock = start_daemon(args.replayd, directory)
+            if round_number == 1:
+                source = b'i=$REPLAY_LAST_SEQ; while true; do i=$((i+1)); echo "tick $i"; sleep 0.005; done'
+                with ReplayConnection(sock) as conn:
+                    conn.sock.sendall(b"CREATE ticks capacity=unlimited connect=eager source=%d\r\n%s\r\n" % (len(source), source))
+                    verb, words, _ = conn._frame()
+                    if verb != "+OK":
+                        raise SystemExit(f"could not create the source stream: {words}")
+            stop = threading.Event()
+            threads = [threading.Thread(target=publisher, args=(sock, ledger, i, stop)) for i in range(args.publishers)]
+            threads += [threading.Thread(target=f.run, args=(sock, ledger, stop)) for f in followers]
+            threads.append(threading.Thread(target=catch_up, args=(sock, ledger, stop)))
+            for thread in threads:
+                thread.daemon = True
+                thread.start()
+            time.sleep(random.uniform(0.1, args.seconds))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=10)
+            lost = verify(directory, ledger)
+            lost_total += lost
+            acked = sum(len(v) for v in ledger.acked.values())
+            print(f"kill {round_number}: {acked} events acknowledged so far, {lost} lost, "
+                  f"followers at {[f.last for f in followers]}", flush=True)
+
+    acked = sum(len(v) for v in ledger.acked.values())
+    print(f"events acknowledged: {acked}")
+    print(f"kills survived: {args.kills}")
+    print(f"events lost: {lost_total}")
+    for text in ledger.violations[:20]:
+        print(f"violation: {text}")
+    return 0 if lost_total == 0 and not ledger.violations else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
