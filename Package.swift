@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ReplayStore", targets: ["ReplayStore"]),
         .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
         .library(name: "ReplayClient", targets: ["ReplayClient"]),
+        .library(name: "ReplayServer", targets: ["ReplayServer"]),
         .executable(name: "replayd", targets: ["replayd"]),
         .executable(name: "replayctl", targets: ["replayctl"]),
     ],

@@ -102,8 +102,9 @@ class ReplayConnection:
             seqs.append(int(words[1]))
         return seqs
 
-    def subscribe(self, stream, start="all", count=None):
-        """Yields the stream's events; stops after `count`, at COMPLETED, raises at FAILED."""
+    def subscribe(self, stream, start="all", count=None, on_gap=None):
+        """Yields the stream's events; stops after `count`, at COMPLETED, raises at FAILED.
+        Gaps (history removed by retention) go to `on_gap(first, last)`, else to stderr."""
         self._sid += 1
         sid = f"py{self._sid}"
         self.sock.sendall(f"SUB {stream} {sid} {start}\r\n".encode())
@@ -120,7 +121,10 @@ class ReplayConnection:
             elif verb == "FAILED":
                 raise ReplayError("stream_failed", payload.decode(errors="replace"))
             elif verb == "GAP":
-                print(f"gap: events {int(words[3])}...{int(words[4])} are no longer retained", file=sys.stderr)
+                if on_gap:
+                    on_gap(int(words[3]), int(words[4]))
+                else:
+                    print(f"gap: events {int(words[3])}...{int(words[4])} are no longer retained", file=sys.stderr)
 
     def ping(self):
         self.sock.sendall(b"PING\r\n")
