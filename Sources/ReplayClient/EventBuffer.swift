@@ -1,5 +1,5 @@
 import DequeModule
-import Synchronization
+import ReplayCore
 
 /// The events of one subscription between the connection and the consumer: unbounded in
 /// principle, bounded in practice because the connection stops reading from the socket
@@ -20,7 +20,7 @@ final class EventBuffer: Sendable {
     static let highWatermark = 2048
     static let lowWatermark = 512
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Called with `true` to stop reading the socket, `false` to resume.
     private let pause: @Sendable (Bool) -> Void
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// An action that runs a signal per execution and reports on the executions (E19).
 ///
@@ -29,7 +28,7 @@ public final class Command<Input: Sendable, Output: Sendable>: Sendable {
     private let executions = Subject<Signal<Output>>()
     private let errorsSubject = Subject<any Swift.Error>()
     private let executingSubject = ReplaySubject<Bool>(capacity: 1)
-    private let running = Mutex(0)
+    private let running = Locked(0)
 
     public init(
         allowsConcurrentExecution: Bool = false,

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The receiving end of a signal: what a `Signal`'s subscribe closure sends into.
 ///
@@ -17,7 +16,7 @@ import Synchronization
 public final class Observer<Value: Sendable>: Sendable {
     private let action: @Sendable (Event<Value>) -> Void
     // `true` once a terminal event was let through or the observer was disposed.
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
     // Runs once, right after a terminal event was delivered or on disposal.
     private let onStop: (@Sendable () -> Void)?
 

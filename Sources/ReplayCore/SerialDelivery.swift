@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Delivers events to one observer one at a time and in the order they were enqueued,
 /// without ever calling the observer while a lock is held.
@@ -13,14 +12,14 @@ final class SerialDelivery<Value: Sendable>: Sendable {
         var draining: Bool
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let observer: Observer<Value>
 
     /// - Parameter owned: start in the draining state, for a caller that first delivers
     ///   something else (a replay) and then calls `drain()` to hand over to the queue.
     init(_ observer: Observer<Value>, owned: Bool = false) {
         self.observer = observer
-        self.state = Mutex(State(draining: owned))
+        self.state = Locked(State(draining: owned))
     }
 
     /// Appends an event; returns `true` if the caller must now call `drain()`.

@@ -1,5 +1,5 @@
 import GRDB
-import Synchronization
+import ReplayCore
 
 /// The streams, in memory: one record per row of `streams`, loaded at open (O(streams))
 /// and replaced by the writer after each commit. Readers take a snapshot; nobody waits on
@@ -10,7 +10,7 @@ final class Catalog: Sendable {
         var info: StreamInfo
     }
 
-    private let records: Mutex<[String: Record]>
+    private let records: Locked<[String: Record]>
 
     init(loadingFrom db: Database) throws {
         var records: [String: Record] = [:]
@@ -18,7 +18,7 @@ final class Catalog: Sendable {
             let record = try Record(row: row)
             records[record.info.name] = record
         }
-        self.records = Mutex(records)
+        self.records = Locked(records)
     }
 
     subscript(name: String) -> Record? {

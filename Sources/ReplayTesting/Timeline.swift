@@ -1,5 +1,4 @@
 import ReplayCore
-import Synchronization
 
 /// Records what happens, by whom, at which virtual time: the output of an example of the
 /// articles, in a form a test compares with one `#expect`.
@@ -21,7 +20,7 @@ public final class Timeline: Sendable {
     }
 
     public let scheduler: TestScheduler
-    private let records = Mutex<[Record]>([])
+    private let records = Locked<[Record]>([])
 
     public init(scheduler: TestScheduler = TestScheduler()) {
         self.scheduler = scheduler

@@ -1,6 +1,5 @@
 import ReplayCore
 import ReplayTesting
-import Synchronization
 import Testing
 
 /// Every example of the source articles (../shared/SEMANTICS.md, E1–E20), on virtual time,
@@ -66,7 +65,7 @@ struct ArticleExamplesTests {
     /// and a merge of the three. Cold, the request runs 6 times; after `replayLazily`, once.
     @Test(arguments: [false, true])
     func E3_sideEffectRunsSixTimesColdAndOnceWithReplayLazily(shared: Bool) {
-        let requests = Mutex(0)
+        let requests = Locked(0)
         let timeline = Timeline()
         var fetchData = Signal<[String: String]> { observer in
             requests.withLock { $0 += 1 }
@@ -165,7 +164,7 @@ struct ArticleExamplesTests {
         // subscriber connects again.
         let again = Timeline()
         let refCounted = Self.e5Source(again).multicast(Subject()).autoconnect()
-        let subs = Mutex<[any Disposable]>([])
+        let subs = Locked<[any Disposable]>([])
         again.scheduler.at(2) { subs.withLock { $0.append(refCounted.subscribe(again.observer("1"))) } }
         again.scheduler.at(4) { subs.withLock { $0.append(refCounted.subscribe(again.observer("2"))) } }
         again.scheduler.at(5.5) { subs.withLock { $0[0].dispose() } }
@@ -184,7 +183,7 @@ struct ArticleExamplesTests {
 
     @Test func E8_publishReplayReplayLastAndReplayLazily() {
         let timeline = Timeline()
-        let runs = Mutex(0)
+        let runs = Locked(0)
         let source = Signal<Int> { observer in
             runs.withLock { $0 += 1 }
             observer.send(1); observer.send(2); observer.send(3)
@@ -347,7 +346,7 @@ struct ArticleExamplesTests {
     }
 
     @Test func E18_operatorsSubscribeToTheirSourceOnlyWhenSubscribed() {
-        let subscriptions = Mutex(0)
+        let subscriptions = Locked(0)
         let source = Signal<Int> { observer in
             subscriptions.withLock { $0 += 1 }
             observer.send(1); observer.send(2); observer.send(3)
@@ -375,7 +374,7 @@ struct ArticleExamplesTests {
     @Test func E18_searchExampleThrottlesThenSearchesThenAccumulates() {
         let timeline = Timeline()
         let text = Subject<String>()
-        let searches = Mutex<[String]>([])
+        let searches = Locked<[String]>([])
         let results = text.signal
             .throttle(interval: 0.3, on: timeline.scheduler)
             .flattenMap { query in
@@ -401,7 +400,7 @@ struct ArticleExamplesTests {
     @Test func E19_commandExecutionsAreHotAndReportExecutingAndErrors() {
         let timeline = Timeline()
         let s = timeline.scheduler
-        let runs = Mutex(0)
+        let runs = Locked(0)
         let command = Command<Int, String> { input in
             Signal { observer in
                 runs.withLock { $0 += 1 }
@@ -441,7 +440,7 @@ struct ArticleExamplesTests {
 
     @Test func E19_concurrentCommandAllowsOverlappingExecutions() {
         let command = Command<Int, Int>(allowsConcurrentExecution: true) { _ in .never }
-        let refused = Mutex(false)
+        let refused = Locked(false)
         command.execute(1).subscribe(failed: { _ in refused.withLock { $0 = true } })
         command.execute(2).subscribe(failed: { _ in refused.withLock { $0 = true } })
         #expect(refused.withLock { $0 } == false)

@@ -1,6 +1,5 @@
 import ReplayCore
 import ReplayTesting
-import Synchronization
 import Testing
 
 @Suite("AsyncSequence bridge")
@@ -16,7 +15,7 @@ struct AsyncBridgeTests {
     }
 
     @Test func cancellingTheIterationDisposesTheSubscription() async {
-        let disposed = Mutex(false)
+        let disposed = Locked(false)
         let subject = Subject<Int>()
         let signal = subject.signal.on(terminated: { disposed.withLock { $0 = true } })
         let task = Task {
@@ -41,7 +40,7 @@ struct AsyncBridgeTests {
         #expect(seen == [1, 2, 3])
 
         let forever = AsyncStream<Int> { _ in }
-        let ended = Mutex<String?>(nil)
+        let ended = Locked<String?>(nil)
         let subscription = Signal(forever).subscribe(
             failed: { _ in ended.withLock { $0 = "failed" } },
             completed: { ended.withLock { $0 = "completed" } })

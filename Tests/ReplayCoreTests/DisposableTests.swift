@@ -1,11 +1,10 @@
 import ReplayCore
-import Synchronization
 import Testing
 
 @Suite("Disposables")
 struct DisposableTests {
     @Test func actionDisposableRunsOnceEvenUnderConcurrentDisposal() async {
-        let runs = Mutex(0)
+        let runs = Locked(0)
         let disposable = ActionDisposable { runs.withLock { $0 += 1 } }
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<16 { group.addTask { disposable.dispose() } }
@@ -15,7 +14,7 @@ struct DisposableTests {
     }
 
     @Test func compositeDisposesMembersOnceAndLateAdditionsAtOnce() {
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         let composite = CompositeDisposable()
         composite.add { log.withLock { $0.append("a") } }
         let token = composite.add { log.withLock { $0.append("removed") } }
@@ -28,7 +27,7 @@ struct DisposableTests {
     }
 
     @Test func serialDisposesThePreviousInnerAndAnyInnerSetAfterDisposal() {
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         let serial = SerialDisposable()
         serial.inner = Disposables.action { log.withLock { $0.append("first") } }
         serial.inner = Disposables.action { log.withLock { $0.append("second") } }

@@ -1,7 +1,6 @@
 import Dispatch
 import ReplayCore
 import ReplayTesting
-import Synchronization
 import Testing
 
 @Suite("ReplaySubject")
@@ -20,7 +19,7 @@ struct ReplaySubjectTests {
     @Test func capacityZeroBehavesAsAPlainSubject() {
         let subject = ReplaySubject<Int>(capacity: 0)
         subject.send(1)
-        let received = Mutex<[Int]>([])
+        let received = Locked<[Int]>([])
         subject.subscribe(next: { v in received.withLock { $0.append(v) } })
         subject.send(2)
         #expect(received.withLock { $0 } == [2])
@@ -28,7 +27,7 @@ struct ReplaySubjectTests {
 
     @Test func sendCompletionReportsSequenceNumbersAndRefusalAfterTheEnd() {
         let subject = ReplaySubject<String>(capacity: 2)
-        let results = Mutex<[String]>([])
+        let results = Locked<[String]>([])
         for event in [Event<String>.value("a"), .value("b"), .completed, .value("late")] {
             subject.send(event) { result in
                 let line = switch result {
@@ -45,8 +44,8 @@ struct ReplaySubjectTests {
     /// event is delivered after the one being delivered, to everyone, in order.
     @Test func reentrantSendFromAnObserverIsQueuedNotDeadlocked() {
         let subject = ReplaySubject<Int>(capacity: nil)
-        let first = Mutex<[Int]>([])
-        let second = Mutex<[Int]>([])
+        let first = Locked<[Int]>([])
+        let second = Locked<[Int]>([])
         subject.subscribe(next: { value in
             first.withLock { $0.append(value) }
             if value < 3 { subject.send(value + 1) }
@@ -55,7 +54,7 @@ struct ReplaySubjectTests {
         subject.send(1)
         #expect(first.withLock { $0 } == [1, 2, 3])
         #expect(second.withLock { $0 } == [1, 2, 3])
-        let late = Mutex<[Int]>([])
+        let late = Locked<[Int]>([])
         subject.subscribe(next: { value in late.withLock { $0.append(value) } })
         #expect(late.withLock { $0 } == [1, 2, 3])
     }

@@ -1,13 +1,12 @@
 import Dispatch
 import ReplayCore
-import Synchronization
 import Testing
 
 @Suite("Schedulers")
 struct SchedulerTests {
     @Test func testSchedulerRunsByTimeThenInsertionOrderAndSetsTheClock() {
         let scheduler = TestScheduler()
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         scheduler.after(2) { log.withLock { $0.append("b@\(scheduler.elapsed)") } }
         scheduler.after(1) { log.withLock { $0.append("a@\(scheduler.elapsed)") } }
         scheduler.after(2) { log.withLock { $0.append("c@\(scheduler.elapsed)") } }
@@ -23,7 +22,7 @@ struct SchedulerTests {
     /// runs in the same advance when due.
     @Test func actionsMayScheduleActionsAndCancelledOnesDoNotRun() {
         let scheduler = TestScheduler()
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         scheduler.after(1) {
             log.withLock { $0.append("outer") }
             scheduler.after(1) { log.withLock { $0.append("inner@\(scheduler.elapsed)") } }
@@ -36,7 +35,7 @@ struct SchedulerTests {
 
     @Test func queueSchedulerRunsActionsInOrderOnItsQueue() async {
         let scheduler = QueueScheduler(label: "test")
-        let log = Mutex<[Int]>([])
+        let log = Locked<[Int]>([])
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             for n in 0..<100 { scheduler.schedule { log.withLock { $0.append(n) } } }
             scheduler.schedule { done.resume() }
@@ -46,7 +45,7 @@ struct SchedulerTests {
 
     @Test func deliverOnAndSubscribeOnMoveWorkToTheScheduler() {
         let scheduler = TestScheduler()
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         Signal<Int>.just(1)
             .on(subscribed: { log.withLock { $0.append("subscribed@\(scheduler.elapsed)") } })
             .subscribe(on: scheduler)

@@ -1,6 +1,5 @@
 import ReplayCore
 import ReplayTesting
-import Synchronization
 import Testing
 
 @Suite("Subject")

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReplayCore
 import ReplayStore
 import ReplayTesting
 import Testing

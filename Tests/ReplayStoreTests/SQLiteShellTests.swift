@@ -1,4 +1,5 @@
 import Foundation
+import ReplayCore
 import ReplayStore
 import ReplayTesting
 import Testing

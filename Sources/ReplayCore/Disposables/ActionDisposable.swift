@@ -8,11 +8,11 @@ import Synchronization
 /// d.dispose()   // prints nothing
 /// ```
 public final class ActionDisposable: Disposable {
-    private let action: Mutex<(@Sendable () -> Void)?>
+    private let action: Locked<(@Sendable () -> Void)?>
     private let disposed = Atomic(false)
 
     public init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
+        self.action = Locked(action)
     }
 
     public var isDisposed: Bool { disposed.load(ordering: .acquiring) }

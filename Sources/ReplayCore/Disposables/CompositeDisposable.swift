@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Disposes a set of disposables together. Anything added after disposal is disposed at once.
 ///
@@ -20,7 +19,7 @@ public final class CompositeDisposable: Disposable {
         var disposed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(_ disposables: [any Disposable] = []) {
         for disposable in disposables { add(disposable) }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Holds one disposable at a time: setting a new one disposes the previous one.
 /// Used where a subscription is replaced, as in `switchToLatest`.
@@ -15,7 +14,7 @@ public final class SerialDisposable: Disposable {
         var disposed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(_ inner: (any Disposable)? = nil) {
         state.withLock { $0.inner = inner }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A cold source shared through a subject: the source runs once per connection, and every
 /// subscriber of `signal` shares that run.
@@ -12,7 +11,7 @@ import Synchronization
 public final class MulticastConnection<Value: Sendable>: Sendable {
     private let source: Signal<Value>
     private let subject: any SubjectProtocol<Value>
-    private let connection = Mutex<SerialDisposable?>(nil)
+    private let connection = Locked<SerialDisposable?>(nil)
 
     public init(source: Signal<Value>, subject: any SubjectProtocol<Value>) {
         self.source = source
@@ -71,7 +70,7 @@ private final class Autoconnect: Sendable {
     }
 
     private let connect: @Sendable () -> any Disposable
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(connect: @escaping @Sendable () -> any Disposable) {
         self.connect = connect

@@ -6,7 +6,7 @@ extension Signal where Value: Equatable {
     /// ```
     public func distinctUntilChanged() -> Signal {
         Signal { observer in
-            let previous = LockedValue<Value?>(nil)
+            let previous = Locked<Value?>(nil)
             return self.subscribe(events: { event in
                 if case .value(let value) = event {
                     // Swap under the lock, compare (user code) outside it.

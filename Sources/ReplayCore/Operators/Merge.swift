@@ -57,7 +57,7 @@ extension Signal {
 private final class MergeState<Inner: Sendable>: Sendable {
     let output: SerialDelivery<Inner>
     let disposables = CompositeDisposable()
-    private let active = LockedValue(1)
+    private let active = Locked(1)
 
     init(_ output: SerialDelivery<Inner>) {
         self.output = output

@@ -16,7 +16,7 @@ extension Signal {
             // its own subscription is stored, and must not replace (cancel) it.
             let run = SerialDisposable()
             let timer = SerialDisposable()
-            let attempts = LockedValue(0)
+            let attempts = Locked(0)
             @Sendable func start() {
                 run.inner = self.subscribe(events: { event in
                     guard case .failed = event else { return observer.send(event) }

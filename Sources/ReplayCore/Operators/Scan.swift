@@ -9,7 +9,7 @@ extension Signal {
         reduce: @escaping @Sendable (State, Value) -> State
     ) -> Signal<State> {
         Signal<State> { observer in
-            let state = LockedValue(start)
+            let state = Locked(start)
             return self.subscribe(events: { event in
                 observer.send(event.map { value in
                     // A source sends one event at a time, so read-reduce-write cannot

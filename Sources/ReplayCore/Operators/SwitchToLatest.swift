@@ -8,7 +8,7 @@ extension Signal {
     public func switchToLatest<Inner: Sendable>() -> Signal<Inner> where Value == Signal<Inner> {
         Signal<Inner> { observer in
             let output = SerialDelivery(observer)
-            let state = LockedValue(SwitchState())
+            let state = Locked(SwitchState())
             let current = SerialDisposable()
             let outer = self.subscribe(events: { event in
                 switch event {

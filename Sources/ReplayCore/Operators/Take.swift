@@ -23,7 +23,7 @@ extension Signal {
     public func take(first count: Int) -> Signal {
         guard count > 0 else { return .empty }
         return Signal { observer in
-            let taken = LockedValue(0)
+            let taken = Locked(0)
             return self.subscribe(events: { event in
                 guard case .value = event else { return observer.send(event) }
                 let n = taken.withLock { $0 += 1; return $0 }

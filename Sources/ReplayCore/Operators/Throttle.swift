@@ -11,7 +11,7 @@ extension Signal {
     public func throttle(interval: TimeInterval, on scheduler: any DateScheduler) -> Signal {
         Signal { observer in
             let output = SerialDelivery(observer)
-            let pending = LockedValue<Value?>(nil)
+            let pending = Locked<Value?>(nil)
             let timer = SerialDisposable()
             let subscription = self.subscribe(events: { event in
                 switch event {

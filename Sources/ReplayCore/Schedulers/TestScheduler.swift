@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A scheduler on virtual time, for tests: nothing runs until the test advances the clock.
 ///
@@ -37,7 +36,7 @@ public final class TestScheduler: DateScheduler {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let epoch: Date
 
     /// - Parameter epoch: the `Date` that virtual time zero stands for.

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The machinery shared by `Subject` and `ReplaySubject`: a buffer that commits events,
 /// and subscribers that receive the committed ones in sequence order.
@@ -31,11 +30,11 @@ final class Broadcast<Value: Sendable>: Sendable {
     static var replayPageSize: Int { 256 }
 
     let buffer: any ReplayBuffer<Value>
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(buffer: any ReplayBuffer<Value>) {
         self.buffer = buffer
-        self.state = Mutex(State(lastCommitted: buffer.lastCommittedSequence))
+        self.state = Locked(State(lastCommitted: buffer.lastCommittedSequence))
     }
 
     func send(

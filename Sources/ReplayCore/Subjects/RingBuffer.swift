@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The in-memory `ReplayBuffer`: the last `capacity` values plus the terminal event.
 ///
@@ -13,7 +12,7 @@ public final class RingBuffer<Value: Sendable>: ReplayBuffer {
 
     /// The most values kept, or `nil` for no limit.
     public let capacity: Int?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(capacity: Int?) {
         precondition(capacity.map { $0 >= 0 } ?? true, "capacity must not be negative")

@@ -1,9 +1,9 @@
 import Foundation
 import Logging
 import NIOCore
+import ReplayCore
 import ReplayProtocol
 import ReplayStore
-import Synchronization
 
 /// What every connection shares: the store, the hub, the read pool and the settings.
 struct ServerContext: Sendable {
@@ -30,14 +30,14 @@ struct ServerContext: Sendable {
 final class Connection: Sendable {
     private let context: ServerContext
     private let channel: NIOAsyncChannel<InboundCommand, ByteBuffer>
-    private let state: Mutex<ConnectionState>
-    private let subscriptions = Mutex<[String: Task<Void, Never>]>([:])
+    private let state: Locked<ConnectionState>
+    private let subscriptions = Locked<[String: Task<Void, Never>]>([:])
     private let logger: Logger
 
     init(context: ServerContext, channel: NIOAsyncChannel<InboundCommand, ByteBuffer>, id: UInt64) {
         self.context = context
         self.channel = channel
-        self.state = Mutex(ConnectionState(maxSubscriptions: context.configuration.maxSubscriptionsPerConnection))
+        self.state = Locked(ConnectionState(maxSubscriptions: context.configuration.maxSubscriptionsPerConnection))
         var logger = context.logger
         logger[metadataKey: "connection"] = "\(id)"
         self.logger = logger

@@ -1,4 +1,4 @@
-import Synchronization
+import ReplayCore
 
 /// Wakes one waiting task. A ring with nobody waiting is remembered, so a wake-up between
 /// "nothing to do" and "wait" is never lost. Cancellation wakes the waiter too.
@@ -8,7 +8,7 @@ final class Doorbell: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func ring() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

@@ -1,4 +1,4 @@
-import Synchronization
+import ReplayCore
 
 /// A value that arrives later, from any thread, awaited by one task.
 final class Pending<Value: Sendable>: Sendable {
@@ -7,7 +7,7 @@ final class Pending<Value: Sendable>: Sendable {
         case done(Value)
     }
 
-    private let state = Mutex(State.waiting(nil))
+    private let state = Locked(State.waiting(nil))
 
     init() {}
 

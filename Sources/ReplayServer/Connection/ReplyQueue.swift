@@ -1,7 +1,7 @@
 import DequeModule
 import NIOCore
+import ReplayCore
 import ReplayProtocol
-import Synchronization
 
 /// Replies in command order, whatever order they become ready in.
 ///
@@ -12,7 +12,7 @@ import Synchronization
 /// reading (backpressure) when a client sends faster than commits complete.
 final class ReplyQueue: Sendable {
     final class Slot: Sendable {
-        fileprivate let frame = Mutex<ServerFrame?>(nil)
+        fileprivate let frame = Locked<ServerFrame?>(nil)
         fileprivate let afterWrite: (@Sendable () -> Void)?
 
         fileprivate init(afterWrite: (@Sendable () -> Void)?) {
@@ -25,7 +25,7 @@ final class ReplyQueue: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let work = Doorbell()
     private let space = Doorbell()
 

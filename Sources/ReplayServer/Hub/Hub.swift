@@ -1,9 +1,9 @@
+import ReplayCore
 import ReplayStore
-import Synchronization
 
 /// Every stream's live state, kept in step with the store by its commit listener.
 final class Hub: Sendable {
-    private let hubs = Mutex<[String: StreamHub]>([:])
+    private let hubs = Locked<[String: StreamHub]>([:])
     private let tailEvents: Int
     private let tailBytes: Int
 

@@ -1,6 +1,6 @@
 import NIOCore
+import ReplayCore
 import ReplayStore
-import Synchronization
 
 /// The live state of one stream, shared by its subscriptions: the last committed sequence,
 /// the retained window, the terminal state, a tail ring of recent events, and the
@@ -36,11 +36,11 @@ final class StreamHub: Sendable {
     }
 
     let name: String
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(info: StreamInfo, tailEvents: Int, tailBytes: Int) {
         name = info.name
-        state = Mutex(State(info: info, ring: TailRing(maxEvents: tailEvents, maxBytes: tailBytes)))
+        state = Locked(State(info: info, ring: TailRing(maxEvents: tailEvents, maxBytes: tailBytes)))
     }
 
     var info: StreamInfo { state.withLock { $0.info } }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import ReplayCore
 import ReplayProtocol
 import ReplayStore
 import ServiceLifecycle
@@ -18,7 +19,7 @@ import Synchronization
 public final class ReplayServer: Service {
     public let configuration: ServerConfiguration
     private let logger: Logger
-    private let connections = Mutex<[UInt64: Connection]>([:])
+    private let connections = Locked<[UInt64: Connection]>([:])
     private let nextConnectionID = Atomic<UInt64>(0)
 
     public init(configuration: ServerConfiguration, logger: Logger) {

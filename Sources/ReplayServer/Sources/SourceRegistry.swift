@@ -3,16 +3,15 @@ import Logging
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
-import Synchronization
 
 /// The supervisors of every stream that has a source, kept in step with the store: a
 /// stream created with a source gets one, a deleted stream's is retired, a reset re-arms.
 final class SourceRegistry: Sendable {
-    private let supervisors = Mutex<[String: SourceSupervisor]>([:])
+    private let supervisors = Locked<[String: SourceSupervisor]>([:])
     /// Whether each stream was terminal in the last commit seen: a reset is a change from
     /// terminal to open *in the commits*, not a difference with the supervisor's status
     /// (which runs ahead of the commits of the source's own output).
-    private let terminalInCommits = Mutex<[String: Bool]>([:])
+    private let terminalInCommits = Locked<[String: Bool]>([:])
     private let store: EventStore
     private let logger: Logger
     // Commit listeners run on the writer's thread; spawning happens here instead.

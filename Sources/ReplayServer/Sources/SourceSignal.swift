@@ -95,7 +95,7 @@ private final class RunState: Sendable {
 
 /// The last lines a source wrote to stderr (at most 20 lines and 4 KiB).
 final class StderrTail: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     func drain(_ fd: Int32) {
         var partial = Data()

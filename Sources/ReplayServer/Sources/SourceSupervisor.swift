@@ -4,7 +4,6 @@ import Logging
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
-import Synchronization
 
 /// Runs one stream's source according to its connect mode, the articles' conversions
 /// made durable:
@@ -39,7 +38,7 @@ final class SourceSupervisor: Sendable {
     let settings: SourceSettings
     private let store: EventStore
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let restarts = QueueScheduler(label: "replay.source-restarts")
 
     init(stream: String, source: StreamSource, store: EventStore, logger: Logger) {

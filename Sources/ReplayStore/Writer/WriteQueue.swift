@@ -1,6 +1,6 @@
 import DequeModule
 import Dispatch
-import Synchronization
+import ReplayCore
 
 /// The one writer, with group commit: requests queue up while a transaction runs, and the
 /// next transaction takes all of them (up to a batch limit). One fsync then covers the
@@ -17,7 +17,7 @@ final class WriteQueue: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "replay.store.writer", qos: .userInitiated)
     private let limits: Limits
     private let commit: @Sendable ([WriteRequest]) -> Void

@@ -1,6 +1,5 @@
 import ReplayCore
 import ReplayTesting
-import Synchronization
 import Testing
 
 @Suite("retry")
@@ -8,7 +7,7 @@ struct RetryTests {
     @Test func resubscribesAfterBackoffUpToTheLimitThenFails() {
         let timeline = Timeline()
         let s = timeline.scheduler
-        let runs = Mutex(0)
+        let runs = Locked(0)
         let flaky = Signal<String> { observer in
             let run = runs.withLock { $0 += 1; return $0 }
             timeline.log("source", "run \(run)")
@@ -27,7 +26,7 @@ struct RetryTests {
 
     @Test func aSuccessfulRunPassesThrough() {
         let timeline = Timeline()
-        let runs = Mutex(0)
+        let runs = Locked(0)
         let secondTime = Signal<String> { observer in
             let run = runs.withLock { $0 += 1; return $0 }
             if run == 1 { observer.sendFailed(TestFailure("no")) } else { observer.send("ok"); observer.sendCompleted() }
