@@ -51,3 +51,28 @@ struct CommandOrderTests {
         }
     }
 }
+
+@Suite("replayd: subscription ids", .timeLimit(.minutes(2)))
+struct SubscriptionIdTests {
+    /// UNSUB then SUB with the same sid: the new subscription is not undone when the old
+    /// one's task finishes.
+    @Test func aSidCanBeReusedAfterUnsubscribe() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                for round in 1...20 {
+                    try await client.send("SUB s a new\r\nUNSUB a\r\nSUB s a new\r\n")
+                    #expect(try await client.frames(3) == [.ok, .ok, .ok])
+                    let sequences = try await withWireClient(daemon.socketPath) { publisher in
+                        try await publisher.publish("s", ["round \(round)"])
+                    }
+                    guard case .event(_, "a", let sequence, _, _) = try await client.expectFrame() else {
+                        throw TestFailure("the reused sid got no event")
+                    }
+                    #expect([sequence] == sequences)
+                    try await client.send(.unsubscribe(sid: "a"))
+                    #expect(try await client.expectFrame() == .ok, "the reused sid is still registered")
+                }
+            }
+        }
+    }
+}

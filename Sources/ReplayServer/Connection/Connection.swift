@@ -31,7 +31,9 @@ final class Connection: Sendable {
     private let context: ServerContext
     private let channel: NIOAsyncChannel<InboundCommand, ByteBuffer>
     private let state: Locked<ConnectionState>
-    private let subscriptions = Locked<[String: Task<Void, Never>]>([:])
+    /// The running subscriptions by sid, each with a token so that a finishing task only
+    /// unregisters itself, never a newer subscription that reused its sid.
+    private let subscriptions = Locked<(tasks: [String: (token: UInt64, task: Task<Void, Never>)], nextToken: UInt64)>(([:], 0))
     private let logger: Logger
 
     init(context: ServerContext, channel: NIOAsyncChannel<InboundCommand, ByteBuffer>, id: UInt64) {
@@ -119,7 +121,7 @@ final class Connection: Sendable {
             let slot = replies.reserve()
             context.admin.submit(command) { replies.fill(slot, with: $0) }
         case .unsubscribe(let sid):
-            subscriptions.withLock { $0.removeValue(forKey: sid) }?.cancel()
+            subscriptions.withLock { $0.tasks.removeValue(forKey: sid) }?.task.cancel()
             replies.send(.ok)
         case .subscribe(let stream, let sid, let start):
             subscribe(stream: stream, sid: sid, start: start, replies: replies, write: write)
@@ -136,33 +138,50 @@ final class Connection: Sendable {
         let written = Doorbell()
         let slot = replies.reserve(afterWrite: { written.ring() })
         let position = resolve(stream: stream, start: start)
-        let context = self.context
-        let task = Task { [self] in
-            let (next, liveAfter): (UInt64, UInt64)
-            switch await position.value {
-            case .success(let resolved): (next, liveAfter) = resolved
-            case .failure(let error):
-                state.withLock { $0.subscriptionEnded(sid) }
-                subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
-                return replies.fill(slot, with: .error(error))
-            }
-            guard let hub = context.hub[stream] else {
-                state.withLock { $0.subscriptionEnded(sid) }
-                subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
-                return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
-            }
-            replies.fill(slot, with: .ok)
-            await written.wait()
-            // A lazy or refcount source connects for its first subscriber (after +OK, so
-            // the subscriber is counted before the source's first events).
-            let lease = context.sources.lease(stream)
-            await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, write: write)
-                .run(from: next, liveAfter: liveAfter)
-            lease.dispose()
-            state.withLock { $0.subscriptionEnded(sid) }
-            subscriptions.withLock { _ = $0.removeValue(forKey: sid) }
+        // Made and registered under one lock: a subscription that ends at once (an
+        // unknown stream) unregisters itself only after it was registered.
+        subscriptions.withLock { subscriptions in
+            let token = subscriptions.nextToken
+            subscriptions.nextToken += 1
+            subscriptions.tasks[sid] = (token, Task { [self] in
+                await runSubscription(stream: stream, sid: sid, position: position, slot: slot, written: written, replies: replies, write: write)
+                subscriptionFinished(sid, token: token)
+            })
         }
-        subscriptions.withLock { $0[sid] = task }
+    }
+
+    private func runSubscription(
+        stream: String, sid: String, position: Pending<Result<(UInt64, UInt64), ReplayError>>,
+        slot: ReplyQueue.Slot, written: Doorbell, replies: ReplyQueue,
+        write: @escaping @Sendable (ByteBuffer) async throws -> Void
+    ) async {
+        let (next, liveAfter): (UInt64, UInt64)
+        switch await position.value {
+        case .success(let resolved): (next, liveAfter) = resolved
+        case .failure(let error): return replies.fill(slot, with: .error(error))
+        }
+        guard let hub = context.hub[stream] else {
+            return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
+        }
+        replies.fill(slot, with: .ok)
+        await written.wait()
+        // A lazy or refcount source connects for its first subscriber (after +OK, so the
+        // subscriber is counted before the source's first events).
+        let lease = context.sources.lease(stream)
+        await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, write: write)
+            .run(from: next, liveAfter: liveAfter)
+        lease.dispose()
+    }
+
+    /// A subscription is over (ended, failed to start, or cancelled): its id is free,
+    /// unless it was already unsubscribed and reused.
+    private func subscriptionFinished(_ sid: String, token: UInt64) {
+        let current = subscriptions.withLock { subscriptions -> Bool in
+            guard subscriptions.tasks[sid]?.token == token else { return false }
+            subscriptions.tasks[sid] = nil
+            return true
+        }
+        if current { state.withLock { $0.subscriptionEnded(sid) } }
     }
 
     /// The (next, liveAfter) position of a new subscription, decided now: from the hub's
@@ -210,9 +229,9 @@ final class Connection: Sendable {
     }
 
     private func stopSubscriptions() {
-        let tasks = subscriptions.withLock { tasks in
-            defer { tasks = [:] }
-            return Array(tasks.values)
+        let tasks = subscriptions.withLock { subscriptions in
+            defer { subscriptions.tasks = [:] }
+            return subscriptions.tasks.values.map(\.task)
         }
         for task in tasks { task.cancel() }
     }
