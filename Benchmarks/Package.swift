@@ -14,8 +14,23 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // The end-to-end load generator: the daemon over its socket, and Redis Streams.
+        .executableTarget(
+            name: "replay-bench",
+            dependencies: [
+                .product(name: "ReplayProtocol", package: replay),
+                .product(name: "ReplayCore", package: replay),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "LoadGenerator"
+        ),
         .executableTarget(
             name: "StoreBenchmarks",
             dependencies: [

@@ -192,12 +192,13 @@ public func connectUnixSocket(_ fd: Int32, _ path: String) -> Bool {
 }
 
 /// A memory budget for a test, scaled when the tests run under a sanitizer: the sanitized
-/// daemon's shadow memory (ThreadSanitizer documents 5–10×, AddressSanitizer 2–3×) is not
-/// the daemon's own use.
+/// daemon's shadow memory (ThreadSanitizer documents 5–10×, AddressSanitizer 2–3×) and
+/// AddressSanitizer's quarantine of freed memory (256 MB by default) are not the daemon's
+/// own use.
 public func memoryBudget(_ bytes: Int) -> Int {
     let program = dlopen(nil, RTLD_NOW)  // the test process and what it links
     defer { if let program { dlclose(program) } }
     if dlsym(program, "__tsan_init") != nil { return bytes * 8 }
-    if dlsym(program, "__asan_init") != nil { return bytes * 3 }
+    if dlsym(program, "__asan_init") != nil { return bytes * 8 }
     return bytes
 }

@@ -1,0 +1,61 @@
+import Foundation
+import NIOCore
+
+/// A blocking Unix-socket connection with read and write buffers: the load generator runs
+/// one thread per connection, the simplest way to drive a server flat out.
+final class BufferedSocket {
+    let fd: Int32
+    var input = ByteBuffer()
+    private var output = ByteBuffer()
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+        guard connected else {
+            close(fd)
+            throw BenchError("cannot connect to \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func write(_ body: (inout ByteBuffer) -> Void) {
+        body(&output)
+    }
+
+    func flush() throws {
+        while output.readableBytes > 0 {
+            let written = output.withUnsafeReadableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw BenchError("write failed: \(String(cString: strerror(errno)))") }
+            output.moveReaderIndex(forwardBy: written)
+        }
+        output.discardReadBytes()
+    }
+
+    /// Reads at least one more byte into `input` (blocking).
+    func fill() throws {
+        input.reserveCapacity(minimumWritableBytes: 64 * 1024)
+        let count = input.withUnsafeMutableWritableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { throw BenchError("connection closed") }
+        input.moveWriterIndex(forwardBy: count)
+    }
+
+    func discardRead() {
+        if input.readerIndex > 1 << 20 { input.discardReadBytes() }
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,210 @@
+import Dispatch
+import Foundation
+import Histogram
+import NIOCore
+import ReplayCore
+
+/// One measured figure, printed as a table row and as a JSON line.
+struct Figure {
+    var scenario: String
+    var system: String
+    var value: Double
+    var unit: String
+    var p50: Double?
+    var p99: Double?
+    var serverRSS: Int
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// A payload of `size` bytes that starts with its send time (for latency).
+func payload(size: Int, stamp: UInt64 = 0) -> ByteBuffer {
+    var buffer = ByteBuffer()
+    buffer.writeInteger(stamp)
+    buffer.writeRepeatingByte(0x78, count: max(0, size - 8))
+    return buffer
+}
+
+struct Scenarios {
+    let system: any SystemUnderTest
+    let payloadSize: Int
+    let scale: Double
+
+    func n(_ full: Int) -> Int { max(100, Int(Double(full) * scale)) }
+
+    /// One publisher, one publish at a time, each acknowledged.
+    func publishSequential() throws -> [Figure] {
+        let client = try system.client()
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000_000)
+        let count = n(5_000)
+        let start = now()
+        for _ in 0..<count {
+            let sent = now()
+            client.queuePublish("seq", payload(size: payloadSize))
+            try client.flush()
+            try client.readAck()
+            _ = histogram.record(now() - sent)
+        }
+        let seconds = Double(now() - start) / 1e9
+        return [Figure(scenario: "publish-seq", system: system.name, value: Double(count) / seconds, unit: "events/s",
+                       p50: Double(histogram.valueAtPercentile(50)) / 1000, p99: Double(histogram.valueAtPercentile(99)) / 1000,
+                       serverRSS: system.residentBytes)]
+    }
+
+    /// `connections` publishers, `window` publishes in flight on each.
+    func publishPipelined(connections: Int, window: Int = 100) throws -> Figure {
+        let perConnection = n(400_000) / connections
+        let clients = try (0..<connections).map { _ in try system.client() }
+        let group = DispatchGroup()
+        let failures = Locked(0)
+        let start = now()
+        for (index, client) in clients.enumerated() {
+            group.enter()
+            let unsafeClient = UnsafeTransfer(client)
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let client = unsafeClient.value
+                    var acked = 0
+                    var sent = 0
+                    while acked < perConnection {
+                        while sent < perConnection && sent - acked < window {
+                            client.queuePublish("pipe\(index % 2)", payload(size: payloadSize))
+                            sent += 1
+                        }
+                        try client.flush()
+                        try client.readAck()
+                        acked += 1
+                    }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        group.wait()
+        guard failures.value == 0 else { throw BenchError("a publisher failed") }
+        let seconds = Double(now() - start) / 1e9
+        return Figure(scenario: "publish-pipelined x\(connections)", system: system.name,
+                      value: Double(perConnection * connections) / seconds, unit: "events/s", serverRSS: system.residentBytes)
+    }
+
+    func fill(_ stream: String, count: Int) throws {
+        let client = try system.client()
+        var acked = 0
+        var sent = 0
+        while acked < count {
+            while sent < count && sent - acked < 1000 {
+                client.queuePublish(stream, payload(size: payloadSize))
+                sent += 1
+            }
+            try client.flush()
+            try client.readAck()
+            acked += 1
+        }
+    }
+
+    /// Retained events read from the start, by 1 and by 10 subscribers at once.
+    func catchUp() throws -> [Figure] {
+        let count = n(1_000_000)
+        try fill("history", count: count)
+        var figures: [Figure] = []
+        for readers in [1, 10] {
+            let clients = try (0..<readers).map { _ in try system.client() }
+            let group = DispatchGroup()
+            let start = now()
+            for client in clients {
+                group.enter()
+                let unsafeClient = UnsafeTransfer(client)
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    let client = unsafeClient.value
+                    var received = 0
+                    do {
+                        try client.subscribe("history", fromStart: true)
+                        while received < count {
+                            let batch = try client.nextEvents()
+                            if batch.isEmpty { break }
+                            received += batch.count
+                        }
+                    } catch {}
+                }
+            }
+            group.wait()
+            let seconds = Double(now() - start) / 1e9
+            figures.append(Figure(scenario: "catch-up x\(readers)", system: system.name,
+                                  value: Double(count * readers) / seconds, unit: "events/s", serverRSS: system.residentBytes))
+        }
+        return figures
+    }
+
+    /// One pipelined publisher, `subscribers` live subscribers: deliveries/s flat out, and
+    /// publish-to-delivery latency at `rate` events/s.
+    func fanOut(subscribers: Int, rate: Int = 10_000) throws -> [Figure] {
+        var figures: [Figure] = []
+        for (label, limit) in [("", 0), (" @\(rate)/s", rate)] {
+            let count = limit == 0 ? n(50_000) : max(1_000, Int(Double(rate) * 3 * scale))
+            let stream = "fan\(subscribers)\(limit)"
+            let histogram = Locked(Histogram<UInt64>(highestTrackableValue: 60_000_000_000))
+            let ready = DispatchGroup()
+            let done = DispatchGroup()
+            let delivered = Locked(0)
+            for _ in 0..<subscribers {
+                let client = UnsafeTransfer(try system.client())
+                ready.enter()
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    var received = 0
+                    do {
+                        try client.value.subscribe(stream, fromStart: false)
+                        ready.leave()
+                        while received < count {
+                            let batch = try client.value.nextEvents()
+                            let arrival = now()
+                            histogram.withLock { h in
+                                for var event in batch { _ = h.record(arrival - (event.readInteger(as: UInt64.self) ?? arrival)) }
+                            }
+                            received += batch.count
+                        }
+                    } catch {}
+                    delivered.withLock { $0 += received }
+                }
+            }
+            ready.wait()
+            if system.name == "redis" { usleep(200_000) }  // XREAD BLOCK must be parked before the first XADD
+            let publisher = try system.client()
+            let start = now()
+            var acked = 0
+            var sent = 0
+            while acked < count {
+                while sent < count && sent - acked < 100 {
+                    if limit > 0 {
+                        let due = start + UInt64(sent) * 1_000_000_000 / UInt64(limit)
+                        while now() < due {}
+                    }
+                    publisher.queuePublish(stream, payload(size: payloadSize, stamp: now()))
+                    sent += 1
+                    if limit > 0 { break }
+                }
+                try publisher.flush()
+                try publisher.readAck()
+                acked += 1
+            }
+            done.wait()
+            let seconds = Double(now() - start) / 1e9
+            let h = histogram.value
+            figures.append(Figure(
+                scenario: "fan-out x\(subscribers)\(label)", system: system.name,
+                value: Double(delivered.value) / seconds, unit: "deliveries/s",
+                p50: Double(h.valueAtPercentile(50)) / 1000, p99: Double(h.valueAtPercentile(99)) / 1000,
+                serverRSS: system.residentBytes))
+        }
+        return figures
+    }
+}
+
+/// Moves a non-Sendable client into the one thread that uses it.
+struct UnsafeTransfer<T>: @unchecked Sendable {  // handed over once, then used by one thread only
+    let value: T
+    init(_ value: T) { self.value = value }
+}
