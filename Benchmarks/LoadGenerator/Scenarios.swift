@@ -57,6 +57,7 @@ struct Scenarios {
         let clients = try (0..<connections).map { _ in try system.client() }
         let group = DispatchGroup()
         let failures = Locked(0)
+        let size = payloadSize
         let start = now()
         for (index, client) in clients.enumerated() {
             group.enter()
@@ -69,7 +70,7 @@ struct Scenarios {
                     var sent = 0
                     while acked < perConnection {
                         while sent < perConnection && sent - acked < window {
-                            client.queuePublish("pipe\(index % 2)", payload(size: payloadSize))
+                            client.queuePublish("pipe\(index % 2)", payload(size: size))
                             sent += 1
                         }
                         try client.flush()

@@ -9,7 +9,7 @@ protocol SystemUnderTest: AnyObject {
     func stop()
 }
 
-func residentBytes(of pid: Int32) -> Int {
+func processResidentBytes(_ pid: Int32) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
         let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
@@ -43,7 +43,7 @@ final class ReplaySystem: SystemUnderTest {
     }
 
     func client() throws -> any BenchClient { try ReplayBenchClient(path: socketPath) }
-    var residentBytes: Int { ReplayBench.residentBytes(of: process.processIdentifier) }
+    var residentBytes: Int { processResidentBytes(process.processIdentifier) }
 
     func stop() {
         process.terminate()
@@ -71,7 +71,7 @@ final class RedisSystem: SystemUnderTest {
     }
 
     func client() throws -> any BenchClient { try RedisBenchClient(path: socketPath, maxLength: 100_000_000) }
-    var residentBytes: Int { ReplayBench.residentBytes(of: process.processIdentifier) }
+    var residentBytes: Int { processResidentBytes(process.processIdentifier) }
 
     func stop() {
         process.terminate()
