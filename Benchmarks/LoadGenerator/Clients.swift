@@ -188,6 +188,18 @@ final class RedisBenchClient: BenchClient {
         }
     }
 
+    /// Sends an XREAD BLOCK and does not read the answer (an idle live subscriber).
+    func startBlockingRead() {
+        command(["XREAD", "BLOCK", "0", "COUNT", "512", "STREAMS", stream, "$"].map { ByteBuffer(string: $0) })
+        try? socket.flush()
+    }
+
+    /// Asks for a page of history and does not read it (a stopped catch-up subscriber).
+    func startRangeRead() {
+        command(["XRANGE", stream, "-", "+"].map { ByteBuffer(string: $0) })
+        try? socket.flush()
+    }
+
     func ping() throws {
         command([ByteBuffer(string: "PING")])
         try socket.flush()

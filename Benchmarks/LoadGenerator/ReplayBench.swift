@@ -15,8 +15,8 @@ struct ReplayBench: ParsableCommand {
     @Option(name: .customLong("redis-server"), help: "The redis-server binary.") var redisServer: String = "/usr/bin/redis-server"
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
-    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, catch-up, fan-out.")
-    var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out"
+    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, catch-up, fan-out, restart-memory.")
+    var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,restart-memory"
 
     func run() throws {
         let systems = against == "both" ? ["replay", "redis"] : [against]
@@ -37,6 +37,7 @@ struct ReplayBench: ParsableCommand {
                 case "publish-pipelined": figures += [try run.publishPipelined(connections: 1), try run.publishPipelined(connections: 8)]
                 case "catch-up": figures += try run.catchUp()
                 case "fan-out": figures += try run.fanOut(subscribers: 10) + run.fanOut(subscribers: 100)
+                case "restart-memory": figures += try run.restartAndMemory()
                 default: throw ValidationError("unknown scenario \(scenario)")
                 }
                 for figure in figures where !(results[name] ?? []).contains(where: { $0.scenario == figure.scenario }) {
@@ -62,16 +63,18 @@ struct ReplayBench: ParsableCommand {
     static func table(_ results: [String: [Figure]]) -> String {
         let replay = results["replay"] ?? []
         let redis = results["redis"] ?? []
-        var lines = ["scenario                      replay            redis             replay/redis   replay p50/p99 µs   redis p50/p99 µs"]
+        let header = ["scenario".padding(toLength: 34, withPad: " ", startingAt: 0), "replay".padding(toLength: 28, withPad: " ", startingAt: 0),
+                      "redis".padding(toLength: 28, withPad: " ", startingAt: 0), "replay/redis   replay p50/p99 µs   redis p50/p99 µs"]
+        var lines = [header.joined()]
         for scenario in (replay.isEmpty ? redis : replay).map(\.scenario) {
             let a = replay.first { $0.scenario == scenario }
             let b = redis.first { $0.scenario == scenario }
             func value(_ f: Figure?) -> String { f.map { String(format: "%.0f %@", $0.value, $0.unit) } ?? "-" }
             func latency(_ f: Figure?) -> String { f?.p50.map { String(format: "%.0f / %.0f", $0, f?.p99 ?? 0) } ?? "" }
             let ratio = (a != nil && b != nil) ? String(format: "%.2f×", a!.value / b!.value) : ""
-            lines.append(scenario.padding(toLength: 30, withPad: " ", startingAt: 0)
-                + value(a).padding(toLength: 18, withPad: " ", startingAt: 0)
-                + value(b).padding(toLength: 18, withPad: " ", startingAt: 0)
+            lines.append(scenario.padding(toLength: 34, withPad: " ", startingAt: 0)
+                + value(a).padding(toLength: 28, withPad: " ", startingAt: 0)
+                + value(b).padding(toLength: 28, withPad: " ", startingAt: 0)
                 + ratio.padding(toLength: 15, withPad: " ", startingAt: 0)
                 + latency(a).padding(toLength: 20, withPad: " ", startingAt: 0) + latency(b))
         }

@@ -204,6 +204,47 @@ struct Scenarios {
     }
 }
 
+extension Scenarios {
+    /// A store holding `n(10M)` events: start-up time, then memory with 1,000 idle
+    /// subscribers, then with one subscriber that stopped reading at the start (≈1 GB
+    /// behind at full scale).
+    func restartAndMemory() throws -> [Figure] {
+        let count = n(10_000_000)
+        let writers = 4
+        let group = DispatchGroup()
+        for index in 0..<writers {
+            group.enter()
+            let scenarios = UnsafeTransfer(self)
+            Thread.detachNewThread {
+                defer { group.leave() }
+                try? scenarios.value.fill("big\(index)", count: count / writers)
+            }
+        }
+        group.wait()
+        let startup = try system.restart()
+        var figures = [Figure(scenario: "restart (\(count) events)", system: system.name, value: Double(startup) / 1e6,
+                              unit: "ms to first PING", serverRSS: system.residentBytes)]
+        var idle: [any BenchClient] = []
+        for index in 0..<1_000 {
+            let client = try system.client()
+            try client.subscribe("big\(index % writers)", fromStart: false)
+            (client as? RedisBenchClient)?.startBlockingRead()  // replay's SUB is already parked
+            idle.append(client)
+        }
+        usleep(500_000)
+        figures.append(Figure(scenario: "memory, 1,000 idle subscribers", system: system.name, value: Double(system.residentBytes) / 1_048_576,
+                              unit: "MB RSS", serverRSS: system.residentBytes))
+        let stopped = try system.client()
+        try stopped.subscribe("big0", fromStart: true)
+        if let redis = stopped as? RedisBenchClient { redis.startRangeRead() }
+        usleep(2_000_000)
+        figures.append(Figure(scenario: "memory, + 1 stopped subscriber", system: system.name, value: Double(system.residentBytes) / 1_048_576,
+                              unit: "MB RSS", serverRSS: system.residentBytes))
+        withExtendedLifetime((idle, stopped)) {}
+        return figures
+    }
+}
+
 /// Moves a non-Sendable client into the one thread that uses it.
 struct UnsafeTransfer<T>: @unchecked Sendable {  // handed over once, then used by one thread only
     let value: T

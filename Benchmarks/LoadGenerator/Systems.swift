@@ -7,6 +7,21 @@ protocol SystemUnderTest: AnyObject {
     /// Resident memory of the server process, in bytes.
     var residentBytes: Int { get }
     func stop()
+    /// Stops the server and starts it again on the same data; returns the nanoseconds from
+    /// process start to the first answered PING.
+    func restart() throws -> UInt64
+}
+
+/// Starts `process` and polls with PING until it answers; returns the nanoseconds taken.
+private func timeToFirstPing(_ process: Process, socket: String, client: (String) throws -> any BenchClient) throws -> UInt64 {
+    let start = now()
+    try process.run()
+    while now() - start < 600_000_000_000 {
+        guard process.isRunning else { throw BenchError("the server exited during start-up") }
+        if let connection = try? client(socket), (try? connection.ping()) != nil { return now() - start }
+        usleep(200)
+    }
+    throw BenchError("no PING answer within 10 minutes")
 }
 
 func processResidentBytes(_ pid: Int32) -> Int {
@@ -30,16 +45,31 @@ final class ReplaySystem: SystemUnderTest {
     let name = "replay"
     let directory: String
     let socketPath: String
-    private let process = Process()
+    private var process: Process
+    private let replayd: String
 
     init(replayd: String, directory: String) throws {
         self.directory = directory
+        self.replayd = replayd
         socketPath = directory + "/replayd.sock"
+        process = Process()
+        process = makeProcess()
+        try process.run()
+        try waitForSocket(socketPath, process)
+    }
+
+    private func makeProcess() -> Process {
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: replayd)
         process.arguments = ["--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", "full", "--default-capacity", "unlimited"]
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        try waitForSocket(socketPath, process)
+        return process
+    }
+
+    func restart() throws -> UInt64 {
+        stop()
+        process = makeProcess()
+        return try timeToFirstPing(process, socket: socketPath) { try ReplayBenchClient(path: $0) }
     }
 
     func client() throws -> any BenchClient { try ReplayBenchClient(path: socketPath) }
@@ -55,10 +85,22 @@ final class ReplaySystem: SystemUnderTest {
 final class RedisSystem: SystemUnderTest {
     let name = "redis"
     let socketPath: String
-    private let process = Process()
+    private var process: Process
+    private let redisServer: String
+    private let directory: String
 
     init(redisServer: String, directory: String) throws {
+        self.redisServer = redisServer
+        self.directory = directory
         socketPath = directory + "/redis.sock"
+        process = Process()
+        process = makeProcess()
+        try process.run()
+        try waitForSocket(socketPath, process)
+    }
+
+    private func makeProcess() -> Process {
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: redisServer)
         process.arguments = [
             "--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700", "--dir", directory,
@@ -66,8 +108,13 @@ final class RedisSystem: SystemUnderTest {
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        try waitForSocket(socketPath, process)
+        return process
+    }
+
+    func restart() throws -> UInt64 {
+        stop()
+        process = makeProcess()
+        return try timeToFirstPing(process, socket: socketPath) { try RedisBenchClient(path: $0, maxLength: 100_000_000) }
     }
 
     func client() throws -> any BenchClient { try RedisBenchClient(path: socketPath, maxLength: 100_000_000) }
