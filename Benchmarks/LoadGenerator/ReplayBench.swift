@@ -14,6 +14,7 @@ struct ReplayBench: ParsableCommand {
     @Option(help: "The replayd binary.") var replayd: String = "../.build/release/replayd"
     @Option(name: .customLong("redis-server"), help: "The redis-server binary.") var redisServer: String = "/usr/bin/redis-server"
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
+    @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
     @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, catch-up, fan-out, restart-memory.")
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,restart-memory"
@@ -27,7 +28,7 @@ struct ReplayBench: ParsableCommand {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let system: any SystemUnderTest = name == "redis"
                 ? try RedisSystem(redisServer: redisServer, directory: directory)
-                : try ReplaySystem(replayd: replayd, directory: directory)
+                : try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
             defer { system.stop() }
             let run = Scenarios(system: system, payloadSize: payloadSize, scale: scale)
             var figures: [Figure] = []

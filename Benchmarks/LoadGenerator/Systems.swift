@@ -48,9 +48,12 @@ final class ReplaySystem: SystemUnderTest {
     private var process: Process
     private let replayd: String
 
-    init(replayd: String, directory: String) throws {
+    private let durability: String
+
+    init(replayd: String, directory: String, durability: String = "full") throws {
         self.directory = directory
         self.replayd = replayd
+        self.durability = durability
         socketPath = directory + "/replayd.sock"
         process = Process()
         process = makeProcess()
@@ -61,7 +64,7 @@ final class ReplaySystem: SystemUnderTest {
     private func makeProcess() -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: replayd)
-        process.arguments = ["--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", "full", "--default-capacity", "unlimited"]
+        process.arguments = ["--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", durability, "--default-capacity", "unlimited"]
         process.standardError = FileHandle.nullDevice
         return process
     }

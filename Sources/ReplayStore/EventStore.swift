@@ -194,11 +194,13 @@ public final class EventStore: Sendable {
     // MARK: Closing
 
     /// Refuses new writes, commits what is queued (completing those writes), checkpoints
-    /// the WAL into the database file and closes it. Idempotent.
+    /// the WAL into the database file, closes it and releases it for another process (or
+    /// another store in this one). Idempotent.
     public func close() {
         writer.close()
         _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         _ = try? pool.close()
+        lock.release()
     }
 }
 

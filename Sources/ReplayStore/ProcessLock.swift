@@ -1,11 +1,12 @@
 import Foundation
+import ReplayCore
 
 /// An exclusive advisory lock (flock) on `<database>.lock`, held while a store is open, so
 /// that a second daemon on the same database is refused with a clear message instead of
 /// interleaving its writes. A sidecar file, because SQLite uses POSIX locks on the database
 /// itself and closing any other descriptor of that file would drop them.
 final class ProcessLock: Sendable {
-    private let descriptor: Int32
+    private let descriptor: Locked<Int32?>
     let path: String
 
     init(databasePath: String) throws(StoreError) {
@@ -24,12 +25,20 @@ final class ProcessLock: Sendable {
         ftruncate(fd, 0)
         let pid = "\(getpid())\n"
         _ = pid.withCString { write(fd, $0, strlen($0)) }
-        descriptor = fd
+        descriptor = Locked(fd)
+    }
+
+    /// Releases the lock (idempotent). Closing the descriptor releases it; the file stays
+    /// (it is harmless, and removing it could race with the next process taking it).
+    func release() {
+        let fd = descriptor.withLock { fd in
+            defer { fd = nil }
+            return fd
+        }
+        if let fd { close(fd) }
     }
 
     deinit {
-        // Closing the descriptor releases the lock; the file stays (it is harmless and
-        // removing it could race with the next daemon taking it).
-        close(descriptor)
+        release()
     }
 }

@@ -95,6 +95,17 @@ struct MigrationTests {
         }
     }
 
+    /// `close()` hands the database over at once, whoever still holds the closed store.
+    @Test func closeReleasesTheDatabaseForTheNextStore() async throws {
+        try await withTemporaryDirectory { directory in
+            let first = try openStore(directory)
+            first.close()
+            let second = try openStore(directory)
+            second.close()
+            withExtendedLifetime(first) {}
+        }
+    }
+
     /// A read-only database: as root (where permissions do not bind) on a read-only tmpfs,
     /// otherwise with the file's write bits removed.
     @Test func aReadOnlyDatabaseIsRefusedClearly() async throws {

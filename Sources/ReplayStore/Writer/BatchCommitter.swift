@@ -38,15 +38,14 @@ struct BatchCommitter: Sendable {
 /// The state of one transaction: working copies of the streams it touches, what it
 /// appended, and the completions to run once it has committed.
 private struct Transaction {
-    enum Slot {
-        case present(Catalog.Record)
-        case deleted
-    }
-
     let catalog: Catalog
     let time: Date
     let timeText: String
-    var slots: [String: Slot] = [:]
+    /// Working copies of the streams this transaction changed, mutated in place (copying a
+    /// record out and back for every append was the writer's main cost).
+    var touched: [String: Catalog.Record] = [:]
+    /// Streams this transaction deleted (and did not create again).
+    var deleted: Set<String> = []
     var appended: [String: [StoredEvent]] = [:]
     var completions: [@Sendable () -> Void] = []
 
@@ -60,51 +59,54 @@ private struct Transaction {
     /// Forgets a previous attempt (GRDB may retry the block only on our own error paths,
     /// but a clean slate makes that harmless).
     mutating func reset() {
-        slots = [:]
+        touched = [:]
+        deleted = []
         appended = [:]
         completions = []
     }
 
     func record(_ name: String) -> Catalog.Record? {
-        switch slots[name] {
-        case .present(let record): record
-        case .deleted: nil
-        case nil: catalog[name]
-        }
+        if let record = touched[name] { return record }
+        return deleted.contains(name) ? nil : catalog[name]
+    }
+
+    /// Brings the stream into `touched` (once); `false` if it does not exist.
+    mutating func touch(_ name: String) -> Bool {
+        if touched[name] != nil { return true }
+        guard let record = record(name) else { return false }
+        touched[name] = record
+        return true
     }
 
     mutating func perform(_ request: WriteRequest, _ db: Database) throws {
         switch request {
         case .append(let name, let payload, let autoCreate, let done):
-            var record: Catalog.Record
-            if let existing = self.record(name) {
-                record = existing
-            } else if let autoCreate {
+            if !touch(name) {
+                guard let autoCreate else {
+                    return completions.append { done(.failure(.unknownStream(name))) }
+                }
                 do throws(StoreError) {
                     try StreamName.validate(name)
                     try autoCreate.validate()
                 } catch {
                     return completions.append { done(.failure(error)) }
                 }
-                record = try insertStream(name, autoCreate, db)
-            } else {
-                return completions.append { done(.failure(.unknownStream(name))) }
+                _ = try insertStream(name, autoCreate, db)
             }
-            guard record.info.terminal == nil else {
+            guard touched[name]!.info.terminal == nil else {
                 return completions.append { done(.failure(.terminated(stream: name))) }
             }
-            let sequence = record.info.lastSequence + 1
+            let sequence = touched[name]!.info.lastSequence + 1
             // A stream of capacity 0 keeps nothing: skip the insert, still number and
             // deliver the event live.
-            if record.info.config.capacity != 0 {
+            if touched[name]!.info.config.capacity != 0 {
                 try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)")
-                    .execute(arguments: [record.id, Int64(sequence), timeText, payload])
-                record.info.byteCount += payload.count
+                    .execute(arguments: [touched[name]!.id, Int64(sequence), timeText, payload])
+                touched[name]!.info.byteCount += payload.count
             } else {
-                record.info.firstSequence = sequence + 1
+                touched[name]!.info.firstSequence = sequence + 1
             }
-            record.info.lastSequence = sequence
-            slots[name] = .present(record)
+            touched[name]!.info.lastSequence = sequence
             let event = StoredEvent(sequence: sequence, timestamp: timeText, payload: payload)
             appended[name, default: []].append(event)
             completions.append { done(.success(event)) }
@@ -131,44 +133,43 @@ private struct Transaction {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
-            slots[name] = .deleted
+            touched[name] = nil
+            deleted.insert(name)
             appended[name] = nil
             completions.append { done(.success(())) }
 
         case .terminate(let name, let terminal, let done):
-            guard var record = record(name) else {
+            guard touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
-            guard record.info.terminal == nil else {
+            guard touched[name]!.info.terminal == nil else {
                 return completions.append { done(.failure(.terminated(stream: name))) }
             }
-            record.info.terminal = terminal
-            record.info.terminalAt = time
-            slots[name] = .present(record)
-            let info = record.info
+            touched[name]!.info.terminal = terminal
+            touched[name]!.info.terminalAt = time
+            let info = touched[name]!.info
             completions.append { done(.success(info)) }
 
         case .reset(let name, let keepHistory, let done):
-            guard var record = record(name) else {
+            guard touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
-            record.info.terminal = nil
-            record.info.terminalAt = nil
+            touched[name]!.info.terminal = nil
+            touched[name]!.info.terminalAt = nil
             if !keepHistory {
-                try db.execute(sql: "DELETE FROM event_log WHERE stream_id = ?", arguments: [record.id])
-                record.info.firstSequence = record.info.lastSequence + 1
-                record.info.byteCount = 0
+                try db.execute(sql: "DELETE FROM event_log WHERE stream_id = ?", arguments: [touched[name]!.id])
+                touched[name]!.info.firstSequence = touched[name]!.info.lastSequence + 1
+                touched[name]!.info.byteCount = 0
             }
-            slots[name] = .present(record)
-            let info = record.info
+            let info = touched[name]!.info
             completions.append { done(.success(info)) }
 
         case .barrier(let done):
             completions.append { done(.success(())) }
 
         case .enforceRetention(let done):
-            for record in catalog.all where record.info.config.maxAge != nil && slots[record.info.name] == nil {
-                slots[record.info.name] = .present(record)
+            for record in catalog.all where record.info.config.maxAge != nil {
+                _ = touch(record.info.name)
             }
             completions.append { done(.success(())) }
         }
@@ -190,15 +191,16 @@ private struct Transaction {
             info: StreamInfo(
                 name: name, config: config, createdAt: time, firstSequence: 1, lastSequence: 0,
                 byteCount: 0, terminal: nil, terminalAt: nil))
-        slots[name] = .present(record)
+        touched[name] = record
+        deleted.remove(name)
         return record
     }
 
     /// Trims every touched stream to its retention and writes its row.
     mutating func finish(_ db: Database) throws {
-        for (name, slot) in slots {
-            guard case .present(var record) = slot else { continue }
-            try Retention(now: time).trim(&record, db)
+        for name in touched.keys {
+            try Retention(now: time).trim(&touched[name]!, db)
+            let record = touched[name]!
             let info = record.info
             let terminalKind: String? = switch info.terminal {
             case .completed: "completed"
@@ -216,21 +218,21 @@ private struct Transaction {
                 Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
                 terminalKind, terminalMessage, info.terminalAt.map(Timestamp.format), record.id,
             ])
-            slots[name] = .present(record)
         }
     }
 
     var changedRecords: [String: Catalog.Record?] {
-        slots.mapValues { slot in
-            if case .present(let record) = slot { return record }
-            return nil
-        }
+        var changes: [String: Catalog.Record?] = touched.mapValues { $0 }
+        for name in deleted { changes[name] = .some(nil) }
+        return changes
     }
 
     var commitBatch: CommitBatch {
-        CommitBatch(changes: slots.reduce(into: [:]) { changes, entry in
-            let info: StreamInfo? = if case .present(let record) = entry.value { record.info } else { nil }
-            changes[entry.key] = CommitBatch.Change(info: info, appended: appended[entry.key] ?? [])
-        })
+        var changes: [String: CommitBatch.Change] = [:]
+        for (name, record) in touched {
+            changes[name] = CommitBatch.Change(info: record.info, appended: appended[name] ?? [])
+        }
+        for name in deleted { changes[name] = CommitBatch.Change(info: nil, appended: []) }
+        return CommitBatch(changes: changes)
     }
 }
