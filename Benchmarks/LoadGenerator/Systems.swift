@@ -41,90 +41,77 @@ private func waitForSocket(_ path: String, _ process: Process) throws {
     throw BenchError("\(path) never accepted a connection")
 }
 
-final class ReplaySystem: SystemUnderTest {
-    let name = "replay"
-    let directory: String
+/// A server process that can be started again on the same data.
+final class ServerProcess {
     let socketPath: String
+    private let make: () -> Process
     private var process: Process
-    private let replayd: String
 
-    private let durability: String
-
-    init(replayd: String, directory: String, durability: String = "full") throws {
-        self.directory = directory
-        self.replayd = replayd
-        self.durability = durability
-        socketPath = directory + "/replayd.sock"
-        process = Process()
-        process = makeProcess()
+    init(socketPath: String, make: @escaping () -> Process) throws {
+        self.socketPath = socketPath
+        self.make = make
+        process = make()
         try process.run()
         try waitForSocket(socketPath, process)
     }
 
-    private func makeProcess() -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: replayd)
-        process.arguments = ["--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", durability, "--default-capacity", "unlimited"]
-        process.standardError = FileHandle.nullDevice
-        return process
-    }
-
-    func restart() throws -> UInt64 {
-        stop()
-        process = makeProcess()
-        return try timeToFirstPing(process, socket: socketPath) { try ReplayBenchClient(path: $0) }
-    }
-
-    func client() throws -> any BenchClient { try ReplayBenchClient(path: socketPath) }
     var residentBytes: Int { processResidentBytes(process.processIdentifier) }
 
     func stop() {
         process.terminate()
         process.waitUntilExit()
     }
+
+    func restart(client: (String) throws -> any BenchClient) throws -> UInt64 {
+        stop()
+        process = make()
+        return try timeToFirstPing(process, socket: socketPath, client: client)
+    }
+}
+
+final class ReplaySystem: SystemUnderTest {
+    let name = "replay"
+    private let server: ServerProcess
+
+    init(replayd: String, directory: String, durability: String = "full") throws {
+        let socketPath = directory + "/replayd.sock"
+        server = try ServerProcess(socketPath: socketPath) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: replayd)
+            process.arguments = ["--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", durability, "--default-capacity", "unlimited"]
+            process.standardError = FileHandle.nullDevice
+            return process
+        }
+    }
+
+    func client() throws -> any BenchClient { try ReplayBenchClient(path: server.socketPath) }
+    var residentBytes: Int { server.residentBytes }
+    func stop() { server.stop() }
+    func restart() throws -> UInt64 { try server.restart { try ReplayBenchClient(path: $0) } }
 }
 
 /// redis-server with the durability that matches `full`: appendonly, appendfsync always.
 final class RedisSystem: SystemUnderTest {
     let name = "redis"
-    let socketPath: String
-    private var process: Process
-    private let redisServer: String
-    private let directory: String
+    private let server: ServerProcess
 
     init(redisServer: String, directory: String) throws {
-        self.redisServer = redisServer
-        self.directory = directory
-        socketPath = directory + "/redis.sock"
-        process = Process()
-        process = makeProcess()
-        try process.run()
-        try waitForSocket(socketPath, process)
+        let socketPath = directory + "/redis.sock"
+        server = try ServerProcess(socketPath: socketPath) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: redisServer)
+            process.arguments = [
+                "--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700", "--dir", directory,
+                "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            return process
+        }
     }
 
-    private func makeProcess() -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: redisServer)
-        process.arguments = [
-            "--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700", "--dir", directory,
-            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        return process
-    }
-
-    func restart() throws -> UInt64 {
-        stop()
-        process = makeProcess()
-        return try timeToFirstPing(process, socket: socketPath) { try RedisBenchClient(path: $0, maxLength: 100_000_000) }
-    }
-
-    func client() throws -> any BenchClient { try RedisBenchClient(path: socketPath, maxLength: 100_000_000) }
-    var residentBytes: Int { processResidentBytes(process.processIdentifier) }
-
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-    }
+    func client() throws -> any BenchClient { try RedisBenchClient(path: server.socketPath, maxLength: 100_000_000) }
+    var residentBytes: Int { server.residentBytes }
+    func stop() { server.stop() }
+    func restart() throws -> UInt64 { try server.restart { try RedisBenchClient(path: $0, maxLength: 100_000_000) } }
 }
