@@ -91,10 +91,6 @@ public final class EventStore: Sendable {
         catalog.all.map(\.info)
     }
 
-    /// Writes queued behind the running transaction: a publisher that sees this grow
-    /// should stop reading its input (backpressure).
-    public var queuedWrites: Int { writer.queuedCount }
-
     /// Calls `listener` after every commit, on the writer's thread, in commit order.
     public func onCommit(_ listener: @escaping @Sendable (CommitBatch) -> Void) {
         listeners.add(listener)

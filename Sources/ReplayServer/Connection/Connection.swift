@@ -188,31 +188,9 @@ final class Connection: Sendable {
     /// state for an existing stream; for a stream this SUB creates, the whole (empty) log.
     private func resolve(stream: String, start: StartPosition) -> Pending<Result<(UInt64, UInt64), ReplayError>> {
         if let hub = context.hub[stream] {
-            let replayStart: ReplayStart
-            switch start {
-            case .all: replayStart = .all
-            case .new: replayStart = .new
-            case .from(let sequence): replayStart = .from(sequence)
-            case .last(let count): replayStart = .last(count)
-            case .since(let seconds):
-                let pending = Pending<Result<(UInt64, UInt64), ReplayError>>()
-                let liveAfter = hub.info.lastSequence
-                let store = context.store
-                Task {
-                    do {
-                        let first = try await context.reads.run {
-                            try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds))
-                        }
-                        pending.fulfil(.success((first, liveAfter)))
-                    } catch let error as StoreError {
-                        pending.fulfil(.failure(ReplayError(error)))
-                    } catch {
-                        pending.fulfil(.failure(ReplayError(.internal, "\(error)")))
-                    }
-                }
-                return pending
-            }
-            return Pending(.success(hub.start(replayStart)))
+            if let position = hub.start(start) { return Pending(.success(position)) }
+            guard case .since(let seconds) = start else { preconditionFailure("the hub resolves every start but since") }
+            return firstSequence(of: stream, since: seconds, liveAfter: hub.info.lastSequence)
         }
         guard context.configuration.autoCreate else {
             return Pending(.failure(ReplayError(StoreError.unknownStream(stream))))
@@ -223,6 +201,23 @@ final class Connection: Sendable {
             switch result {
             case .success, .failure(.streamExists): pending.fulfil(.success((next, 0)))
             case .failure(let error): pending.fulfil(.failure(ReplayError(error)))
+            }
+        }
+        return pending
+    }
+
+    /// A `since` start: the first retained event at or after the time, found on the read pool.
+    private func firstSequence(of stream: String, since seconds: Double, liveAfter: UInt64) -> Pending<Result<(UInt64, UInt64), ReplayError>> {
+        let pending = Pending<Result<(UInt64, UInt64), ReplayError>>()
+        let (store, reads) = (context.store, context.reads)
+        Task {
+            do {
+                let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
+                pending.fulfil(.success((first, liveAfter)))
+            } catch let error as StoreError {
+                pending.fulfil(.failure(ReplayError(error)))
+            } catch {
+                pending.fulfil(.failure(ReplayError(.internal, "\(error)")))
             }
         }
         return pending

@@ -25,10 +25,6 @@ final class Hub: Sendable {
         hubs.withLock { $0[name] }
     }
 
-    var all: [StreamHub] {
-        hubs.withLock { Array($0.values) }
-    }
-
     private func apply(_ batch: CommitBatch) {
         for (name, change) in batch.changes {
             let hub = hubs.withLock { hubs -> StreamHub? in

@@ -1,5 +1,6 @@
 import NIOCore
 import ReplayCore
+import ReplayProtocol
 import ReplayStore
 
 /// The live state of one stream, shared by its subscriptions: the last committed sequence,
@@ -44,7 +45,6 @@ final class StreamHub: Sendable {
     }
 
     var info: StreamInfo { state.withLock { $0.info } }
-    var isDeleted: Bool { state.withLock { $0.deleted } }
     var subscriberCount: Int { state.withLock { $0.subscribers } }
 
     /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
@@ -68,15 +68,19 @@ final class StreamHub: Sendable {
     /// up to `liveAfter` are replayed only if still retained; later ones are live and
     /// delivered even if retention has dropped them from the store since (as a replay
     /// subject gives every live value to its subscribers, whatever its capacity).
-    func start(_ start: ReplayStart) -> (next: UInt64, liveAfter: UInt64) {
+    ///
+    /// `nil` for `since`, which needs the store to find its first sequence number.
+    func start(_ start: StartPosition) -> (next: UInt64, liveAfter: UInt64)? {
         state.withLock { state in
             let info = state.info
-            let next: UInt64 = switch start {
-            case .all: info.firstSequence
-            case .new: info.lastSequence + 1
-            case .from(let sequence): max(1, sequence)
+            let next: UInt64
+            switch start {
+            case .all: next = info.firstSequence
+            case .new: next = info.lastSequence + 1
+            case .from(let sequence): next = max(1, sequence)
             case .last(let count):
-                count == 0 ? info.lastSequence + 1 : max(info.firstSequence, info.lastSequence >= count ? info.lastSequence - count + 1 : 1)
+                next = count == 0 ? info.lastSequence + 1 : max(info.firstSequence, info.lastSequence >= count ? info.lastSequence - count + 1 : 1)
+            case .since: return nil
             }
             return (next, info.lastSequence)
         }
@@ -129,11 +133,4 @@ final class StreamHub: Sendable {
 
     func subscriberJoined() { state.withLock { $0.subscribers += 1 } }
     func subscriberLeft() { state.withLock { $0.subscribers -= 1 } }
-}
-
-/// Start positions that the hub resolves from memory (`since` needs the store).
-enum ReplayStart: Equatable {
-    case all, new
-    case from(UInt64)
-    case last(UInt64)
 }

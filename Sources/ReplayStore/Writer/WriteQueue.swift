@@ -29,9 +29,6 @@ final class WriteQueue: Sendable {
         self.commit = commit
     }
 
-    /// Requests waiting for a transaction (not counting the one running).
-    var queuedCount: Int { state.withLock { $0.pending.count } }
-
     func submit(_ request: WriteRequest) {
         let (accepted, start) = state.withLock { state -> (Bool, Bool) in
             guard !state.closed else { return (false, false) }
