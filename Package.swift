@@ -30,6 +30,8 @@ let package = Package(
             dependencies: [
                 "ReplayCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the two per-event statements (see RawStatement).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),

@@ -5,7 +5,11 @@ extension ClientCommand {
     public func write(into buffer: inout ByteBuffer) {
         switch self {
         case .publish(let stream, let payload):
-            Wire.writeLine(["PUB", stream, "\(payload.readableBytes)"], into: &buffer)
+            buffer.writeStaticString("PUB ")
+            buffer.writeString(stream)
+            buffer.writeSpace()
+            buffer.writeDecimal(UInt(payload.readableBytes))
+            buffer.writeStaticString("\r\n")
             Wire.writePayload(payload, into: &buffer)
         case .subscribe(let stream, let sid, let start):
             Wire.writeLine(["SUB", stream, sid, start.wireText], into: &buffer)

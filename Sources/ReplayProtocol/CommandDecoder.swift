@@ -41,10 +41,16 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
             switch state {
             case .line:
                 guard let line = try Wire.readLine(&buffer, maxLength: maxLineLength) else { return nil }
-                let words = Wire.words(line)
-                if words.isEmpty { continue }  // blank lines, as a person in socat types them
                 do {
-                    switch try CommandParser.parse(words) {
+                    let parsed: CommandParser.Parsed
+                    if let publish = Self.publishLine(line) {
+                        parsed = publish
+                    } else {
+                        let words = Wire.words(line)
+                        if words.isEmpty { continue }  // blank lines, as a person in socat types them
+                        parsed = try CommandParser.parse(words)
+                    }
+                    switch parsed {
                     case .command(let command):
                         return .command(command)
                     case .needsPayload(let awaiting, let size):
@@ -83,6 +89,18 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
                 state = .line
             }
         }
+    }
+
+    /// A well-formed `PUB <stream> <bytes>` line, read without splitting it into strings
+    /// (it comes once per event); anything else, including a malformed PUB, goes through
+    /// `CommandParser` and its error messages.
+    private static func publishLine(_ line: ByteBuffer) -> CommandParser.Parsed? {
+        var words = LineWords(line)
+        guard let verb = words.next(), LineWords.matches(verb, "PUB"),
+            let stream = words.next(), let sizeWord = words.next(), words.atEnd(),
+            let size = LineWords.integer(sizeWord, as: UInt32.self)
+        else { return nil }
+        return .needsPayload(.publish(stream: LineWords.string(stream)), size: Int(size))
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {

@@ -9,7 +9,9 @@ extension ServerFrame {
         case .ok:
             Wire.writeLine(["+OK"], into: &buffer)
         case .published(let sequence):
-            Wire.writeLine(["+OK", "\(sequence)"], into: &buffer)
+            buffer.writeStaticString("+OK ")
+            buffer.writeDecimal(sequence)
+            buffer.writeStaticString("\r\n")
         case .error(let error):
             // The message is the rest of the line: keep it on one line.
             let message = error.message.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
@@ -23,8 +25,9 @@ extension ServerFrame {
             Wire.writeLine(["+LIST", "\(json.readableBytes)"], into: &buffer)
             Wire.writePayload(json, into: &buffer)
         case .event(let stream, let sid, let sequence, let time, let payload):
-            Wire.writeLine(["EVENT", stream, sid, "\(sequence)", time, "\(payload.readableBytes)"], into: &buffer)
-            Wire.writePayload(payload, into: &buffer)
+            payload.withUnsafeReadableBytes { bytes in
+                Self.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, into: &buffer)
+            }
         case .completed(let stream, let sid, let last):
             Wire.writeLine(["COMPLETED", stream, sid, "\(last)"], into: &buffer)
         case .failed(let stream, let sid, let last, let message):
@@ -32,8 +35,38 @@ extension ServerFrame {
             Wire.writeLine(["FAILED", stream, sid, "\(last)", "\(bytes.readableBytes)"], into: &buffer)
             Wire.writePayload(bytes, into: &buffer)
         case .gap(let stream, let sid, let from, let through):
-            Wire.writeLine(["GAP", stream, sid, "\(from)", "\(through)"], into: &buffer)
+            buffer.writeStaticString("GAP ")
+            buffer.writeString(stream)
+            buffer.writeSpace()
+            buffer.writeString(sid)
+            buffer.writeSpace()
+            buffer.writeDecimal(from)
+            buffer.writeSpace()
+            buffer.writeDecimal(through)
+            buffer.writeStaticString("\r\n")
         }
+    }
+
+    /// Writes an `EVENT` frame from its parts, without building a `ServerFrame` (the
+    /// server writes catch-up pages straight from SQLite's row buffers).
+    public static func writeEvent(
+        stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>,
+        payload: UnsafeRawBufferPointer, into buffer: inout ByteBuffer
+    ) {
+        buffer.reserveCapacity(minimumWritableBytes: stream.utf8.count + sid.utf8.count + time.count + payload.count + 56)
+        buffer.writeStaticString("EVENT ")
+        buffer.writeString(stream)
+        buffer.writeSpace()
+        buffer.writeString(sid)
+        buffer.writeSpace()
+        buffer.writeDecimal(sequence)
+        buffer.writeSpace()
+        buffer.writeBytes(time)
+        buffer.writeSpace()
+        buffer.writeDecimal(UInt(payload.count))
+        buffer.writeStaticString("\r\n")
+        buffer.writeBytes(payload)
+        buffer.writeStaticString("\r\n")
     }
 
     /// The frame as a buffer of its own.

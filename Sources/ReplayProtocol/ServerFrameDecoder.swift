@@ -14,6 +14,9 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
     }
 
     private var awaiting: (Awaiting, size: Int)?
+    private var lastStream = CachedWord()
+    private var lastSid = CachedWord()
+    private var lastTime = CachedWord()
     public let maxLineLength: Int
 
     public init(maxLineLength: Int = 64 * 1024) {
@@ -35,6 +38,11 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
                 }
             }
             guard let line = try Wire.readLine(&buffer, maxLength: maxLineLength) else { return nil }
+            switch try decodeHot(line) {
+            case .frame(let frame): return frame
+            case .awaitingPayload: continue
+            case .other: break
+            }
             let words = Wire.words(line).map(String.init)
             guard let verb = words.first else { continue }
             let args = Array(words.dropFirst())
@@ -64,6 +72,43 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
                 throw ReplayError(.badFrame, "unexpected frame from the server: \(verb.prefix(32))")
             }
         }
+    }
+
+    private enum HotLine {
+        case frame(ServerFrame)
+        /// An `EVENT` line: `awaiting` is set, its payload comes next.
+        case awaitingPayload
+        /// Any other line, for the general path.
+        case other
+    }
+
+    /// Decodes the lines that come once per event (`EVENT`, `+OK <seq>`) without making
+    /// strings, and reuses the stream, sid and time strings of the previous event.
+    private mutating func decodeHot(_ line: ByteBuffer) throws(ReplayError) -> HotLine {
+        var words = LineWords(line)
+        guard let verb = words.next() else { return .other }
+        if LineWords.matches(verb, "EVENT") {
+            guard let stream = words.next(), let sid = words.next(), let sequence = words.next(),
+                let time = words.next(), let size = words.next(), words.atEnd()
+            else { return .other }
+            let event = Awaiting.event(stream: lastStream.string(stream), sid: lastSid.string(sid),
+                                       sequence: try number(sequence), time: lastTime.string(time))
+            awaiting = (event, Int(try number(size, as: UInt32.self)))
+            return .awaitingPayload
+        }
+        if LineWords.matches(verb, "+OK") {
+            guard let sequence = words.next() else { return .frame(.ok) }
+            guard words.atEnd() else { return .other }
+            return .frame(.published(sequence: try number(sequence)))
+        }
+        return .other
+    }
+
+    private func number<T: FixedWidthInteger & UnsignedInteger>(_ word: ByteBufferView, as: T.Type = T.self) throws(ReplayError) -> T {
+        guard let value = LineWords.integer(word, as: T.self) else {
+            throw ReplayError(.badFrame, "bad number '\(LineWords.string(word).prefix(32))' in a server frame")
+        }
+        return value
     }
 
     private func number<T: FixedWidthInteger>(_ text: String) throws(ReplayError) -> T {

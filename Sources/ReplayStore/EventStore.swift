@@ -142,15 +142,39 @@ public final class EventStore: Sendable {
 
     /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.
     public func read(_ stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512) throws(StoreError) -> [StoredEvent] {
+        var events: [StoredEvent] = []
+        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload in
+            events.append(StoredEvent(sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload)))
+        }
+        return events
+    }
+
+    /// Visits up to `limit` retained events with `from <= sequence <= through`, oldest
+    /// first, stopping after the event that reaches `byteBudget` payload bytes. Each event's
+    /// time (ISO-8601 text) and payload are handed over in SQLite's own buffers, valid only
+    /// during the call: catch-up writes them into socket buffers without copying each event
+    /// into a `StoredEvent` first.
+    public func forEachEvent(
+        in stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512, byteBudget: Int = .max,
+        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+    ) throws(StoreError) {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
-        let upper = Int64(clamping: through)
-        guard from <= through, limit > 0 else { return [] }
+        guard from <= through, limit > 0 else { return }
         do {
-            return try pool.read { db in
-                let statement = try db.cachedStatement(
-                    sql: "SELECT seq, time, payload FROM event_log WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?")
-                return try Row.fetchAll(statement, arguments: [record.id, Int64(clamping: from), upper, limit]).map { row in
-                    StoredEvent(sequence: UInt64(row[0] as Int64), timestamp: row[1], payload: row[2])
+            try pool.read { db in
+                let statement = RawStatement(
+                    try db.cachedStatement(sql: "SELECT seq, time, payload FROM event_log WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"),
+                    in: db)
+                statement.bind(record.id, at: 1)
+                statement.bind(Int64(clamping: from), at: 2)
+                statement.bind(Int64(clamping: through), at: 3)
+                statement.bind(Int64(limit), at: 4)
+                var bytes = 0
+                try statement.forEachRow { row in
+                    let payload = row.bytes(2)
+                    body(UInt64(row.int64(0)), row.bytes(1), payload)
+                    bytes += payload.count
+                    return bytes < byteBudget
                 }
             }
         } catch {

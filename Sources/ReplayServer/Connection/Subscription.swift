@@ -61,26 +61,49 @@ struct Subscription: Sendable {
         }
     }
 
-    /// Reads one page from SQLite (on the read pool) and writes it; returns the new position.
+    /// Catches up over `next...through` from SQLite, page by page; returns the new
+    /// position. The next page is read (on the read pool) while the current one is being
+    /// written, so the disk and the socket work at the same time.
     private func catchUp(from next: UInt64, through: UInt64) async throws -> UInt64 {
-        let (stream, store) = (self.stream, self.store)
-        let page = try await reads.run {
-            try store.read(stream, from: next, through: through, limit: Self.pageEvents)
+        var page = try await readPage(from: next, through: through)
+        while page.next <= through, page.events > 0, !Task.isCancelled {
+            let position = page.next
+            async let following = readPage(from: position, through: through)
+            try await write(page.frames)
+            page = try await following
         }
-        var buffer = ByteBuffer()
-        var position = next
-        // Retention may have trimmed what the hub still listed: that part is a gap.
-        let firstRead = page.first?.sequence ?? through + 1
-        if firstRead > position {
-            ServerFrame.gap(stream: stream, sid: sid, from: position, through: firstRead - 1).write(into: &buffer)
-            position = firstRead
+        try await write(page.frames)
+        return page.next
+    }
+
+    private struct Page: Sendable {
+        var frames = ByteBuffer()
+        var events = 0
+        var next: UInt64
+    }
+
+    /// One page of `next...through`, already as wire frames: built on a reader thread,
+    /// straight from SQLite's row buffers.
+    private func readPage(from next: UInt64, through: UInt64) async throws -> Page {
+        let (stream, sid, store) = (self.stream, self.sid, self.store)
+        return try await reads.run {
+            var page = Page(next: next)
+            try store.forEachEvent(in: stream, from: next, through: through, limit: Self.pageEvents, byteBudget: Self.pageBytes) {
+                sequence, time, payload in
+                // Retention may have trimmed what the hub still listed: that part is a gap.
+                if page.events == 0, sequence > page.next {
+                    ServerFrame.gap(stream: stream, sid: sid, from: page.next, through: sequence - 1).write(into: &page.frames)
+                }
+                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page.frames)
+                page.events += 1
+                page.next = sequence + 1
+            }
+            if page.events == 0 {
+                ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).write(into: &page.frames)
+                page.next = through + 1
+            }
+            return page
         }
-        for event in page {
-            eventFrame(event.sequence, event.timestamp, ByteBuffer(bytes: event.payload)).write(into: &buffer)
-            position = event.sequence + 1
-        }
-        try await write(buffer)
-        return position
     }
 
     private func eventFrame(_ sequence: UInt64, _ timestamp: String, _ payload: ByteBuffer) -> ServerFrame {

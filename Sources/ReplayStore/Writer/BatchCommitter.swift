@@ -100,8 +100,12 @@ private struct Transaction {
             // A stream of capacity 0 keeps nothing: skip the insert, still number and
             // deliver the event live.
             if touched[name]!.info.config.capacity != 0 {
-                try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)")
-                    .execute(arguments: [touched[name]!.id, Int64(sequence), timeText, payload])
+                let insert = RawStatement(
+                    try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)"), in: db)
+                insert.bind(touched[name]!.id, at: 1)
+                insert.bind(Int64(sequence), at: 2)
+                insert.bind(timeText, at: 3)
+                try insert.execute(blob: payload, at: 4)
                 touched[name]!.info.byteCount += payload.count
             } else {
                 touched[name]!.info.firstSequence = sequence + 1

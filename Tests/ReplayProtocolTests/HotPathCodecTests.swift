@@ -1,0 +1,85 @@
+import NIOCore
+@testable import ReplayProtocol
+import Testing
+
+/// The frames that come once per event (PUB, `+OK <seq>`, EVENT) are encoded and decoded
+/// on fast paths that bypass the general word splitting. These tests hold the fast paths
+/// to the same answers as the general ones.
+@Suite("Hot-path codec")
+struct HotPathCodecTests {
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 12_345, UInt64(UInt32.max), UInt64.max] as [UInt64])
+    func decimalsAreWrittenAsTheirText(_ value: UInt64) {
+        var buffer = ByteBuffer()
+        buffer.writeDecimal(value)
+        #expect(String(buffer: buffer) == String(value))
+    }
+
+    @Test func wordsAreNumbersOnlyWhenTheyAreDigitsThatFit() {
+        func number(_ text: String) -> UInt64? {
+            LineWords.integer(ByteBuffer(string: text).readableBytesView, as: UInt64.self)
+        }
+        #expect(number("0") == 0)
+        #expect(number("18446744073709551615") == .max)
+        #expect(number("18446744073709551616") == nil)  // overflows
+        #expect(number("99999999999999999999") == nil)
+        #expect(number("") == nil)
+        #expect(number("-1") == nil)
+        #expect(number("+1") == nil)
+        #expect(number("1x") == nil)
+        #expect(LineWords.integer(ByteBuffer(string: "4294967296").readableBytesView, as: UInt32.self) == nil)
+    }
+
+    @Test func lineWordsSkipSpacesAndTabs() {
+        var words = LineWords(ByteBuffer(string: "  PUB\t orders   12 "))
+        var seen: [String] = []
+        while let word = words.next() { seen.append(LineWords.string(word)) }
+        #expect(seen == ["PUB", "orders", "12"])
+        let atEnd = words.atEnd()
+        #expect(atEnd)
+    }
+
+    /// Consecutive events reuse the previous event's strings when the bytes repeat; a
+    /// change in any of them must still show.
+    @Test func consecutiveEventsKeepTheirOwnStreamSidAndTime() throws {
+        let frames: [ServerFrame] = [
+            .event(stream: "s", sid: "a", sequence: 1, time: "2026-11-22T03:00:00.000Z", payload: ByteBuffer(string: "1")),
+            .event(stream: "s", sid: "a", sequence: 2, time: "2026-11-22T03:00:00.000Z", payload: ByteBuffer(string: "2")),
+            .event(stream: "s", sid: "a", sequence: 3, time: "2026-11-22T03:00:00.001Z", payload: ByteBuffer()),
+            .event(stream: "t", sid: "b", sequence: 3, time: "2026-11-22T03:00:00.001Z", payload: ByteBuffer(string: "x")),
+            .event(stream: "s", sid: "ab", sequence: 4, time: "2026-11-22T03:00:00.0010Z", payload: ByteBuffer(string: "y")),
+            .published(sequence: 18_446_744_073_709_551_615), .ok,
+        ]
+        var buffer = ByteBuffer()
+        for frame in frames { frame.write(into: &buffer) }
+        var decoder = ServerFrameDecoder()
+        var decoded: [ServerFrame] = []
+        while let frame = try decoder.next(&buffer) { decoded.append(frame) }
+        #expect(decoded == frames)
+    }
+
+    @Test func hotLinesWithBadNumbersAreBadFrames() {
+        for line in ["EVENT s a 1x 2026-11-22T03:00:00.000Z 1\n", "EVENT s a 1 t 99999999999\n", "+OK -3\n"] {
+            var decoder = ServerFrameDecoder()
+            var buffer = ByteBuffer(string: line)
+            #expect(throws: ReplayError.self, "\(line)") { _ = try decoder.next(&buffer) }
+        }
+    }
+
+    /// A PUB line the fast path does not take (lower case, extra words, a bad size) gets
+    /// the general parser's answer.
+    @Test func unusualPublishLinesGetTheGeneralParsersAnswer() throws {
+        var decoder = CommandDecoder()
+        var buffer = ByteBuffer(string: "pub s 1\nx\nPUB s 1 extra\nPUB s -1\nPUB  s\t2\nab\n")
+        var decoded: [InboundCommand] = []
+        while let next = try decoder.next(&buffer) { decoded.append(next) }
+        #expect(decoded.count == 4)
+        #expect(decoded[0] == .command(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
+        guard case .invalid(let extra) = decoded[1], case .invalid(let negative) = decoded[2] else {
+            Issue.record("expected two errors, got \(decoded)")
+            return
+        }
+        #expect(extra.code == .badCommand)
+        #expect(negative.code == .badCommand)
+        #expect(decoded[3] == .command(.publish(stream: "s", payload: ByteBuffer(string: "ab"))))
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+import ReplayStore
+import ReplayTesting
+import Testing
+
+/// Catch-up reads events straight from SQLite's buffers (`forEachEvent`), and the writer
+/// binds payloads in place: the bytes must come back exactly, empty ones included.
+@Suite("EventStore page reads")
+struct PageReadTests {
+    @Test func payloadsComeBackByteForByteIncludingEmptyAndBinaryOnes() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            let payloads = [Data(), Data([0, 13, 10, 255]), Data(repeating: 0x61, count: 70_000), Data("{\"id\":1}".utf8)]
+            for payload in payloads { _ = try await store.append(payload, to: "s") }
+            var seen: [(UInt64, String, Data)] = []
+            try store.forEachEvent(in: "s", from: 1) { sequence, time, payload in
+                seen.append((sequence, String(decoding: time, as: UTF8.self), Data(payload)))
+            }
+            #expect(seen.map(\.0) == [1, 2, 3, 4])
+            #expect(seen.map(\.2) == payloads)
+            #expect(seen.allSatisfy { $0.1.hasSuffix("Z") && $0.1.count == 24 })
+            // An empty payload is stored as an empty blob, not NULL, for the sqlite3 shell.
+            let type = try store.query { db in try String.fetchOne(db, sql: "SELECT typeof(payload) FROM event_log WHERE seq = 1") }
+            #expect(type == "blob")
+        }
+    }
+
+    @Test func aPageStopsAtItsLimitOrAfterTheEventThatReachesTheByteBudget() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            for _ in 0..<10 { _ = try await store.append(Data(repeating: 1, count: 100), to: "s") }
+            func page(from: UInt64, through: UInt64 = .max, limit: Int = 512, budget: Int = .max) throws -> [UInt64] {
+                var sequences: [UInt64] = []
+                try store.forEachEvent(in: "s", from: from, through: through, limit: limit, byteBudget: budget) { sequence, _, _ in
+                    sequences.append(sequence)
+                }
+                return sequences
+            }
+            #expect(try page(from: 3, limit: 4) == [3, 4, 5, 6])
+            #expect(try page(from: 3, budget: 250) == [3, 4, 5])
+            #expect(try page(from: 8, through: 9) == [8, 9])
+            #expect(try page(from: 11).isEmpty)
+            #expect(throws: StoreError.self) { try store.forEachEvent(in: "nope", from: 1) { _, _, _ in } }
+        }
+    }
+}
