@@ -32,7 +32,11 @@ struct Subscription: Sendable {
                 case .send(let entries):
                     var buffer = ByteBuffer()
                     for entry in entries {
-                        eventFrame(entry.sequence, entry.timestamp, entry.payload).write(into: &buffer)
+                        entry.payload.withUnsafeBytes { payload in
+                            ServerFrame.writeEvent(
+                                stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8,
+                                payload: payload, into: &buffer)
+                        }
                     }
                     try await write(buffer)
                     next = (entries.last?.sequence ?? next - 1) + 1
@@ -104,9 +108,5 @@ struct Subscription: Sendable {
             }
             return page
         }
-    }
-
-    private func eventFrame(_ sequence: UInt64, _ timestamp: String, _ payload: ByteBuffer) -> ServerFrame {
-        .event(stream: stream, sid: sid, sequence: sequence, time: timestamp, payload: payload)
     }
 }

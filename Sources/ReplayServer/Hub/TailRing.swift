@@ -2,15 +2,12 @@ import DequeModule
 import NIOCore
 import ReplayStore
 
-/// The most recent committed events of one stream, in memory and already converted to
-/// wire buffers, bounded by count and bytes. Live subscribers are served from here; only
+/// The most recent committed events of one stream, in memory as the store committed them
+/// (the payload is shared, not copied: the ring is filled on the writer's thread, where
+/// every copy counts), bounded by count and bytes. Live subscribers are served from here; only
 /// a subscriber that fell behind the ring reads SQLite.
 struct TailRing {
-    struct Entry {
-        let sequence: UInt64
-        let timestamp: String
-        let payload: ByteBuffer
-    }
+    typealias Entry = StoredEvent
 
     let maxEvents: Int
     let maxBytes: Int
@@ -32,10 +29,10 @@ struct TailRing {
             entries.removeAll()
             bytes = 0
         }
-        entries.append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: ByteBuffer(bytes: event.payload)))
+        entries.append(event)
         bytes += event.payload.count
         while entries.count > maxEvents || (bytes > maxBytes && entries.count > 1) {
-            bytes -= entries.removeFirst().payload.readableBytes
+            bytes -= entries.removeFirst().payload.count
         }
     }
 
@@ -52,7 +49,7 @@ struct TailRing {
         var used = 0
         while index < entries.count, out.count < limit, out.isEmpty || used < byteBudget {
             out.append(entries[index])
-            used += entries[index].payload.readableBytes
+            used += entries[index].payload.count
             index += 1
         }
         return out

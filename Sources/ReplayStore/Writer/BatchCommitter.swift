@@ -38,15 +38,22 @@ struct BatchCommitter: Sendable {
 /// The state of one transaction: working copies of the streams it touches, what it
 /// appended, and the completions to run once it has committed.
 private struct Transaction {
+    /// A stream this transaction changed: its record as of now, and its new events.
+    struct Touched {
+        var record: Catalog.Record
+        var appended: [StoredEvent] = []
+    }
+
     let catalog: Catalog
     let time: Date
     let timeText: String
-    /// Working copies of the streams this transaction changed, mutated in place (copying a
-    /// record out and back for every append was the writer's main cost).
-    var touched: [String: Catalog.Record] = [:]
+    /// Working copies, mutated in place through their index: an append looks its stream's
+    /// name up once, then works on the array element (hashing the name for every field
+    /// was a measurable share of the writer's time).
+    var streams: [Touched] = []
+    var indexByName: [String: Int] = [:]
     /// Streams this transaction deleted (and did not create again).
     var deleted: Set<String> = []
-    var appended: [String: [StoredEvent]] = [:]
     var completions: [@Sendable () -> Void] = []
 
     init(catalog: Catalog, time: Date) {
@@ -59,29 +66,35 @@ private struct Transaction {
     /// Forgets a previous attempt (GRDB may retry the block only on our own error paths,
     /// but a clean slate makes that harmless).
     mutating func reset() {
-        touched = [:]
+        streams = []
+        indexByName = [:]
         deleted = []
-        appended = [:]
         completions = []
     }
 
     func record(_ name: String) -> Catalog.Record? {
-        if let record = touched[name] { return record }
+        if let index = indexByName[name] { return streams[index].record }
         return deleted.contains(name) ? nil : catalog[name]
     }
 
-    /// Brings the stream into `touched` (once); `false` if it does not exist.
-    mutating func touch(_ name: String) -> Bool {
-        if touched[name] != nil { return true }
-        guard let record = record(name) else { return false }
-        touched[name] = record
-        return true
+    /// The stream's index in `streams` (bringing it in once); `nil` if it does not exist.
+    mutating func touch(_ name: String) -> Int? {
+        if let index = indexByName[name] { return index }
+        guard !deleted.contains(name), let record = catalog[name] else { return nil }
+        return add(record)
+    }
+
+    private mutating func add(_ record: Catalog.Record) -> Int {
+        streams.append(Touched(record: record))
+        indexByName[record.info.name] = streams.count - 1
+        return streams.count - 1
     }
 
     mutating func perform(_ request: WriteRequest, _ db: Database) throws {
         switch request {
         case .append(let name, let payload, let autoCreate, let done):
-            if !touch(name) {
+            var index = touch(name)
+            if index == nil {
                 guard let autoCreate else {
                     return completions.append { done(.failure(.unknownStream(name))) }
                 }
@@ -91,28 +104,12 @@ private struct Transaction {
                 } catch {
                     return completions.append { done(.failure(error)) }
                 }
-                _ = try insertStream(name, autoCreate, db)
+                index = try insertStream(name, autoCreate, db)
             }
-            guard touched[name]!.info.terminal == nil else {
+            let event = try append(payload, to: index!, db)
+            guard let event else {
                 return completions.append { done(.failure(.terminated(stream: name))) }
             }
-            let sequence = touched[name]!.info.lastSequence + 1
-            // A stream of capacity 0 keeps nothing: skip the insert, still number and
-            // deliver the event live.
-            if touched[name]!.info.config.capacity != 0 {
-                let insert = RawStatement(
-                    try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)"), in: db)
-                insert.bind(touched[name]!.id, at: 1)
-                insert.bind(Int64(sequence), at: 2)
-                insert.bind(timeText, at: 3)
-                try insert.execute(blob: payload, at: 4)
-                touched[name]!.info.byteCount += payload.count
-            } else {
-                touched[name]!.info.firstSequence = sequence + 1
-            }
-            touched[name]!.info.lastSequence = sequence
-            let event = StoredEvent(sequence: sequence, timestamp: timeText, payload: payload)
-            appended[name, default: []].append(event)
             completions.append { done(.success(event)) }
 
         case .create(let name, let config, let done):
@@ -129,43 +126,44 @@ private struct Transaction {
                     existing.info.config == config ? .success(existing.info) : .failure(.streamExists(name))
                 return completions.append { done(result) }
             }
-            let record = try insertStream(name, config, db)
-            completions.append { done(.success(record.info)) }
+            let index = try insertStream(name, config, db)
+            let info = streams[index].record.info
+            completions.append { done(.success(info)) }
 
         case .delete(let name, let done):
             guard let record = record(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
-            touched[name] = nil
+            // Its working copy (if any) stays in `streams`, unreachable by name.
+            indexByName[name] = nil
             deleted.insert(name)
-            appended[name] = nil
             completions.append { done(.success(())) }
 
         case .terminate(let name, let terminal, let done):
-            guard touch(name) else {
+            guard let index = touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
-            guard touched[name]!.info.terminal == nil else {
+            guard streams[index].record.info.terminal == nil else {
                 return completions.append { done(.failure(.terminated(stream: name))) }
             }
-            touched[name]!.info.terminal = terminal
-            touched[name]!.info.terminalAt = time
-            let info = touched[name]!.info
+            streams[index].record.info.terminal = terminal
+            streams[index].record.info.terminalAt = time
+            let info = streams[index].record.info
             completions.append { done(.success(info)) }
 
         case .reset(let name, let keepHistory, let done):
-            guard touch(name) else {
+            guard let index = touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
-            touched[name]!.info.terminal = nil
-            touched[name]!.info.terminalAt = nil
+            streams[index].record.info.terminal = nil
+            streams[index].record.info.terminalAt = nil
             if !keepHistory {
-                try db.execute(sql: "DELETE FROM event_log WHERE stream_id = ?", arguments: [touched[name]!.id])
-                touched[name]!.info.firstSequence = touched[name]!.info.lastSequence + 1
-                touched[name]!.info.byteCount = 0
+                try db.execute(sql: "DELETE FROM event_log WHERE stream_id = ?", arguments: [streams[index].record.id])
+                streams[index].record.info.firstSequence = streams[index].record.info.lastSequence + 1
+                streams[index].record.info.byteCount = 0
             }
-            let info = touched[name]!.info
+            let info = streams[index].record.info
             completions.append { done(.success(info)) }
 
         case .barrier(let done):
@@ -179,7 +177,34 @@ private struct Transaction {
         }
     }
 
-    private mutating func insertStream(_ name: String, _ config: StreamConfig, _ db: Database) throws -> Catalog.Record {
+    /// Numbers and inserts one event; `nil` if the stream has ended.
+    private mutating func append(_ payload: Data, to index: Int, _ db: Database) throws -> StoredEvent? {
+        var info: StreamInfo {
+            get { streams[index].record.info }
+            _modify { yield &streams[index].record.info }
+        }
+        guard info.terminal == nil else { return nil }
+        let sequence = info.lastSequence + 1
+        // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
+        // the event live.
+        if info.config.capacity != 0 {
+            let insert = RawStatement(
+                try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)"), in: db)
+            insert.bind(streams[index].record.id, at: 1)
+            insert.bind(Int64(sequence), at: 2)
+            insert.bind(timeText, at: 3)
+            try insert.execute(blob: payload, at: 4)
+            info.byteCount += payload.count
+        } else {
+            info.firstSequence = sequence + 1
+        }
+        info.lastSequence = sequence
+        let event = StoredEvent(sequence: sequence, timestamp: timeText, payload: payload)
+        streams[index].appended.append(event)
+        return event
+    }
+
+    private mutating func insertStream(_ name: String, _ config: StreamConfig, _ db: Database) throws -> Int {
         try db.execute(
             sql: """
                 INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
@@ -195,16 +220,18 @@ private struct Transaction {
             info: StreamInfo(
                 name: name, config: config, createdAt: time, firstSequence: 1, lastSequence: 0,
                 byteCount: 0, terminal: nil, terminalAt: nil))
-        touched[name] = record
         deleted.remove(name)
-        return record
+        return add(record)
     }
+
+    /// The streams this transaction changed and still exist, with their indexes.
+    private var live: some Sequence<Int> { indexByName.values }
 
     /// Trims every touched stream to its retention and writes its row.
     mutating func finish(_ db: Database) throws {
-        for name in touched.keys {
-            try Retention(now: time).trim(&touched[name]!, db)
-            let record = touched[name]!
+        for index in live {
+            try Retention(now: time).trim(&streams[index].record, db)
+            let record = streams[index].record
             let info = record.info
             let terminalKind: String? = switch info.terminal {
             case .completed: "completed"
@@ -226,17 +253,18 @@ private struct Transaction {
     }
 
     var changedRecords: [String: Catalog.Record?] {
-        var changes: [String: Catalog.Record?] = touched.mapValues { $0 }
+        var changes: [String: Catalog.Record?] = [:]
         for name in deleted { changes[name] = .some(nil) }
+        for (name, index) in indexByName { changes[name] = streams[index].record }
         return changes
     }
 
     var commitBatch: CommitBatch {
         var changes: [String: CommitBatch.Change] = [:]
-        for (name, record) in touched {
-            changes[name] = CommitBatch.Change(info: record.info, appended: appended[name] ?? [])
-        }
         for name in deleted { changes[name] = CommitBatch.Change(info: nil, appended: []) }
+        for (name, index) in indexByName {
+            changes[name] = CommitBatch.Change(info: streams[index].record.info, appended: streams[index].appended)
+        }
         return CommitBatch(changes: changes)
     }
 }
