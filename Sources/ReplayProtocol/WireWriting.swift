@@ -5,24 +5,17 @@ import NIOCore
 /// once per event, so this is on the hot path of every publish and every delivery.
 extension ByteBuffer {
     mutating func writeDecimal<T: FixedWidthInteger & UnsignedInteger>(_ value: T) {
-        if value < 10 {
-            writeInteger(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
-            return
-        }
-        var digits = 0
-        var rest = value
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
-        rest = value
-        let start = writerIndex
-        writeRepeatingByte(UInt8(ascii: "0"), count: digits)
-        var index = start + digits - 1
-        while rest > 0 {
-            setInteger(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10), at: index)
-            rest /= 10
-            index -= 1
+        // Digits from the last, into a stack buffer, then one copy: one pass of divisions
+        // by a constant (which compile to multiplications).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { digits in
+            var rest = value
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[start...]))
         }
     }
 

@@ -17,8 +17,8 @@ struct Subscription: Sendable {
     let reads: ReadPool
     let write: @Sendable (ByteBuffer) async throws -> Void
 
-    static let pageEvents = 512
-    static let pageBytes = 512 * 1024
+    static let pageEvents = 2048
+    static let pageBytes = 1024 * 1024
 
     /// Delivers from `start` until the stream ends or is deleted, the task is cancelled,
     /// or the connection fails. Events after `liveAfter` are live (see `StreamHub.start`).
