@@ -180,8 +180,8 @@ struct Scenarios {
             // Up to 100 publishes in flight. Flat out, every publish is sent as soon as the
             // window allows; paced, publish `i` is due at start + i/rate, and the publisher
             // reads acknowledgements only while nothing is due, so it keeps the rate.
+            let due = { (index: Int) in limit == 0 ? 0 : start + UInt64(index) * 1_000_000_000 / UInt64(limit) }
             while acked < count {
-                let due = { (index: Int) in limit == 0 ? 0 : start + UInt64(index) * 1_000_000_000 / UInt64(limit) }
                 while sent < count, sent - acked < 100, due(sent) <= now() {
                     publisher.queuePublish(stream, payload(size: payloadSize, stamp: now()))
                     sent += 1

@@ -43,6 +43,7 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
             case .awaitingPayload: continue
             case .other: break
             }
+            // Every other frame (well-formed EVENT and +OK lines never get here).
             let words = Wire.words(line).map(String.init)
             guard let verb = words.first else { continue }
             let args = Array(words.dropFirst())
@@ -50,8 +51,6 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
             case ("HELLO", _):
                 let maxPayload = args.first { $0.hasPrefix("max_payload=") }.flatMap { Int($0.dropFirst(12)) } ?? 0
                 return .hello(version: args.count > 1 ? args[1] : "", maxPayload: maxPayload)
-            case ("+OK", 0): return .ok
-            case ("+OK", 1): return .published(sequence: try number(args[0]))
             case ("-ERR", _):
                 let text = String(decoding: line.readableBytesView, as: UTF8.self)
                 let rest = text.split(separator: " ", maxSplits: 2).map(String.init)
@@ -60,8 +59,6 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
             case ("PONG", 0): return .pong
             case ("+INFO", 1): awaiting = (.info, try number(args[0]))
             case ("+LIST", 1): awaiting = (.list, try number(args[0]))
-            case ("EVENT", 5):
-                awaiting = (.event(stream: args[0], sid: args[1], sequence: try number(args[2]), time: args[3]), try number(args[4]))
             case ("COMPLETED", 3):
                 return .completed(stream: args[0], sid: args[1], lastSequence: try number(args[2]))
             case ("FAILED", 4):

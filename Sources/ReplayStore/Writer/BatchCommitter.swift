@@ -93,8 +93,10 @@ private struct Transaction {
     mutating func perform(_ request: WriteRequest, _ db: Database) throws {
         switch request {
         case .append(let name, let payload, let autoCreate, let done):
-            var index = touch(name)
-            if index == nil {
+            let index: Int
+            if let existing = touch(name) {
+                index = existing
+            } else {
                 guard let autoCreate else {
                     return completions.append { done(.failure(.unknownStream(name))) }
                 }
@@ -106,8 +108,7 @@ private struct Transaction {
                 }
                 index = try insertStream(name, autoCreate, db)
             }
-            let event = try append(payload, to: index!, db)
-            guard let event else {
+            guard let event = try append(payload, to: index, db) else {
                 return completions.append { done(.failure(.terminated(stream: name))) }
             }
             completions.append { done(.success(event)) }
@@ -179,26 +180,23 @@ private struct Transaction {
 
     /// Numbers and inserts one event; `nil` if the stream has ended.
     private mutating func append(_ payload: Data, to index: Int, _ db: Database) throws -> StoredEvent? {
-        var info: StreamInfo {
-            get { streams[index].record.info }
-            _modify { yield &streams[index].record.info }
-        }
-        guard info.terminal == nil else { return nil }
-        let sequence = info.lastSequence + 1
+        let record = streams[index].record
+        guard record.info.terminal == nil else { return nil }
+        let sequence = record.info.lastSequence + 1
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live.
-        if info.config.capacity != 0 {
+        if record.info.config.capacity != 0 {
             let insert = RawStatement(
                 try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)"), in: db)
-            insert.bind(streams[index].record.id, at: 1)
+            insert.bind(record.id, at: 1)
             insert.bind(Int64(sequence), at: 2)
             insert.bind(timeText, at: 3)
             try insert.execute(blob: payload, at: 4)
-            info.byteCount += payload.count
+            streams[index].record.info.byteCount += payload.count
         } else {
-            info.firstSequence = sequence + 1
+            streams[index].record.info.firstSequence = sequence + 1
         }
-        info.lastSequence = sequence
+        streams[index].record.info.lastSequence = sequence
         let event = StoredEvent(sequence: sequence, timestamp: timeText, payload: payload)
         streams[index].appended.append(event)
         return event
@@ -224,12 +222,10 @@ private struct Transaction {
         return add(record)
     }
 
-    /// The streams this transaction changed and still exist, with their indexes.
-    private var live: some Sequence<Int> { indexByName.values }
-
     /// Trims every touched stream to its retention and writes its row.
     mutating func finish(_ db: Database) throws {
-        for index in live {
+        // The streams changed that still exist (a deleted one's copy is unreachable by name).
+        for index in indexByName.values {
             try Retention(now: time).trim(&streams[index].record, db)
             let record = streams[index].record
             let info = record.info
