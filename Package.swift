@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ReplayCore", targets: ["ReplayCore"]),
+        .library(name: "ReplayModel", targets: ["ReplayModel"]),
         .library(name: "ReplayStore", targets: ["ReplayStore"]),
         .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
         .library(name: "ReplayClient", targets: ["ReplayClient"]),
@@ -24,11 +25,14 @@ let package = Package(
     targets: [
         // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
         .target(name: "ReplayCore"),
+        // The vocabulary every layer shares (stream names); no dependencies, so the store,
+        // the daemon and the clients all check a name by the same rule.
+        .target(name: "ReplayModel"),
         // Streams whose history lives in SQLite; plugs into ReplayCore's ReplayBuffer seam.
         .target(
             name: "ReplayStore",
             dependencies: [
-                "ReplayCore",
+                "ReplayCore", "ReplayModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the two per-event statements (see RawStatement).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -107,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "replayctl",
             dependencies: [
-                "ReplayClient", "ReplayProtocol",
+                "ReplayClient", "ReplayProtocol", "ReplayModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

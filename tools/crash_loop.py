@@ -34,6 +34,14 @@ class Ledger:
         self.lock = threading.Lock()
         self.acked = {s: {} for s in STREAMS}
         self.violations = []
+        # Readers whose connection the kill cut in the middle of a frame (a partial line or
+        # payload): the expected end of their round, counted, never a traceback.
+        self.cut_mid_frame = 0
+
+    def cut(self, error):
+        if "mid-frame" in str(error) or "truncated" in str(error):
+            with self.lock:
+                self.cut_mid_frame += 1
 
     def ack(self, stream, seq, payload):
         with self.lock:
@@ -56,8 +64,10 @@ def publisher(socket_path, ledger, ident, stop):
                 counter += len(batch)
                 for seq, payload in zip(conn.publish(stream, batch), batch):
                     ledger.ack(stream, seq, payload)
-    except (OSError, ConnectionError):
-        pass  # the daemon was killed
+    except ConnectionError as error:
+        ledger.cut(error)  # the daemon was killed
+    except OSError:
+        pass
 
 
 class Follower:
@@ -78,7 +88,9 @@ class Follower:
                     self.seen += 1
                     if stop.is_set():
                         return
-        except (OSError, ConnectionError):
+        except ConnectionError as error:
+            ledger.cut(error)
+        except OSError:
             pass
 
 
@@ -93,7 +105,9 @@ def catch_up(socket_path, ledger, stop):
                 expected = event.seq + 1
                 if stop.is_set():
                     return
-    except (OSError, ConnectionError):
+    except ConnectionError as error:
+        ledger.cut(error)
+    except OSError:
         pass
 
 
@@ -185,6 +199,7 @@ def main(argv=None):
     print(f"events acknowledged: {acked}")
     print(f"kills survived: {args.kills}")
     print(f"events lost: {lost_total}")
+    print(f"connections cut mid-frame: {ledger.cut_mid_frame}")
     for text in ledger.violations[:20]:
         print(f"violation: {text}")
     return 0 if lost_total == 0 and not ledger.violations else 1

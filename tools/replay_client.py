@@ -58,28 +58,44 @@ class ReplayConnection:
         self.sock.close()
 
     # -- framing -------------------------------------------------------------------------
+    # A connection that closes mid-frame (the daemon killed, the network gone) leaves a
+    # partial line or a short payload; both are ConnectionError, like a clean close, so a
+    # caller has one exception to catch for "this connection is over".
+    _PAYLOAD_WORD = {b"+INFO": 1, b"+LIST": 1, b"EVENT": 5, b"FAILED": 4}
+    _MIN_WORDS = {b"+OK": 1, b"EVENT": 6, b"FAILED": 5, b"GAP": 5, b"COMPLETED": 4, b"-ERR": 2}
+
     def _line(self):
         line = self.reader.readline()
         if not line:
             raise ConnectionError("replayd closed the connection")
-        return line.rstrip(b"\r\n").split()
+        if not line.endswith(b"\n"):
+            raise ConnectionError(f"replayd closed the connection mid-frame (partial line {line[:60]!r})")
+        words = line.rstrip(b"\r\n").split()
+        if not words:
+            raise ConnectionError("replayd sent an empty line: the stream of frames cannot be trusted")
+        return words
 
     def _payload(self, size):
         data = self.reader.read(size)
-        self.reader.read(2 if self.reader.peek(1)[:1] == b"\r" else 1)
+        if len(data) < size:
+            raise ConnectionError(f"replayd closed the connection mid-frame ({len(data)} of {size} payload bytes)")
+        end = self.reader.read(2 if self.reader.peek(1)[:1] == b"\r" else 1)
+        if not end.endswith(b"\n"):
+            raise ConnectionError("replayd closed the connection mid-frame (payload not terminated)")
         return data
 
     def _frame(self):
         """The next frame as (verb, words, payload-or-None)."""
         words = self._line()
+        if len(words) < self._MIN_WORDS.get(words[0], 1):
+            raise ConnectionError(f"replayd sent a truncated {words[0].decode(errors='replace')} frame: {b' '.join(words)!r}")
         verb = words[0].decode()
         payload = None
-        if verb in ("+INFO", "+LIST"):
-            payload = self._payload(int(words[1]))
-        elif verb == "EVENT":
-            payload = self._payload(int(words[5]))
-        elif verb == "FAILED":
-            payload = self._payload(int(words[4]))
+        index = self._PAYLOAD_WORD.get(words[0])
+        if index is not None:
+            if len(words) <= index or not words[index].isdigit():
+                raise ConnectionError(f"replayd sent a malformed {verb} frame: {b' '.join(words)!r}")
+            payload = self._payload(int(words[index]))
         return verb, words, payload
 
     @staticmethod

@@ -1,3 +1,5 @@
+import ReplayModel
+
 /// What can go wrong in the store. Each message says what happened and what to do.
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The file exists but is not a SQLite database.
@@ -40,7 +42,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .streamExists(let name):
             "a stream named '\(name)' already exists with other settings; delete it first or use its settings"
         case .invalidStreamName(let name):
-            "'\(name)' is not a valid stream name: use 1 to 200 characters among letters, digits, '.', '_' and '-'"
+            "'\(name)' is not a valid stream name (\(StreamName.problem(with: name) ?? "unknown reason")): \(StreamName.rule)"
         case .invalidConfig(let reason):
             "invalid stream settings: \(reason)"
         case .terminated(let stream):
@@ -52,5 +54,12 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .sqlite(let code, let message):
             "SQLite error \(code): \(message)"
         }
+    }
+}
+
+extension StoreError {
+    /// Throws `.invalidStreamName` unless `name` keeps the stream-name rule.
+    static func validateStreamName(_ name: String) throws(StoreError) {
+        if !StreamName.isValid(name) { throw .invalidStreamName(name) }
     }
 }

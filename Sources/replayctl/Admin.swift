@@ -1,39 +1,39 @@
 import ArgumentParser
 import ReplayClient
 
-struct Delete: ClientCommand {
+struct Delete: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "Delete a stream and its events.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
 
     func run(with client: ReplayClient) async throws { try await client.delete(stream) }
 }
 
-struct Complete: ClientCommand {
+struct Complete: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "End a stream successfully; subscribers get COMPLETED, publishing is refused.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
 
     func run(with client: ReplayClient) async throws { try await client.complete(stream) }
 }
 
-struct Fail: ClientCommand {
+struct Fail: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "End a stream with a failure message; subscribers get FAILED.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
     @Argument(help: "Why it failed.") var message: String
 
     func run(with client: ReplayClient) async throws { try await client.fail(stream, message: message) }
 }
 
-struct Reset: ClientCommand {
+struct Reset: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "Clear a stream's terminal event so it can be published to again.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
     @Flag(help: "Also remove its history (sequence numbers still go on).") var dropHistory = false
 
     func run(with client: ReplayClient) async throws { try await client.reset(stream, keepHistory: !dropHistory) }

@@ -1,19 +1,23 @@
 import ArgumentParser
 import ReplayClient
 
-struct Create: ClientCommand {
+struct Create: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a stream, optionally fed by a source command.",
         discussion: """
             Creating a stream that exists with the same settings succeeds and changes nothing.
 
-            With --source, replayd runs the command (/bin/sh -c) and each line of its output             becomes an event. --connect eager runs it now and at every daemon start; lazy runs             it for the first subscriber, once; refcount runs it while anyone subscribes. Exit             status 0 completes the stream, anything else fails it (with the stderr tail). A             terminal stream does not run its source again until `replayctl reset`.
+            With --source, replayd runs the command (/bin/sh -c) and each line of its output \
+            becomes an event. --connect eager runs it now and at every daemon start; lazy runs \
+            it for the first subscriber, once; refcount runs it while anyone subscribes. Exit \
+            status 0 completes the stream, anything else fails it (with the stderr tail). A \
+            terminal stream does not run its source again until `replayctl reset`.
             """)
 
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
 
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
     @Option(help: ArgumentHelp("Events kept: a count, or 'unlimited' (default: the daemon's default).", valueName: "n|unlimited"))
     var capacity: String?
     @Option(name: .customLong("max-bytes"), help: "Payload bytes kept; the oldest go first.") var maxBytes: Int?

@@ -3,13 +3,13 @@ import Foundation
 import ReplayClient
 import ReplayProtocol
 
-struct Info: ClientCommand {
+struct Info: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "Show a stream's settings, retained window and state.")
 
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
 
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
     @Flag(help: "Print JSON.") var json = false
 
     func run(with client: ReplayClient) async throws {
@@ -24,11 +24,13 @@ struct List: ClientCommand {
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
 
-    @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Print JSON (full names).") var json = false
+    @Flag(name: .customLong("no-trunc"), help: "Do not shorten long stream names.") var noTruncate = false
 
     func run(with client: ReplayClient) async throws {
         let streams = try await client.list()
-        printOut(json ? try StreamTable.json(streams) : Data(StreamTable.rows(streams).utf8))
+        let nameWidth = noTruncate ? Int.max : StreamTable.nameColumnWidth
+        printOut(json ? try StreamTable.json(streams) : Data(StreamTable.rows(streams, nameWidth: nameWidth).utf8))
     }
 }
 
@@ -68,10 +70,19 @@ enum StreamTable {
         return lines.map { $0.0.padding(toLength: 13, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n") + "\n"
     }
 
-    static func rows(_ streams: [StreamDescription]) -> String {
+    /// The widest the STREAM column gets: one long name must not push every row off the
+    /// screen (names may have 200 characters). Longer names end in "…", as `docker ps` does
+    /// with IDs; `--no-trunc` and `--json` show them whole.
+    static let nameColumnWidth = 40
+
+    static func shortened(_ name: String, to width: Int) -> String {
+        name.count <= width ? name : String(name.prefix(width - 1)) + "…"
+    }
+
+    static func rows(_ streams: [StreamDescription], nameWidth: Int = nameColumnWidth) -> String {
         let header = ["STREAM", "EVENTS", "LAST SEQ", "BYTES", "CAPACITY", "SUBS", "STATE"]
         let rows = streams.map { info in
-            [info.name, "\(info.count)", "\(info.lastSeq)", "\(info.bytes)", info.capacity.map(String.init) ?? "unlimited",
+            [shortened(info.name, to: nameWidth), "\(info.count)", "\(info.lastSeq)", "\(info.bytes)", info.capacity.map(String.init) ?? "unlimited",
              "\(info.subscribers)", info.terminal ?? "open"]
         }
         let all = [header] + rows

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import ReplayClient
 
-struct Send: ClientCommand {
+struct Send: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish events to a stream.",
         discussion: """
@@ -15,7 +15,7 @@ struct Send: ClientCommand {
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
 
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
     @Argument(help: "Payloads, one event each (default: lines of standard input).") var payloads: [String] = []
     @Flag(name: .shortAndLong, help: "Print nothing on success.") var quiet = false
 

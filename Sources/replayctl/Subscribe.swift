@@ -3,7 +3,7 @@ import Foundation
 import ReplayClient
 import ReplayProtocol
 
-struct Subscribe: ClientCommand {
+struct Subscribe: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a stream's events: its retained history, then live ones.",
         discussion: """
@@ -17,7 +17,7 @@ struct Subscribe: ClientCommand {
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
 
-    @Argument(help: "The stream.") var stream: String
+    @OptionGroup var target: StreamArgument
     @Option(help: "Start at this sequence number.") var from: UInt64?
     @Option(help: "Start with the last N retained events.") var last: UInt64?
     @Flag(help: "Only events published from now on.") var new = false

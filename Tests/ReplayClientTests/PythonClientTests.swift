@@ -39,6 +39,36 @@ struct PythonClientTests {
         }
     }
 
+    /// A connection that closes mid-frame (a killed daemon) gives `ConnectionError`, for a
+    /// partial line and for a short payload alike, never an `IndexError`.
+    @Test(arguments: [
+        "EVENT s py1 7",  // the line cut before its payload length
+        "EVENT s py1 7 2026-11-23T00:00:00.000Z 10\\r\\nabc",  // the payload cut short
+        "EVENT s py1 7 2026-11-23T00:00:00.000Z 3\\r\\nabc",  // the payload's line end missing
+    ])
+    func aFrameCutByTheConnectionClosingIsAConnectionError(partial: String) async throws {
+        let program = """
+            import socket, sys, threading
+            sys.path.insert(0, sys.argv[1])
+            import replay_client
+            server, client = socket.socketpair()
+            server.sendall(b"HELLO replay 1 proto=1 max_payload=1048576\\r\\n+OK\\r\\n" + b"\(partial)")
+            server.shutdown(socket.SHUT_WR)  # the peer stops mid-frame; it still takes the SUB
+            conn = replay_client.ReplayConnection.__new__(replay_client.ReplayConnection)
+            conn.sock, conn.reader, conn._sid = client, client.makefile("rb"), 0
+            conn._line()
+            try:
+                list(conn.subscribe("s"))
+            except ConnectionError as error:
+                print("ConnectionError:", error)
+            """
+        let tools = URL(fileURLWithPath: Self.script).deletingLastPathComponent().path
+        let result = try await runProgram("/usr/bin/env", ["python3", "-c", program, tools])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("ConnectionError: "), "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("mid-frame"), "\(result.stdout)")
+    }
+
     @Test func pythonSaysWhenTheDaemonIsNotRunning() async throws {
         let result = try await runProgram("/usr/bin/env", ["python3", Self.script, "--socket", "/nonexistent/replayd.sock", "sub", "x"])
         #expect(result.status == 3)

@@ -121,4 +121,65 @@ struct ReplayctlTests {
             #expect(try await runProgram(ctl, ["info", "metrics"] + socket).status == 1)
         }
     }
+
+    /// Every verb that names a stream checks the name with the daemon's own rule before it
+    /// connects (no daemon runs here), says what is wrong, and exits 64.
+    @Test(arguments: [
+        ["send", "bad name", "x"], ["subscribe", "bad name"], ["create", "bad name"], ["info", "bad name"],
+        ["delete", "bad name"], ["complete", "bad name"], ["fail", "bad name", "why"], ["reset", "bad name"],
+    ])
+    func invalidStreamNamesAreUsageErrors(arguments: [String]) async throws {
+        let result = try await runProgram(try replayctl, arguments + ["--socket", "/nonexistent/replayd.sock"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("'bad name' is not a valid stream name (it contains U+20 (a space))"), "\(result.stderr)")
+        #expect(result.stderr.contains("use 1 to 200 characters among letters, digits"))
+    }
+
+    @Test func overlongAndEmptyNamesSayWhy() async throws {
+        let long = try await runProgram(try replayctl, ["info", String(repeating: "n", count: 201)])
+        #expect(long.status == 64)
+        #expect(long.stderr.contains("it is 201 bytes long, over 200"))
+        let empty = try await runProgram(try replayctl, ["info", ""])
+        #expect(empty.status == 64)
+        #expect(empty.stderr.contains("it is empty"))
+    }
+
+    /// One 200-character name does not widen every row; --json and --no-trunc keep it whole.
+    @Test func listCapsTheNameColumn() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            let long = String(repeating: "x", count: 200)
+            _ = try await runProgram(ctl, ["send", long, "a"] + socket)
+            _ = try await runProgram(ctl, ["send", "short", "b"] + socket)
+            let rows = try await runProgram(ctl, ["list"] + socket)
+            let lines = rows.stdout.split(separator: "\n")
+            #expect(lines.count == 3)
+            let widest = lines.map(\.count).max() ?? 0
+            #expect(widest < 100, "\(rows.stdout)")
+            #expect(lines.contains { $0.hasPrefix(String(repeating: "x", count: 39) + "…") })
+            #expect(lines.contains { $0.hasPrefix("short ") })
+            #expect(try await runProgram(ctl, ["list", "--json"] + socket).stdout.contains(long))
+            #expect(try await runProgram(ctl, ["list", "--no-trunc"] + socket).stdout.contains(long))
+        }
+    }
+
+    /// Help is prose: no run of spaces inside a sentence (a multi-line string's indentation
+    /// leaking into the text). Only rows indented by two spaces (options, arguments,
+    /// subcommands, exit statuses) have a column gap.
+    @Test(arguments: ["", "send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "ping"])
+    func helpHasNoRunsOfSpacesInsideSentences(subcommand: String) async throws {
+        let result = try await runProgram(try replayctl, (subcommand.isEmpty ? [] : [subcommand]) + ["--help"])
+        #expect(result.status == 0)
+        for line in result.stdout.split(separator: "\n") {
+            var prose = line.drop { $0 == " " }
+            if line.hasPrefix("  "), !line.hasPrefix("   ") {
+                // A column row (an argument, option, subcommand or exit status): the prose
+                // is what follows the gap after its first column.
+                guard let gap = prose.firstRange(of: "  ") else { continue }
+                prose = prose[gap.upperBound...].drop { $0 == " " }
+            }
+            #expect(!prose.contains("  "), "help of '\(subcommand)': \(line)")
+        }
+    }
 }

@@ -18,5 +18,8 @@ struct CrashLoopTests {
         #expect(result.stdout.contains("kills survived: 3"))
         #expect(result.stdout.contains("events lost: 0"))
         #expect(!result.stdout.contains("violation"))
+        // A reader cut mid-frame by a kill ends its round and is counted, never a traceback.
+        #expect(result.stdout.contains("connections cut mid-frame: "))
+        #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")
     }
 }

@@ -106,6 +106,27 @@ struct MigrationTests {
         }
     }
 
+    /// A child that holds a copy of the lock file's descriptor (as every child does between
+    /// `fork` and `exec`) does not keep the database locked once the store is closed: the
+    /// flaky "in use by another replay process (pid <self>)" of a store reopened while
+    /// another test spawned a process. Here the child keeps the copy for its whole life.
+    @Test func aChildHoldingTheLockDescriptorDoesNotKeepTheDatabaseLocked() async throws {
+        try await withTemporaryDirectory { directory in
+            let first = try openStore(directory)
+            let lockFile = directory + "/replay.sqlite.lock"
+            let fd = try #require(openDescriptor(of: lockFile), "the store holds its lock file open")
+            let child = try spawnHolding(fd, "/bin/sleep", "60")
+            defer {
+                kill(child, SIGKILL)
+                var status: Int32 = 0
+                waitpid(child, &status, 0)
+            }
+            first.close()
+            let second = try openStore(directory)
+            second.close()
+        }
+    }
+
     /// A read-only database: as root (where permissions do not bind) on a read-only tmpfs,
     /// otherwise with the file's write bits removed.
     @Test func aReadOnlyDatabaseIsRefusedClearly() async throws {
@@ -124,4 +145,27 @@ struct MigrationTests {
             }
         }
     }
+}
+
+/// The descriptor of this process that has `path` open, found in /proc/self/fd.
+private func openDescriptor(of path: String) -> Int32? {
+    let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.compactMap(Int32.init).first { fd in
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) == target
+    }
+}
+
+/// Spawns `program` with a copy of `fd` (as descriptor 3) that survives its exec.
+private func spawnHolding(_ fd: Int32, _ program: String, _ arguments: String...) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, fd, 3)
+    let argv = ([program] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    let status = posix_spawn(&pid, program, &actions, nil, argv, environ)
+    guard status == 0 else { throw TestFailure("posix_spawn failed: \(status)") }
+    return pid
 }

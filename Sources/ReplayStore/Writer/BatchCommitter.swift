@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReplayModel
 
 /// Runs one batch of write requests in one transaction: assigns sequence numbers, inserts
 /// with cached statements, trims each touched stream to its retention, updates the stream
@@ -101,7 +102,7 @@ private struct Transaction {
                     return completions.append { done(.failure(.unknownStream(name))) }
                 }
                 do throws(StoreError) {
-                    try StreamName.validate(name)
+                    try StoreError.validateStreamName(name)
                     try autoCreate.validate()
                 } catch {
                     return completions.append { done(.failure(error)) }
@@ -115,7 +116,7 @@ private struct Transaction {
 
         case .create(let name, let config, let done):
             do throws(StoreError) {
-                try StreamName.validate(name)
+                try StoreError.validateStreamName(name)
                 try config.validate()
             } catch {
                 return completions.append { done(.failure(error)) }
