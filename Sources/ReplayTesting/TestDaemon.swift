@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ReplayCore
 
 /// The real `replayd` binary, started on a socket and database in a temp folder.
 ///
@@ -36,6 +37,29 @@ public final class TestDaemon: @unchecked Sendable {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        Self.running.withLock { $0[socketPath] = (process.processIdentifier, logPath) }
+    }
+
+    /// The daemons this test process started, by socket path, for `stateDump`.
+    private static let running = Locked<[String: (pid: Int32, log: String)]>([:])
+
+    /// Asks the daemon on `socketPath` for its state (SIGUSR1) and returns what it wrote to
+    /// its log: each connection's subscriptions and replies owed, each stream's parked
+    /// cursors. For a test's failure message.
+    public static func stateDump(socketPath: String) async -> String {
+        guard let (pid, log) = running.withLock({ $0[socketPath] }) else {
+            return "(no daemon started by this test process listens on \(socketPath))"
+        }
+        func text() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        let before = text().components(separatedBy: "state dump end").count
+        kill(pid, SIGUSR1)
+        for _ in 0..<500 where text().components(separatedBy: "state dump end").count == before {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let lines = text().split(separator: "\n").filter { $0.contains("state") }
+        let dump = lines.suffix(from: lines.lastIndex { $0.contains("state dump begin") } ?? lines.startIndex)
+        return dump.isEmpty ? "(replayd \(pid) wrote no state dump; its log:\n\(text().suffix(4000)))"
+            : "replayd \(pid)'s state:\n" + dump.joined(separator: "\n")
     }
 
     public var pid: Int32 { process.processIdentifier }
@@ -71,7 +95,12 @@ public final class TestDaemon: @unchecked Sendable {
     @discardableResult
     public func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
         if process.isRunning { kill(process.processIdentifier, signal) }
-        return await waitForExit()
+        let status = await waitForExit()
+        let pid = self.pid
+        Self.running.withLock { running in
+            if running[socketPath]?.pid == pid { running[socketPath] = nil }
+        }
+        return status
     }
 
     /// Waits for the process to exit on its own.
@@ -196,9 +225,13 @@ public func connectUnixSocket(_ fd: Int32, _ path: String) -> Bool {
 /// AddressSanitizer's quarantine of freed memory (256 MB by default) are not the daemon's
 /// own use.
 public func memoryBudget(_ bytes: Int) -> Int {
+    underSanitizer ? bytes * 8 : bytes
+}
+
+/// Whether this test process (and so the daemon built with it) runs under ThreadSanitizer
+/// or AddressSanitizer.
+public let underSanitizer: Bool = {
     let program = dlopen(nil, RTLD_NOW)  // the test process and what it links
     defer { if let program { dlclose(program) } }
-    if dlsym(program, "__tsan_init") != nil { return bytes * 8 }
-    if dlsym(program, "__asan_init") != nil { return bytes * 8 }
-    return bytes
-}
+    return dlsym(program, "__tsan_init") != nil || dlsym(program, "__asan_init") != nil
+}()

@@ -11,12 +11,20 @@ import ReplayProtocol
 public final class WireClient: @unchecked Sendable {
     private var frames: NIOAsyncChannelInboundStream<ServerFrame>.AsyncIterator
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private let socketPath: String
     /// The HELLO the server sent on connect.
     public private(set) var hello: ServerFrame?
 
-    init(inbound: NIOAsyncChannelInboundStream<ServerFrame>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
+    /// How long a test waits for any one frame before it fails with the daemon's state. A
+    /// frame normally arrives in milliseconds; the wait is long so that a loaded machine or
+    /// a sanitizer (many times slower) never fails a correct daemon, and shorter than the
+    /// suites' time limits so that a hang says where it stands instead of timing out mute.
+    public static var frameDeadline: Duration { underSanitizer ? .seconds(80) : .seconds(20) }
+
+    init(inbound: NIOAsyncChannelInboundStream<ServerFrame>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, socketPath: String) {
         self.frames = inbound.makeAsyncIterator()
         self.outbound = outbound
+        self.socketPath = socketPath
     }
 
     public func send(_ text: String) async throws {
@@ -38,14 +46,41 @@ public final class WireClient: @unchecked Sendable {
         outbound.finish()
     }
 
-    /// The next frame; `nil` once the server closed the connection.
+    /// The next frame; `nil` once the server closed the connection. Fails after
+    /// `frameDeadline` with the daemon's state dump (a subscription acknowledged but never
+    /// delivered, or a reply that never came, is a bug to locate, not a slow test).
     public func next() async throws -> ServerFrame? {
-        let frame = try await frames.next()
+        let frame = try await nextWithinDeadline()
         if case .hello = frame, hello == nil {
             hello = frame
             return try await next()
         }
         return frame
+    }
+
+    private enum Outcome: Sendable {
+        case frame(ServerFrame?)
+        case deadlinePassed
+    }
+
+    private func nextWithinDeadline() async throws -> ServerFrame? {
+        let deadline = Self.frameDeadline
+        let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
+            group.addTask { .frame(try await self.frames.next()) }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                return .deadlinePassed
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? .deadlinePassed
+        }
+        switch outcome {
+        case .frame(let frame):
+            return frame
+        case .deadlinePassed:
+            let state = await TestDaemon.stateDump(socketPath: socketPath)
+            throw TestFailure("no frame from replayd within \(deadline).\n\(state)")
+        }
     }
 
     /// The next frame, which must exist.
@@ -85,6 +120,6 @@ public func withWireClient<T: Sendable>(
             }
         }
     return try await channel.executeThenClose { inbound, outbound in
-        try await body(WireClient(inbound: inbound, outbound: outbound))
+        try await body(WireClient(inbound: inbound, outbound: outbound, socketPath: socketPath))
     }
 }

@@ -31,14 +31,28 @@ final class Connection: Sendable {
     private let context: ServerContext
     private let channel: NIOAsyncChannel<InboundCommand, ByteBuffer>
     private let state: Locked<ConnectionState>
-    /// The running subscriptions by sid, each with a token so that a finishing task only
-    /// unregisters itself, never a newer subscription that reused its sid.
-    private let subscriptions = Locked<(tasks: [String: (token: UInt64, task: Task<Void, Never>)], nextToken: UInt64)>(([:], 0))
+    /// A running subscription, with a token so that a finishing task only unregisters
+    /// itself, never a newer subscription that reused its sid.
+    private struct Registered {
+        let token: UInt64
+        let task: Task<Void, Never>
+        let phase: SubscriptionPhase
+    }
+
+    private struct SubscriptionTable {
+        var bySid: [String: Registered] = [:]
+        var nextToken: UInt64 = 0
+    }
+
+    private let subscriptions = Locked(SubscriptionTable())
+    private let replies = ReplyQueue()
     private let logger: Logger
+    let id: UInt64
 
     init(context: ServerContext, channel: NIOAsyncChannel<InboundCommand, ByteBuffer>, id: UInt64) {
         self.context = context
         self.channel = channel
+        self.id = id
         self.state = Locked(ConnectionState(maxSubscriptions: context.configuration.maxSubscriptionsPerConnection))
         var logger = context.logger
         logger[metadataKey: "connection"] = "\(id)"
@@ -64,7 +78,7 @@ final class Connection: Sendable {
         }
         do {
             try await channel.executeThenClose { inbound, outbound in
-                let replies = ReplyQueue()
+                let replies = self.replies
                 let write: @Sendable (ByteBuffer) async throws -> Void = { try await outbound.write($0) }
                 try await outbound.write(ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload).bytes)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -121,7 +135,7 @@ final class Connection: Sendable {
             let slot = replies.reserve()
             context.admin.submit(command) { replies.fill(slot, with: $0) }
         case .unsubscribe(let sid):
-            subscriptions.withLock { $0.tasks.removeValue(forKey: sid) }?.task.cancel()
+            subscriptions.withLock { $0.bySid.removeValue(forKey: sid) }?.task.cancel()
             replies.send(.ok)
         case .subscribe(let stream, let sid, let start):
             subscribe(stream: stream, sid: sid, start: start, replies: replies, write: write)
@@ -140,19 +154,24 @@ final class Connection: Sendable {
         let position = resolve(stream: stream, start: start)
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
+        let phase = SubscriptionPhase(stream: stream)
         subscriptions.withLock { subscriptions in
             let token = subscriptions.nextToken
             subscriptions.nextToken += 1
-            subscriptions.tasks[sid] = (token, Task { [self] in
-                await runSubscription(stream: stream, sid: sid, position: position, slot: slot, written: written, replies: replies, write: write)
+            let task = Task { [self] in
+                await runSubscription(
+                    stream: stream, sid: sid, position: position, slot: slot, written: written, replies: replies,
+                    phase: phase, write: write)
+                phase.enter(.finished)
                 subscriptionFinished(sid, token: token)
-            })
+            }
+            subscriptions.bySid[sid] = Registered(token: token, task: task, phase: phase)
         }
     }
 
     private func runSubscription(
         stream: String, sid: String, position: Pending<Result<(UInt64, UInt64), ReplayError>>,
-        slot: ReplyQueue.Slot, written: Doorbell, replies: ReplyQueue,
+        slot: ReplyQueue.Slot, written: Doorbell, replies: ReplyQueue, phase: SubscriptionPhase,
         write: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) async {
         let (next, liveAfter): (UInt64, UInt64)
@@ -163,12 +182,14 @@ final class Connection: Sendable {
         guard let hub = context.hub[stream] else {
             return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
         }
+        phase.enter(.awaitingOKWritten)
         replies.fill(slot, with: .ok)
         await written.wait()
+        phase.enter(.delivering)
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
         // subscriber is counted before the source's first events).
         let lease = context.sources.lease(stream)
-        await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, write: write)
+        await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, phase: phase, write: write)
             .run(from: next, liveAfter: liveAfter)
         lease.dispose()
     }
@@ -177,8 +198,8 @@ final class Connection: Sendable {
     /// unless it was already unsubscribed and reused.
     private func subscriptionFinished(_ sid: String, token: UInt64) {
         let current = subscriptions.withLock { subscriptions -> Bool in
-            guard subscriptions.tasks[sid]?.token == token else { return false }
-            subscriptions.tasks[sid] = nil
+            guard subscriptions.bySid[sid]?.token == token else { return false }
+            subscriptions.bySid[sid] = nil
             return true
         }
         if current { state.withLock { $0.subscriptionEnded(sid) } }
@@ -225,9 +246,22 @@ final class Connection: Sendable {
 
     private func stopSubscriptions() {
         let tasks = subscriptions.withLock { subscriptions in
-            defer { subscriptions.tasks = [:] }
-            return subscriptions.tasks.values.map(\.task)
+            defer { subscriptions.bySid = [:] }
+            return subscriptions.bySid.values.map(\.task)
         }
         for task in tasks { task.cancel() }
+    }
+
+    /// One line for the daemon's state dump: each subscription and where it stands, and
+    /// the replies still owed.
+    var stateDescription: String {
+        let subscriptions = self.subscriptions.withLock { table in
+            table.bySid.sorted { $0.key < $1.key }.map { sid, registered in
+                "\(sid) on \(registered.phase.stream): \(registered.phase.current)"
+            }
+        }
+        let (sids, draining) = state.withLock { ($0.subscriptions.sorted(), $0.draining) }
+        return "connection \(id): subscriptions [\(subscriptions.joined(separator: "; "))], sids in use \(sids), "
+            + replies.stateDescription + (draining ? ", draining" : "")
     }
 }

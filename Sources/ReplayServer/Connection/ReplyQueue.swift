@@ -31,6 +31,15 @@ final class ReplyQueue: Sendable {
 
     var count: Int { state.withLock { $0.slots.count } }
 
+    /// For the daemon's state dump: replies owed, and whether the oldest is still unfilled
+    /// (every later reply waits behind it).
+    var stateDescription: String {
+        state.withLock { state in
+            let head = state.slots.first.map { $0.frame.withLock { $0 } == nil ? "unfilled" : "ready" } ?? "none"
+            return "\(state.slots.count) replies owed (oldest \(head))"
+        }
+    }
+
     /// Takes the next slot; `afterWrite` runs once its reply has been written.
     func reserve(afterWrite: (@Sendable () -> Void)? = nil) -> Slot {
         let slot = Slot(afterWrite: afterWrite)

@@ -15,6 +15,7 @@ struct Subscription: Sendable {
     let hub: StreamHub
     let store: EventStore
     let reads: ReadPool
+    let phase: SubscriptionPhase
     let write: @Sendable (ByteBuffer) async throws -> Void
 
     static let pageEvents = 2048
@@ -46,7 +47,9 @@ struct Subscription: Sendable {
                     try await write(ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).bytes)
                     next = through + 1
                 case .wait:
+                    phase.enter(.parked(after: next - 1))
                     await hub.waitForCommit(after: next - 1)
+                    phase.enter(.delivering)
                 case .end(let terminal, let last):
                     let frame: ServerFrame = switch terminal {
                     case .completed: .completed(stream: stream, sid: sid, lastSequence: last)

@@ -25,6 +25,11 @@ final class Hub: Sendable {
         hubs.withLock { $0[name] }
     }
 
+    /// Every stream's hub, by name.
+    var all: [StreamHub] {
+        hubs.withLock { $0.values.sorted { $0.name < $1.name } }
+    }
+
     private func apply(_ batch: CommitBatch) {
         for (name, change) in batch.changes {
             let hub = hubs.withLock { hubs -> StreamHub? in

@@ -30,7 +30,8 @@ final class StreamHub: Sendable {
     private struct State {
         var info: StreamInfo
         var ring: TailRing
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Parked cursors: the sequence each waits to see passed, and how to wake it.
+        var waiters: [UInt64: (after: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
         var nextWaiterID: UInt64 = 0
         var deleted = false
         var subscribers = 0
@@ -59,7 +60,7 @@ final class StreamHub: Sendable {
                 state.ring.removeAll()
             }
             defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            return state.waiters.values.map(\.continuation)
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -121,13 +122,24 @@ final class StreamHub: Sendable {
                     if Task.isCancelled || state.deleted || state.info.lastSequence > sequence || state.info.terminal != nil {
                         return true
                     }
-                    state.waiters[id] = continuation
+                    state.waiters[id] = (sequence, continuation)
                     return false
                 }
                 if ready { continuation.resume() }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+        }
+    }
+
+    /// One line for the daemon's state dump: the bounds, and where each parked cursor
+    /// waits. A cursor parked after a sequence that is already committed is a lost wake-up.
+    var stateDescription: String {
+        state.withLock { state in
+            let parked = state.waiters.values.map(\.after).sorted()
+            let info = state.info
+            return "stream \(name): seq \(info.firstSequence)...\(info.lastSequence), terminal \(info.terminal.map { "\($0)" } ?? "none"), "
+                + "deleted \(state.deleted), subscribers \(state.subscribers), parked after \(parked)"
         }
     }
 

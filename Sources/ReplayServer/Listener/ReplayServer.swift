@@ -72,6 +72,10 @@ public final class ReplayServer: Service {
             ])
 
         sources.start()
+        let stateDump = StateDump(logger: logger) { [connections] in
+            let open = connections.withLock { $0.values.sorted { $0.id < $1.id } }
+            return ["\(open.count) connections"] + open.map(\.stateDescription) + hub.all.map(\.stateDescription)
+        }
 
         // Age limits apply to idle streams too.
         let expiry = Task {
@@ -92,6 +96,7 @@ public final class ReplayServer: Service {
         }
 
         expiry.cancel()
+        stateDump.stop()
         sources.stopAll()
         store.close()
         try? await pool.shutdownGracefully()
