@@ -106,13 +106,10 @@ public final class TestDaemon: @unchecked Sendable {
     /// Waits for the process to exit on its own.
     public func waitForExit() async -> Int32 {
         let process = self.process
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                done.resume()
-            }
+        return await blockingCall {
+            process.waitUntilExit()
+            return process.terminationStatus
         }
-        return process.terminationStatus
     }
 
     /// Whether the process ended by a signal rather than by exiting.
@@ -164,21 +161,17 @@ public func runProgram(
     process.standardError = errors
     process.standardInput = input
     try process.run()
-    // Feed and drain on other threads so a large input or output cannot block the pipe.
+    // Feed, drain and wait on threads of their own, so that a large input or output cannot
+    // block the pipe, and a long child never holds the cooperative pool (`blockingCall`).
     let feeding = DispatchQueue(label: "feed")
     feeding.async {
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try? input.fileHandleForWriting.close()
     }
-    async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
-    async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
+    async let out = blockingCall { output.fileHandleForReading.readDataToEndOfFile() }
+    async let err = blockingCall { errors.fileHandleForReading.readDataToEndOfFile() }
     let (stdout, stderr) = await (out, err)
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        DispatchQueue.global().async {
-            process.waitUntilExit()
-            done.resume()
-        }
-    }
+    await blockingCall { process.waitUntilExit() }
     return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
 }
 

@@ -38,7 +38,7 @@ struct FloodTests {
             let socket = daemon.socketPath
             try await withWireClient(socket) { bystander in
                 try await bystander.subscribe("s", sid: "b")
-                let answers = try await Task.detached { try Self.pingFromRawConnections(socket, count: 1_000) }.value
+                let answers = try await blockingCall { try Self.pingFromRawConnections(socket, count: 1_000) }
                 #expect(answers.filter { $0.contains("PONG") }.count == 1_000)
                 #expect(daemon.residentBytes - baseline < memoryBudget(100 << 20), "RSS grew by \((daemon.residentBytes - baseline) >> 20) MB for 1,000 connections")
                 let sequences = try await withWireClient(socket) { publisher in try await publisher.publish("s", ["after the flood"]) }
@@ -51,7 +51,7 @@ struct FloodTests {
     @Test func connectionsBeyondTheLimitGetAClearError() async throws {
         try await withDaemon(arguments: ["--max-connections", "20"]) { daemon in
             let socket = daemon.socketPath
-            let answers = try await Task.detached { try Self.pingFromRawConnections(socket, count: 30) }.value
+            let answers = try await blockingCall { try Self.pingFromRawConnections(socket, count: 30) }
             #expect(answers.filter { $0.contains("PONG") }.count == 20)
             let refused = answers.filter { $0.contains("-ERR too_many_connections") }
             #expect(refused.count == 10)
