@@ -31,26 +31,33 @@ struct SlowSubscriberTests {
             let peak = daemon.residentBytes
             #expect(peak - baseline < memoryBudget(60 << 20), "RSS grew by \((peak - baseline) >> 20) MB while 100 MB waited for a stopped subscriber")
 
-            // Now read everything from the raw socket.
-            var decoder = ServerFrameDecoder()
-            var buffer = ByteBuffer()
-            var next: UInt64 = 1
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            while next <= UInt64(total) {
-                let count = read(stopped, &chunk, chunk.count)
-                guard count > 0 else { throw TestFailure("the daemon closed the slow subscriber at event \(next)") }
-                buffer.writeBytes(chunk[0..<count])
-                while let frame = try decoder.next(&buffer) {
-                    switch frame {
-                    case .event(_, _, let sequence, _, let body):
-                        #expect(sequence == next)
-                        #expect(String(buffer: body).hasPrefix("\(sequence - 1):"))
-                        next = sequence + 1
-                    case .hello, .ok: continue
-                    default: throw TestFailure("unexpected \(frame)")
+            // Now read everything from the raw socket: blocking reads, so on a thread of
+            // their own (`blockingCall`), never on the test process's cooperative pool.
+            let (next, misordered) = try await blockingCall { () throws -> (UInt64, [String]) in
+                var decoder = ServerFrameDecoder()
+                var buffer = ByteBuffer()
+                var next: UInt64 = 1
+                var misordered: [String] = []
+                var chunk = [UInt8](repeating: 0, count: 1 << 16)
+                while next <= UInt64(total) {
+                    let count = read(stopped, &chunk, chunk.count)
+                    guard count > 0 else { throw TestFailure("the daemon closed the slow subscriber at event \(next)") }
+                    buffer.writeBytes(chunk[0..<count])
+                    while let frame = try decoder.next(&buffer) {
+                        switch frame {
+                        case .event(_, _, let sequence, _, let body):
+                            if sequence != next || !String(buffer: body).hasPrefix("\(sequence - 1):") {
+                                misordered.append("expected \(next), got \(sequence)")
+                            }
+                            next = sequence + 1
+                        case .hello, .ok: continue
+                        default: throw TestFailure("unexpected \(frame)")
+                        }
                     }
                 }
+                return (next, misordered)
             }
+            #expect(misordered.isEmpty, "\(misordered.prefix(5))")
             #expect(next == UInt64(total) + 1)
         }
     }

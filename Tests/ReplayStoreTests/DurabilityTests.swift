@@ -43,23 +43,27 @@ struct DurabilityTests {
             probe.standardOutput = output
             try probe.run()
 
-            // Read acknowledgements until a good number arrived, then kill mid-stream.
-            var acknowledged: [(UInt64, String)] = []
-            var buffer = Data()
+            // Read acknowledgements until a good number arrived, then kill mid-stream; on a
+            // thread of its own (`blockingCall`), never on the cooperative pool.
             let reader = output.fileHandleForReading
-            while acknowledged.count < 3_000 {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                buffer += chunk
-                while let newline = buffer.firstIndex(of: 10) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer = Data(buffer[(newline + 1)...])
-                    let parts = line.split(separator: " ")
-                    acknowledged.append((UInt64(parts[0])!, String(parts[1])))
+            let acknowledged = await blockingCall { () -> [(UInt64, String)] in
+                var acknowledged: [(UInt64, String)] = []
+                var buffer = Data()
+                while acknowledged.count < 3_000 {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    buffer += chunk
+                    while let newline = buffer.firstIndex(of: 10) {
+                        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                        buffer = Data(buffer[(newline + 1)...])
+                        let parts = line.split(separator: " ")
+                        acknowledged.append((UInt64(parts[0])!, String(parts[1])))
+                    }
                 }
+                kill(probe.processIdentifier, SIGKILL)
+                probe.waitUntilExit()
+                return acknowledged
             }
-            kill(probe.processIdentifier, SIGKILL)
-            probe.waitUntilExit()
             #expect(probe.terminationReason == .uncaughtSignal)
             #expect(acknowledged.count >= 3_000)
 

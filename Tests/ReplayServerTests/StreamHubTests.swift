@@ -1,0 +1,131 @@
+import Foundation
+import ReplayProtocol
+@testable import ReplayServer
+@testable import ReplayStore
+import Testing
+
+/// The hub's cursor logic, without a daemon: what a subscription at each position does,
+/// and that a parked cursor is woken by every kind of change.
+@Suite("StreamHub")
+struct StreamHubTests {
+    static func info(first: UInt64, last: UInt64, terminal: Terminal? = nil) -> StreamInfo {
+        StreamInfo(
+            name: "s", config: StreamConfig(capacity: nil), createdAt: Date(timeIntervalSince1970: 0),
+            firstSequence: first, lastSequence: last, byteCount: 0, terminal: terminal, terminalAt: nil)
+    }
+
+    static func events(_ range: ClosedRange<UInt64>) -> [StoredEvent] {
+        range.map { StoredEvent(sequence: $0, timestamp: "2026-11-23T00:00:00.000Z", payload: Data("e\($0)".utf8)) }
+    }
+
+    /// A hub holding events 1...10 in the store, of which the ring keeps the last `ring`.
+    static func hub(ring: Int = 4, first: UInt64 = 1) -> StreamHub {
+        let hub = StreamHub(info: info(first: first, last: 0), tailEvents: ring, tailBytes: 1 << 20)
+        hub.apply(CommitBatch.Change(info: info(first: first, last: 10), appended: events(1...10)))
+        return hub
+    }
+
+    func sequences(_ step: StreamHub.Step) -> [UInt64]? {
+        if case .send(let entries) = step { return entries.map(\.sequence) }
+        return nil
+    }
+
+    @Test func aCursorInTheRingIsServedFromMemory() {
+        let hub = Self.hub()
+        #expect(sequences(hub.step(at: 7, liveAfter: 10, limit: 100, byteBudget: 1 << 20)) == [7, 8, 9, 10])
+        #expect(sequences(hub.step(at: 9, liveAfter: 10, limit: 1, byteBudget: 1 << 20)) == [9])
+    }
+
+    @Test func aCursorBehindTheRingReadsTheStoreUpToTheRing() {
+        guard case .read(let through) = Self.hub().step(at: 2, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected a read"); return
+        }
+        #expect(through == 6)
+    }
+
+    @Test func historyRetentionRemovedIsAGapButLiveEventsAreNot() {
+        let hub = Self.hub(ring: 100, first: 5)
+        guard case .gap(let through) = hub.step(at: 1, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected a gap for trimmed history"); return
+        }
+        #expect(through == 4)
+        // Events after liveAfter are live: delivered from the ring whatever the window.
+        #expect(sequences(hub.step(at: 3, liveAfter: 2, limit: 100, byteBudget: 1 << 20)) == Array(3...10))
+    }
+
+    @Test func caughtUpWaitsAndATerminalStreamEnds() {
+        let hub = Self.hub()
+        guard case .wait = hub.step(at: 11, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected to wait"); return
+        }
+        hub.apply(CommitBatch.Change(info: Self.info(first: 1, last: 10, terminal: .completed), appended: []))
+        guard case .end(.completed, let last) = hub.step(at: 11, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected the end"); return
+        }
+        #expect(last == 10)
+        hub.apply(CommitBatch.Change(info: nil, appended: []))
+        guard case .deleted = hub.step(at: 11, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected deleted"); return
+        }
+    }
+
+    @Test func startPositions() {
+        let hub = Self.hub(first: 3)
+        #expect(hub.start(.all)! == (3, 10))
+        #expect(hub.start(.new)! == (11, 10))
+        #expect(hub.start(.from(0))! == (1, 10))
+        #expect(hub.start(.last(2))! == (9, 10))
+        #expect(hub.start(.last(100))! == (3, 10))
+        #expect(hub.start(.last(0))! == (11, 10))
+        #expect(hub.start(.since(0)) == nil)
+    }
+
+    /// A cursor parked after the last sequence is woken by the next commit, whichever runs
+    /// first: the commit before the cursor parks (it must not park), or after.
+    @Test(arguments: 0..<200)
+    func aParkedCursorIsNeverLeftBehindByACommit(round: Int) async {
+        let hub = Self.hub()
+        async let parked: Void = hub.waitForCommit(after: 10)
+        if round.isMultiple(of: 2) { await Task.yield() }
+        hub.apply(CommitBatch.Change(info: Self.info(first: 1, last: 11), appended: Self.events(11...11)))
+        await parked
+        #expect(sequences(hub.step(at: 11, liveAfter: 10, limit: 100, byteBudget: 1 << 20)) == [11])
+    }
+
+    @Test func aParkedCursorIsWokenByCancellation() async {
+        let hub = Self.hub()
+        let task = Task { await hub.waitForCommit(after: 10) }
+        task.cancel()
+        await task.value
+        #expect(hub.stateDescription.hasSuffix("parked after []"))
+    }
+}
+
+@Suite("TailRing")
+struct TailRingTests {
+    @Test func keepsTheNewestWithinCountAndBytes() {
+        var ring = TailRing(maxEvents: 3, maxBytes: 1 << 20)
+        for event in StreamHubTests.events(1...5) { ring.append(event) }
+        #expect(ring.firstSequence == 3)
+        #expect(ring.slice(from: 1, limit: 10, byteBudget: 1 << 20).isEmpty)
+        #expect(ring.slice(from: 4, limit: 10, byteBudget: 1 << 20).map(\.sequence) == [4, 5])
+
+        var small = TailRing(maxEvents: 100, maxBytes: 5)  // "eN" is 2 bytes: two fit, a third not
+        for event in StreamHubTests.events(1...4) { small.append(event) }
+        #expect(small.firstSequence == 3)
+    }
+
+    @Test func aSliceStopsAtItsLimitAndBudgetButNeverReturnsNothing() {
+        var ring = TailRing(maxEvents: 100, maxBytes: 1 << 20)
+        for event in StreamHubTests.events(1...9) { ring.append(event) }
+        #expect(ring.slice(from: 1, limit: 2, byteBudget: 1 << 20).map(\.sequence) == [1, 2])
+        #expect(ring.slice(from: 1, limit: 100, byteBudget: 3).map(\.sequence) == [1, 2])
+        #expect(ring.slice(from: 1, limit: 100, byteBudget: 0).map(\.sequence) == [1])
+    }
+
+    @Test func aHoleStartsTheRingOver() {
+        var ring = TailRing(maxEvents: 100, maxBytes: 1 << 20)
+        for event in StreamHubTests.events(1...3) + StreamHubTests.events(7...8) { ring.append(event) }
+        #expect(ring.firstSequence == 7)
+    }
+}
