@@ -21,6 +21,8 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case forbidden = "forbidden"
         // The server.
         case storageFull = "storage_full"
+        /// A limit of the store's layout: stream ids or a stream's sequence numbers.
+        case limitReached = "limit_reached"
         case shuttingDown = "shutting_down"
         case tooManyConnections = "too_many_connections"
         case `internal` = "internal"

@@ -11,6 +11,7 @@ extension ReplayError {
         case .invalidConfig: .invalidConfig
         case .terminated: .terminated
         case .storageFull: .storageFull
+        case .limitReached: .limitReached
         case .closed: .shuttingDown
         case .notADatabase, .readOnly, .locked, .newerSchema, .sqlite: .internal
         }

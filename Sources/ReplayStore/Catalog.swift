@@ -8,6 +8,9 @@ final class Catalog: Sendable {
     struct Record: Sendable {
         let id: Int64
         var info: StreamInfo
+        /// The time (ms) of the stream's newest event: the next commit's time is never
+        /// earlier, so times rise with seq and can be binary-searched.
+        var lastTime: Int64 = 0
     }
 
     private let records: Locked<[String: Record]>
@@ -63,6 +66,7 @@ extension Catalog.Record {
                 createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
                 firstSequence: UInt64(first), lastSequence: UInt64(last),
                 byteCount: row["byte_count"], terminal: terminal,
-                terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse)))
+                terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse)),
+            lastTime: row["last_time"])
     }
 }

@@ -163,16 +163,21 @@ public final class EventStore: Sendable {
         do {
             try pool.read { db in
                 let statement = RawStatement(
-                    try db.cachedStatement(sql: "SELECT seq, time, payload FROM event_log WHERE stream_id = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?"),
+                    try db.cachedStatement(sql: "SELECT key, time, payload FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
                     in: db)
-                statement.bind(record.id, at: 1)
-                statement.bind(Int64(clamping: from), at: 2)
-                statement.bind(Int64(clamping: through), at: 3)
-                statement.bind(Int64(limit), at: 4)
+                statement.bind(EventKey.key(stream: record.id, sequence: from), at: 1)
+                statement.bind(EventKey.key(stream: record.id, sequence: min(through, EventKey.maxSequence)), at: 2)
+                statement.bind(Int64(limit), at: 3)
                 var bytes = 0
+                // Events of one commit share its time: format each distinct time once.
+                var time: (millis: Int64, text: [UInt8]) = (.min, [])
                 try statement.forEachRow { row in
+                    let millis = row.int64(1)
+                    if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                     let payload = row.bytes(2)
-                    body(UInt64(row.int64(0)), row.bytes(1), payload)
+                    time.text.withUnsafeBytes { text in
+                        body(EventKey.sequence(of: row.int64(0)), text, payload)
+                    }
                     bytes += payload.count
                     return bytes < byteBudget
                 }
@@ -195,12 +200,15 @@ public final class EventStore: Sendable {
     public func firstSequence(_ stream: String, since time: Date) throws(StoreError) -> UInt64 {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
         do {
-            let found = try pool.read { db in
-                try Int64.fetchOne(
-                    db.cachedStatement(sql: "SELECT min(seq) FROM event_log WHERE stream_id = ? AND time >= ?"),
-                    arguments: [record.id, Timestamp.format(time)])
+            return try pool.read { db in
+                // The window as of this read (the writer may have moved it since the
+                // catalog snapshot above; the search is over what this read sees).
+                let bounds = try Row.fetchOne(db, sql: "SELECT first_seq, last_seq FROM streams WHERE id = ?", arguments: [record.id])
+                let first = UInt64(bounds?["first_seq"] as Int64? ?? Int64(record.info.firstSequence))
+                let last = UInt64(bounds?["last_seq"] as Int64? ?? Int64(record.info.lastSequence))
+                guard first <= last else { return last + 1 }
+                return try TimeSearch.firstSequence(of: record.id, in: first...last, atOrAfter: Timestamp.millis(time), db)
             }
-            return found.map(UInt64.init) ?? (catalog[stream]?.info.lastSequence ?? record.info.lastSequence) + 1
         } catch {
             throw StoreError(error, path: path)
         }

@@ -22,6 +22,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case terminated(stream: String)
     /// The disk (or the file-system quota) is full; nothing of the failed write was stored.
     case storageFull
+    /// A limit of the store's layout was reached (stream ids, sequence numbers).
+    case limitReached(String)
     /// The store was closed.
     case closed
     /// SQLite reported an error.
@@ -49,6 +51,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "stream '\(stream)' has terminated (completed or failed); nothing can be appended after its terminal event"
         case .storageFull:
             "storage full: the database's disk has no room left; nothing was stored; free space and retry"
+        case .limitReached(let reason):
+            "limit reached: \(reason)"
         case .closed:
             "the store is closed"
         case .sqlite(let code, let message):

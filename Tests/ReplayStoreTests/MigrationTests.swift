@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReplayCore
 @testable import ReplayStore
 import ReplayTesting
 import Testing
@@ -57,6 +58,122 @@ struct MigrationTests {
             #expect(try await store.appendAll(["next"], to: "old") == [2])
             let columns = try store.query { db in try db.columns(in: "streams").map(\.name) }
             #expect(columns.contains("source_command"))
+        }
+    }
+
+    static let schemaV2Database = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/schema-v2-database.sqlite").path
+
+    static let streamColumns = """
+        SELECT name, capacity, max_bytes, max_age_seconds, created_at, first_seq, last_seq, event_count,
+               byte_count, terminal, terminal_message, terminal_at, source_command, source_connect, source_options
+        FROM streams ORDER BY name
+        """
+    static let eventRows = "SELECT stream, seq, time, payload FROM events ORDER BY stream, seq"
+
+    /// A database as the schema-v2 release wrote it (made by that release's own replayd and
+    /// replayctl: Fixtures/make-schema-v2-database.sh) is converted in place: every
+    /// stream, setting, terminal state, source and event survives, the `events` view reads
+    /// exactly as before, and the converted log goes on.
+    @Test func aDatabaseWrittenByTheSchemaV2ReleaseIsConvertedInPlace() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/replay.sqlite"
+            try FileManager.default.copyItem(atPath: Self.schemaV2Database, toPath: path)
+            let old = try DatabaseQueue(path: path)
+            let (oldStreams, oldEvents) = try old.read { db in
+                (try Row.fetchAll(db, sql: Self.streamColumns), try Row.fetchAll(db, sql: Self.eventRows))
+            }
+            try old.close()
+            #expect(oldStreams.count == 7)
+            #expect(oldEvents.count == 12)
+
+            let store = try openStore(directory)
+            defer { store.close() }
+            let (streams, events) = try store.query { db in
+                (values(try Row.fetchAll(db, sql: Self.streamColumns)), values(try Row.fetchAll(db, sql: Self.eventRows)))
+            }
+            #expect(streams == values(oldStreams))
+            #expect(events == values(oldEvents))
+            let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
+            #expect(applied.contains("0003_one_integer_key"))
+            let columns = try store.query { db in try db.columns(in: "event_log").map(\.name) }
+            #expect(columns == ["key", "time", "payload"])
+
+            // Through the store: settings, windows, terminal states, the source.
+            #expect(store.info("orders")?.config == StreamConfig(capacity: nil))
+            #expect(store.info("small").map { ($0.firstSequence, $0.lastSequence) } ?? (0, 0) == (8, 10))
+            #expect(store.info("sized")?.config.maxBytes == 100_000)
+            #expect(store.info("sized")?.config.maxAge == 604_800.0)
+            #expect(store.info("done")?.terminal == .completed)
+            #expect(store.info("broken")?.terminal == .failed(message: "disk on fire"))
+            #expect(store.info("feed")?.config.source?.command == "echo hi")
+            #expect(store.info("feed")?.config.source?.connect == .lazy)
+            #expect(store.info("empty")?.eventCount == 0)
+            let orders = oldEvents.filter { $0["stream"] == "orders" }
+            let read = try store.read("orders", from: 1)
+            #expect(read.map(\.timestamp) == orders.map { $0["time"] as String })
+            #expect(read.map { String(decoding: $0.payload, as: UTF8.self) } == orders.map { String(decoding: $0["payload"] as Data, as: UTF8.self) })
+
+            // A time start finds the converted events; numbering and times go on.
+            let fourth = try #require(Timestamp.parse(orders[3]["time"]))
+            #expect(try store.firstSequence("orders", since: fourth) <= 4)
+            #expect(try store.firstSequence("orders", since: fourth.addingTimeInterval(3600)) == 6)
+            let next = try await store.append(Data("next".utf8), to: "orders")
+            #expect(next.sequence == 6)
+            #expect(next.timestamp >= orders[4]["time"] as String)
+        }
+    }
+
+    /// Times never decrease within a stream, even when the clock is set back: `since=`
+    /// and age limits binary-search on them.
+    @Test func aClockSetBackDoesNotMakeTimesDecrease() async throws {
+        try await withTemporaryDirectory { directory in
+            let times = Locked([3_000.0, 1_000.0, 2_000.0, 5_000.0])
+            let store = try openStore(directory, autoCreate: StreamConfig(capacity: nil)) {
+                Date(timeIntervalSince1970: times.withLock { $0.removeFirst() })
+            }
+            defer { store.close() }
+            for payload in ["a", "b", "c", "d"] { _ = try await store.append(Data(payload.utf8), to: "s") }
+            let stamps = try store.read("s", from: 1).map(\.timestamp)
+            #expect(stamps == ["1970-01-01T00:50:00.000Z", "1970-01-01T00:50:00.000Z", "1970-01-01T00:50:00.000Z", "1970-01-01T01:23:20.000Z"])
+            #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 2_500)) == 1)
+            #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 3_001)) == 4)
+            #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 6_000)) == 5)
+        }
+    }
+
+    /// The one-integer key has room for 2^40 - 1 sequence numbers per stream and 2^23 - 1
+    /// stream ids: beyond either, a clear `limitReached` for that request, nothing stored.
+    @Test func theKeysLimitsAreClearErrors() async throws {
+        try await withTemporaryDirectory { directory in
+            try openStore(directory).close()
+            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
+            try await queue.write { db in
+                try db.execute(
+                    sql: "INSERT INTO streams (id, name, created_at, first_seq, last_seq) VALUES (?, 'full', '2026-01-01T00:00:00.000Z', ?, ?)",
+                    arguments: [EventKey.maxStreamID, Int64(EventKey.maxSequence), Int64(EventKey.maxSequence - 1)])
+            }
+            try queue.close()
+            let store = try openStore(directory)
+            defer { store.close() }
+            let last = try await store.append(Data("last".utf8), to: "full")
+            #expect(last.sequence == EventKey.maxSequence)
+            await #expect(throws: StoreError.self) { try await store.append(Data("one too many".utf8), to: "full") }
+            do {
+                _ = try await store.append(Data("x".utf8), to: "full")
+            } catch {
+                guard case StoreError.limitReached(let reason) = error else { throw error }
+                #expect(reason.contains("every sequence number"))
+            }
+            do {
+                _ = try await store.create("another", config: StreamConfig(capacity: 1))
+                Issue.record("a stream id beyond the key's room was accepted")
+            } catch {
+                guard case StoreError.limitReached(let reason) = error else { throw error }
+                #expect(reason.contains("stream ids"))
+            }
+            #expect(try store.read("full", from: 1).map(\.sequence) == [EventKey.maxSequence])
+            #expect(store.info("another") == nil)
         }
     }
 
@@ -168,4 +285,9 @@ private func spawnHolding(_ fd: Int32, _ program: String, _ arguments: String...
     let status = posix_spawn(&pid, program, &actions, nil, argv, environ)
     guard status == 0 else { throw TestFailure("posix_spawn failed: \(status)") }
     return pid
+}
+
+/// Rows as plain values (GRDB's `Row` is not Sendable), for comparing query results.
+private func values(_ rows: [Row]) -> [[DatabaseValue]] {
+    rows.map { Array($0.databaseValues) }
 }

@@ -22,7 +22,7 @@ struct PageReadTests {
             #expect(seen.map(\.2) == payloads)
             #expect(seen.allSatisfy { $0.1.hasSuffix("Z") && $0.1.count == 24 })
             // An empty payload is stored as an empty blob, not NULL, for the sqlite3 shell.
-            let type = try store.query { db in try String.fetchOne(db, sql: "SELECT typeof(payload) FROM event_log WHERE seq = 1") }
+            let type = try store.query { db in try String.fetchOne(db, sql: "SELECT typeof(payload) FROM events WHERE seq = 1") }
             #expect(type == "blob")
         }
     }

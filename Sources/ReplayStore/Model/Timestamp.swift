@@ -5,14 +5,49 @@ import Foundation
 /// once per stored event and Foundation's formatters are an order of magnitude slower.
 enum Timestamp {
     static func format(_ date: Date) -> String {
-        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        format(millis: millis(date))
+    }
+
+    /// Milliseconds since 1970 UTC, as the log stores event times.
+    static func millis(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    static func date(millis: Int64) -> Date {
+        Date(timeIntervalSince1970: TimeInterval(millis) / 1000)
+    }
+
+    /// The text of a time stored as milliseconds: digits written in place, no formatter
+    /// (catch-up formats the time of every page's commits).
+    static func format(millis: Int64) -> String {
         var seconds = time_t(millis / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-            parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-            parts.tm_hour, parts.tm_min, parts.tm_sec, Int32(millis % 1000))
+        let text = [UInt8](unsafeUninitializedCapacity: 24) { bytes, count in
+            func put(_ value: Int32, _ digits: Int, at offset: Int) {
+                var value = value
+                for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    bytes[index] = UInt8(truncatingIfNeeded: 0x30 + value % 10)
+                    value /= 10
+                }
+            }
+            put(parts.tm_year + 1900, 4, at: 0)
+            bytes[4] = 0x2D
+            put(parts.tm_mon + 1, 2, at: 5)
+            bytes[7] = 0x2D
+            put(parts.tm_mday, 2, at: 8)
+            bytes[10] = 0x54
+            put(parts.tm_hour, 2, at: 11)
+            bytes[13] = 0x3A
+            put(parts.tm_min, 2, at: 14)
+            bytes[16] = 0x3A
+            put(parts.tm_sec, 2, at: 17)
+            bytes[19] = 0x2E
+            put(Int32(millis % 1000), 3, at: 20)
+            bytes[23] = 0x5A
+            count = 24
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func parse(_ text: String) -> Date? {

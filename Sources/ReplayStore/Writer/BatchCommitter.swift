@@ -47,6 +47,9 @@ private struct Transaction {
 
     let catalog: Catalog
     let time: Date
+    /// The commit's time in ms; a stream whose newest event is later (the clock was set
+    /// back) keeps its own time instead, so times never decrease within a stream.
+    let millis: Int64
     let timeText: String
     /// Working copies, mutated in place through their index: an append looks its stream's
     /// name up once, then works on the array element (hashing the name for every field
@@ -60,8 +63,9 @@ private struct Transaction {
     init(catalog: Catalog, time: Date) {
         self.catalog = catalog
         // One commit time for the whole batch: cheap, and times never go backwards in it.
-        self.time = Date(timeIntervalSince1970: (time.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
-        self.timeText = Timestamp.format(time)
+        self.millis = Timestamp.millis(time)
+        self.time = Timestamp.date(millis: millis)
+        self.timeText = Timestamp.format(millis: millis)
     }
 
     /// Forgets a previous attempt (GRDB may retry the block only on our own error paths,
@@ -104,10 +108,14 @@ private struct Transaction {
                 do throws(StoreError) {
                     try StoreError.validateStreamName(name)
                     try autoCreate.validate()
+                    try checkRoomForAStream(db)
                 } catch {
                     return completions.append { done(.failure(error)) }
                 }
                 index = try insertStream(name, autoCreate, db)
+            }
+            guard streams[index].record.info.lastSequence < EventKey.maxSequence else {
+                return completions.append { done(.failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); publish to a new stream"))) }
             }
             guard let event = try append(payload, to: index, db) else {
                 return completions.append { done(.failure(.terminated(stream: name))) }
@@ -128,6 +136,11 @@ private struct Transaction {
                     existing.info.config == config ? .success(existing.info) : .failure(.streamExists(name))
                 return completions.append { done(result) }
             }
+            do throws(StoreError) {
+                try checkRoomForAStream(db)
+            } catch {
+                return completions.append { done(.failure(error)) }
+            }
             let index = try insertStream(name, config, db)
             let info = streams[index].record.info
             completions.append { done(.success(info)) }
@@ -136,6 +149,7 @@ private struct Transaction {
             guard let record = record(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
+            try deleteEvents(of: record.id, db)
             try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
             // Its working copy (if any) stays in `streams`, unreachable by name.
             indexByName[name] = nil
@@ -161,7 +175,7 @@ private struct Transaction {
             streams[index].record.info.terminal = nil
             streams[index].record.info.terminalAt = nil
             if !keepHistory {
-                try db.execute(sql: "DELETE FROM event_log WHERE stream_id = ?", arguments: [streams[index].record.id])
+                try deleteEvents(of: streams[index].record.id, db)
                 streams[index].record.info.firstSequence = streams[index].record.info.lastSequence + 1
                 streams[index].record.info.byteCount = 0
             }
@@ -184,23 +198,38 @@ private struct Transaction {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
+        let (eventMillis, eventText) = record.lastTime > millis ? (record.lastTime, Timestamp.format(millis: record.lastTime)) : (millis, timeText)
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live.
         if record.info.config.capacity != 0 {
-            let insert = RawStatement(
-                try db.cachedStatement(sql: "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (?, ?, ?, ?)"), in: db)
-            insert.bind(record.id, at: 1)
-            insert.bind(Int64(sequence), at: 2)
-            insert.bind(timeText, at: 3)
-            try insert.execute(blob: payload, at: 4)
+            let insert = RawStatement(try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload) VALUES (?, ?, ?)"), in: db)
+            insert.bind(EventKey.key(stream: record.id, sequence: sequence), at: 1)
+            insert.bind(eventMillis, at: 2)
+            try insert.execute(blob: payload, at: 3)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
         }
         streams[index].record.info.lastSequence = sequence
-        let event = StoredEvent(sequence: sequence, timestamp: timeText, payload: payload)
+        streams[index].record.lastTime = eventMillis
+        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload)
         streams[index].appended.append(event)
         return event
+    }
+
+    /// A new stream takes the id after the highest in use: refused once that no longer fits
+    /// the event key (a failed request, not a failed batch).
+    private func checkRoomForAStream(_ db: Database) throws(StoreError) {
+        let next = (try? Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(id), 0) + 1 FROM streams"))) ?? nil
+        if let next, next > EventKey.maxStreamID {
+            throw .limitReached("replay has room for stream ids up to \(EventKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database")
+        }
+    }
+
+    /// Every event of the stream (its rows in `streams` stay).
+    private func deleteEvents(of stream: Int64, _ db: Database) throws {
+        let range = EventKey.range(of: stream)
+        try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
     }
 
     private mutating func insertStream(_ name: String, _ config: StreamConfig, _ db: Database) throws -> Int {
@@ -239,12 +268,12 @@ private struct Transaction {
             try db.cachedStatement(
                 sql: """
                     UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
-                        terminal = ?, terminal_message = ?, terminal_at = ?
+                        terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?
                     WHERE id = ?
                     """
             ).execute(arguments: [
                 Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
-                terminalKind, terminalMessage, info.terminalAt.map(Timestamp.format), record.id,
+                terminalKind, terminalMessage, info.terminalAt.map(Timestamp.format), record.lastTime, record.id,
             ])
         }
     }

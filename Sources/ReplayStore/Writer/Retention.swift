@@ -16,29 +16,29 @@ struct Retention {
             // Walk from the oldest until enough bytes would be freed.
             var excess = record.info.byteCount - maxBytes
             var through = record.info.firstSequence - 1
+            let range = EventKey.range(of: record.id)
             let rows = try Row.fetchCursor(
-                db.cachedStatement(sql: "SELECT seq, length(payload) FROM event_log WHERE stream_id = ? AND seq >= ? ORDER BY seq"),
-                arguments: [record.id, Int64(record.info.firstSequence)])
+                db.cachedStatement(sql: "SELECT key, length(payload) FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key"),
+                arguments: [EventKey.key(stream: record.id, sequence: record.info.firstSequence), range.upperBound])
             while excess > 0, let row = try rows.next() {
-                through = UInt64(row[0] as Int64)
+                through = EventKey.sequence(of: row[0])
                 excess -= row[1] as Int
             }
             try remove(through: through, from: &record, db)
         }
         if let maxAge = config.maxAge, record.info.eventCount > 0 {
-            let cutoff = Timestamp.format(now.addingTimeInterval(-maxAge))
-            let newest = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT max(seq) FROM event_log WHERE stream_id = ? AND time < ?"),
-                arguments: [record.id, cutoff])
-            if let newest { try remove(through: UInt64(newest), from: &record, db) }
+            let cutoff = Timestamp.millis(now.addingTimeInterval(-maxAge))
+            let window = record.info.firstSequence...record.info.lastSequence
+            let firstKept = try TimeSearch.firstSequence(of: record.id, in: window, atOrAfter: cutoff, db)
+            try remove(through: firstKept - 1, from: &record, db)
         }
     }
 
     private func remove(through last: UInt64, from record: inout Catalog.Record, _ db: Database) throws {
         guard last >= record.info.firstSequence else { return }
         let freed = try Int.fetchAll(
-            db.cachedStatement(sql: "DELETE FROM event_log WHERE stream_id = ? AND seq >= ? AND seq <= ? RETURNING length(payload)"),
-            arguments: [record.id, Int64(record.info.firstSequence), Int64(last)])
+            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload)"),
+            arguments: [EventKey.key(stream: record.id, sequence: record.info.firstSequence), EventKey.key(stream: record.id, sequence: last)])
         record.info.byteCount -= freed.reduce(0, +)
         record.info.firstSequence = last + 1
     }
