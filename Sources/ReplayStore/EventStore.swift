@@ -104,6 +104,13 @@ public final class EventStore: Sendable {
         writer.submit(.append(stream: stream, payload: payload, autoCreate: options.autoCreate, completion))
     }
 
+    /// Appends an event; its result goes to `sink`, with the other results the sink is owed
+    /// from the same group commit, once that transaction committed. `token` comes back
+    /// with the result. An unknown stream is created with `Options.autoCreate` if set.
+    public func append(_ payload: Data, to stream: String, sink: any AppendSink, token: UInt64) {
+        writer.submit(.publish(stream: stream, payload: payload, autoCreate: options.autoCreate, sink: sink, token: token))
+    }
+
     /// Creates a stream. Creating an existing stream with the same settings succeeds and
     /// changes nothing; with other settings it fails with `.streamExists`.
     public func create(_ stream: String, config: StreamConfig, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void) {

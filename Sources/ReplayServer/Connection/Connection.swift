@@ -23,13 +23,15 @@ struct ServerContext: Sendable {
 
 /// Serves one client connection until it closes.
 ///
-/// The reader takes commands in order and acts on each without waiting for the previous
-/// one to finish (pipelining); replies go out in command order through the `ReplyQueue`;
-/// each subscription runs as its own task writing to the same channel. Any error stays in
-/// this connection: other clients never notice.
+/// Its `CommandRouter`, on the event loop, gives every command a reply slot in order and
+/// hands PUBs straight to the writer; the rest reach this task, which acts on each without
+/// waiting for the previous one to finish (pipelining) and fills its slot when the answer
+/// is known; each subscription runs as its own task writing to the same channel. Any error
+/// stays in this connection: other clients never notice.
 final class Connection: Sendable {
     private let context: ServerContext
-    private let channel: NIOAsyncChannel<InboundCommand, ByteBuffer>
+    private let channel: NIOAsyncChannel<RoutedCommand, ByteBuffer>
+    private let replies: ReplyChannel
     private let state: Locked<ConnectionState>
     /// A running subscription, with a token so that a finishing task only unregisters
     /// itself, never a newer subscription that reused its sid.
@@ -45,13 +47,13 @@ final class Connection: Sendable {
     }
 
     private let subscriptions = Locked(SubscriptionTable())
-    private let replies = ReplyQueue()
     private let logger: Logger
     let id: UInt64
 
-    init(context: ServerContext, channel: NIOAsyncChannel<InboundCommand, ByteBuffer>, id: UInt64) {
+    init(context: ServerContext, accepted: AcceptedConnection, id: UInt64) {
         self.context = context
-        self.channel = channel
+        self.channel = accepted.channel
+        self.replies = accepted.replies
         self.id = id
         self.state = Locked(ConnectionState(maxSubscriptions: context.configuration.maxSubscriptionsPerConnection))
         var logger = context.logger
@@ -63,10 +65,17 @@ final class Connection: Sendable {
     /// closes. Used by the server's graceful shutdown.
     func drain() {
         state.withLock { $0.drain() }
+        replies.drain()
         channel.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
     }
 
-    func run() async {
+    /// Serves the connection; `closing` runs once, just before the channel closes.
+    func run(closing: @escaping @Sendable () -> Void) async {
+        let closed = Locked(false)
+        let closeOnce: @Sendable () -> Void = {
+            if closed.withLock({ done in defer { done = true }; return !done }) { closing() }
+        }
+        defer { closeOnce() }
         if !context.configuration.access.isOpen {
             let peer = try? await PeerCredentials.of(channel.channel)
             guard let peer, context.configuration.access.allows(peer) else {
@@ -76,18 +85,15 @@ final class Connection: Sendable {
                     .forbidden, "\(who) may not use this replayd (--allow-uid/--allow-gid); ask its operator"))
             }
         }
+        replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
         do {
             try await channel.executeThenClose { inbound, outbound in
-                let replies = self.replies
                 let write: @Sendable (ByteBuffer) async throws -> Void = { try await outbound.write($0) }
-                try await outbound.write(ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload).bytes)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await replies.run(write) }
-                    await read(inbound, replies: replies, write: write)
-                    replies.finish()
-                    try await group.waitForAll()
-                }
+                await read(inbound, write: write)
+                // Every reply owed (PUBs still committing included) goes out before the close.
+                await replies.flushed()
                 stopSubscriptions()
+                closeOnce()
             }
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
@@ -96,18 +102,15 @@ final class Connection: Sendable {
     }
 
     private func read(
-        _ inbound: NIOAsyncChannelInboundStream<InboundCommand>, replies: ReplyQueue,
+        _ inbound: NIOAsyncChannelInboundStream<RoutedCommand>,
         write: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) async {
         do {
             for try await item in inbound {
-                let action = state.withLock { $0.receive(item) }
-                if case .close(let error) = action {
-                    replies.send(.error(error))
-                    return
-                }
-                perform(action, replies: replies, write: write)
-                await replies.waitForSpace(limit: context.configuration.maxPendingRepliesPerConnection)
+                let action = state.withLock { $0.receive(item.command) }
+                perform(action, slot: item.slot, write: write)
+                replies.performed()
+                if case .close = action { return }
             }
         } catch let error as ReplayError {
             // A fatal framing error from the decoder: say why, then close.
@@ -117,28 +120,26 @@ final class Connection: Sendable {
         }
     }
 
-    private func perform(_ action: ConnectionState.Action, replies: ReplyQueue, write: @escaping @Sendable (ByteBuffer) async throws -> Void) {
+    /// Acts on one command; its reply fills `slot`, now or when the work is done. Returns
+    /// once its effect is submitted (to the writer, or the position fixed), so commands
+    /// take effect in the order they were sent.
+    private func perform(_ action: ConnectionState.Action, slot: ReplyOrder.Slot, write: @escaping @Sendable (ByteBuffer) async throws -> Void) {
+        let replies = self.replies
         switch action {
         case .reply(let frame):
-            replies.send(frame)
+            replies.fill(slot, with: frame)
         case .close(let error):
-            replies.send(.error(error))
+            replies.fill(slot, with: .error(error))
         case .publish(let stream, let payload):
-            let slot = replies.reserve()
-            context.store.append(Data(payload.readableBytesView), to: stream) { result in
-                switch result {
-                case .success(let event): replies.fill(slot, with: .published(sequence: event.sequence))
-                case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-                }
-            }
+            // A PUB that followed other commands through this task (see CommandRouter).
+            context.store.append(Data(payload.readableBytesView), to: stream, sink: replies.sink, token: slot)
         case .admin(let command):
-            let slot = replies.reserve()
             context.admin.submit(command) { replies.fill(slot, with: $0) }
         case .unsubscribe(let sid):
             subscriptions.withLock { $0.bySid.removeValue(forKey: sid) }?.task.cancel()
-            replies.send(.ok)
+            replies.fill(slot, with: .ok)
         case .subscribe(let stream, let sid, let start):
-            subscribe(stream: stream, sid: sid, start: start, replies: replies, write: write)
+            subscribe(stream: stream, sid: sid, start: start, slot: slot, write: write)
         }
     }
 
@@ -146,11 +147,10 @@ final class Connection: Sendable {
     /// the event), answers, and only once `+OK` is written starts the cursor, so a client
     /// sees its subscription confirmed before its events.
     private func subscribe(
-        stream: String, sid: String, start: StartPosition, replies: ReplyQueue,
+        stream: String, sid: String, start: StartPosition, slot: ReplyOrder.Slot,
         write: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) {
         let written = Doorbell()
-        let slot = replies.reserve(afterWrite: { written.ring() })
         let position = resolve(stream: stream, start: start)
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
@@ -160,7 +160,7 @@ final class Connection: Sendable {
             subscriptions.nextToken += 1
             let task = Task { [self] in
                 await runSubscription(
-                    stream: stream, sid: sid, position: position, slot: slot, written: written, replies: replies,
+                    stream: stream, sid: sid, position: position, slot: slot, written: written,
                     phase: phase, write: write)
                 phase.enter(.finished)
                 subscriptionFinished(sid, token: token)
@@ -171,7 +171,7 @@ final class Connection: Sendable {
 
     private func runSubscription(
         stream: String, sid: String, position: Pending<Result<(UInt64, UInt64), ReplayError>>,
-        slot: ReplyQueue.Slot, written: Doorbell, replies: ReplyQueue, phase: SubscriptionPhase,
+        slot: ReplyOrder.Slot, written: Doorbell, phase: SubscriptionPhase,
         write: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) async {
         let (next, liveAfter): (UInt64, UInt64)
@@ -183,7 +183,7 @@ final class Connection: Sendable {
             return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
         }
         phase.enter(.awaitingOKWritten)
-        replies.fill(slot, with: .ok)
+        replies.fill(slot, with: .ok, afterWrite: { written.ring() })
         await written.wait()
         phase.enter(.delivering)
         // A lazy or refcount source connects for its first subscriber (after +OK, so the

@@ -53,9 +53,9 @@ public final class ReplayServer: Service {
         let context = ServerContext(
             store: store, hub: hub, sources: sources, reads: ReadPool(pool: pool), configuration: configuration, logger: logger)
 
-        let serverChannel: NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never>
+        let serverChannel: NIOAsyncChannel<AcceptedConnection, Never>
         do {
-            serverChannel = try await bind(configuration)
+            serverChannel = try await bind(configuration, store: store)
         } catch {
             store.close()
             try? await pool.shutdownGracefully()
@@ -104,26 +104,27 @@ public final class ReplayServer: Service {
         logger.info("replayd stopped")
     }
 
-    private func serve(_ serverChannel: NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never>, context: ServerContext) async {
+    private func serve(_ serverChannel: NIOAsyncChannel<AcceptedConnection, Never>, context: ServerContext) async {
         do {
             try await withThrowingDiscardingTaskGroup { group in
                 try await serverChannel.executeThenClose { inbound in
-                    for try await channel in inbound {
+                    for try await accepted in inbound {
                         let id = nextConnectionID.wrappingAdd(1, ordering: .relaxed).newValue
-                        let connection = Connection(context: context, channel: channel, id: id)
+                        let connection = Connection(context: context, accepted: accepted, id: id)
                         let admitted = connections.withLock { connections -> Bool in
                             guard connections.count < context.configuration.maxConnections else { return false }
                             connections[id] = connection
                             return true
                         }
                         guard admitted else {
-                            group.addTask { await Self.refuse(channel, ReplayError(
+                            group.addTask { await Self.refuse(accepted.channel, ReplayError(
                                 .tooManyConnections, "replayd has \(context.configuration.maxConnections) connections, its limit (--max-connections); retry later")) }
                             continue
                         }
                         group.addTask {
-                            await connection.run()
-                            self.connections.withLock { _ = $0.removeValue(forKey: id) }
+                            // Its place is given back before the socket closes, so a client
+                            // that saw the close can count on it.
+                            await connection.run { self.connections.withLock { _ = $0.removeValue(forKey: id) } }
                         }
                     }
                 }
@@ -134,16 +135,17 @@ public final class ReplayServer: Service {
     }
 
     /// Answers a connection that will not be served with one error, then closes it.
-    static func refuse(_ channel: NIOAsyncChannel<InboundCommand, ByteBuffer>, _ error: ReplayError) async {
+    static func refuse(_ channel: NIOAsyncChannel<RoutedCommand, ByteBuffer>, _ error: ReplayError) async {
         try? await channel.executeThenClose { _, outbound in
             try await outbound.write(ServerFrame.error(error).bytes)
         }
     }
 
-    private func bind(_ configuration: ServerConfiguration) async throws -> NIOAsyncChannel<NIOAsyncChannel<InboundCommand, ByteBuffer>, Never> {
-        // Create the socket without group/other bits, so it is never briefly open to others;
-        // the configured mode is applied right after bind.
-        let previous = umask(0o177)
+    private func bind(_ configuration: ServerConfiguration, store: EventStore) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
+        // Create the socket with exactly the configured mode (0600 unless widened): never
+        // briefly open to others, and already final when the first client connects (a
+        // chmod after bind left a moment where the socket accepted with the narrower mode).
+        let previous = umask(~configuration.socketMode & 0o777)
         defer { umask(previous) }
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -152,11 +154,15 @@ public final class ReplayServer: Service {
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(
-                        CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)))
-                    return try NIOAsyncChannel<InboundCommand, ByteBuffer>(
+                    let router = CommandRouter(store: store, maxOwed: configuration.maxPendingRepliesPerConnection)
+                    try channel.pipeline.syncOperations.addHandlers([
+                        ByteToMessageHandler(CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)),
+                        router,
+                    ])
+                    let async = try NIOAsyncChannel<RoutedCommand, ByteBuffer>(
                         wrappingChannelSynchronously: channel,
                         configuration: .init(backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256)))
+                    return AcceptedConnection(channel: async, replies: ReplyChannel(router, on: channel.eventLoop))
                 }
             }
     }

@@ -27,11 +27,14 @@ struct BatchCommitter: Sendable {
             }
         } catch {
             let failure = StoreError(error)
-            for request in batch { request.fail(failure) }
+            var sinks = SinkResults()
+            for request in batch { request.fail(failure, sinks: &sinks) }
+            sinks.deliver()
             return
         }
         catalog.apply(transaction.changedRecords)
         listeners.notify(transaction.commitBatch)
+        transaction.sinks.deliver()
         for completion in transaction.completions { completion() }
     }
 }
@@ -59,6 +62,8 @@ private struct Transaction {
     /// Streams this transaction deleted (and did not create again).
     var deleted: Set<String> = []
     var completions: [@Sendable () -> Void] = []
+    /// The results of `publish` requests, told to their sinks once per batch.
+    var sinks = SinkResults()
 
     init(catalog: Catalog, time: Date) {
         self.catalog = catalog
@@ -75,6 +80,7 @@ private struct Transaction {
         indexByName = [:]
         deleted = []
         completions = []
+        sinks = SinkResults()
     }
 
     func record(_ name: String) -> Catalog.Record? {
@@ -98,29 +104,12 @@ private struct Transaction {
     mutating func perform(_ request: WriteRequest, _ db: Database) throws {
         switch request {
         case .append(let name, let payload, let autoCreate, let done):
-            let index: Int
-            if let existing = touch(name) {
-                index = existing
-            } else {
-                guard let autoCreate else {
-                    return completions.append { done(.failure(.unknownStream(name))) }
-                }
-                do throws(StoreError) {
-                    try StoreError.validateStreamName(name)
-                    try autoCreate.validate()
-                    try checkRoomForAStream(db)
-                } catch {
-                    return completions.append { done(.failure(error)) }
-                }
-                index = try insertStream(name, autoCreate, db)
-            }
-            guard streams[index].record.info.lastSequence < EventKey.maxSequence else {
-                return completions.append { done(.failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); publish to a new stream"))) }
-            }
-            guard let event = try append(payload, to: index, db) else {
-                return completions.append { done(.failure(.terminated(stream: name))) }
-            }
-            completions.append { done(.success(event)) }
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, db)
+            completions.append { done(result) }
+
+        case .publish(let name, let payload, let autoCreate, let sink, let token):
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, db)
+            sinks.add(sink, AppendResult(token: token, sequence: result.map(\.sequence)))
 
         case .create(let name, let config, let done):
             do throws(StoreError) {
@@ -191,6 +180,32 @@ private struct Transaction {
             }
             completions.append { done(.success(())) }
         }
+    }
+
+    /// Appends to the stream (creating it with `autoCreate` if it is new and that is set):
+    /// the stored event, or why it was refused. Throws only what fails the transaction.
+    private mutating func appendResult(
+        _ payload: Data, to name: String, autoCreate: StreamConfig?, _ db: Database
+    ) throws -> Result<StoredEvent, StoreError> {
+        let index: Int
+        if let existing = touch(name) {
+            index = existing
+        } else {
+            guard let autoCreate else { return .failure(.unknownStream(name)) }
+            do throws(StoreError) {
+                try StoreError.validateStreamName(name)
+                try autoCreate.validate()
+                try checkRoomForAStream(db)
+            } catch {
+                return .failure(error)
+            }
+            index = try insertStream(name, autoCreate, db)
+        }
+        guard streams[index].record.info.lastSequence < EventKey.maxSequence else {
+            return .failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); publish to a new stream"))
+        }
+        guard let event = try append(payload, to: index, db) else { return .failure(.terminated(stream: name)) }
+        return .success(event)
     }
 
     /// Numbers and inserts one event; `nil` if the stream has ended.

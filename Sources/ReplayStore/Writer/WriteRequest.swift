@@ -6,6 +6,8 @@ enum WriteRequest: Sendable {
     typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
 
     case append(stream: String, payload: Data, autoCreate: StreamConfig?, Completion<StoredEvent>)
+    /// An append whose result goes to `sink` with the batch's others (see `AppendSink`).
+    case publish(stream: String, payload: Data, autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
     case create(stream: String, config: StreamConfig, Completion<StreamInfo>)
     case delete(stream: String, Completion<Void>)
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
@@ -15,12 +17,24 @@ enum WriteRequest: Sendable {
     case barrier(Completion<Void>)
 
     var payloadSize: Int {
-        if case .append(_, let payload, _, _) = self { return payload.count }
-        return 0
+        switch self {
+        case .append(_, let payload, _, _), .publish(_, let payload, _, _, _): payload.count
+        default: 0
+        }
+    }
+
+    /// Fails the request; a `publish` joins `sinks`, to be told with its batch.
+    func fail(_ error: StoreError, sinks: inout SinkResults) {
+        if case .publish(_, _, _, let sink, let token) = self {
+            sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
+        } else {
+            fail(error)
+        }
     }
 
     func fail(_ error: StoreError) {
         switch self {
+        case .publish(_, _, _, let sink, let token): sink.appended([AppendResult(token: token, sequence: .failure(error))])
         case .append(_, _, _, let done): done(.failure(error))
         case .create(_, _, let done): done(.failure(error))
         case .delete(_, let done): done(.failure(error))
