@@ -19,41 +19,104 @@ struct ReplayBench: ParsableCommand {
     @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, catch-up, fan-out, restart-memory.")
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,restart-memory"
 
+    @Option(help: "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike.")
+    var rounds: Int = 3
+    @Option(name: .customLong("sqlite-ceiling"), help: "tools/sqlite_ceiling.py, run once at the top: SQLite's own insert ceiling in this run.")
+    var sqliteCeiling: String = "tools/sqlite_ceiling.py"
+
     func run() throws {
         let systems = against == "both" ? ["replay", "redis"] : [against]
-        var results: [String: [Figure]] = [:]
-        for name in systems {
-            let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let system: any SystemUnderTest = name == "redis"
-                ? try RedisSystem(redisServer: redisServer, directory: directory)
-                : try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
-            defer { system.stop() }
-            let run = Scenarios(system: system, payloadSize: payloadSize, scale: scale)
-            var figures: [Figure] = []
-            for scenario in scenarios.split(separator: ",") {
-                switch scenario {
-                case "publish-seq": figures += try run.publishSequential()
-                case "publish-pipelined": figures += [try run.publishPipelined(connections: 1), try run.publishPipelined(connections: 8)]
-                case "catch-up": figures += try run.catchUp()
-                case "fan-out": figures += try run.fanOut(subscribers: 10) + run.fanOut(subscribers: 100)
-                case "restart-memory": figures += try run.restartAndMemory()
-                default: throw ValidationError("unknown scenario \(scenario)")
-                }
-                for figure in figures where !(results[name] ?? []).contains(where: { $0.scenario == figure.scenario }) {
-                    print(Self.json(figure))
-                    results[name, default: []].append(figure)
+        print("fsync of a 4 KiB write, median of 200 here: \(String(format: "%.0f", try Self.fsyncMicroseconds())) µs")
+        let ceiling = Self.storeCeiling(script: sqliteCeiling)
+        if let ceiling { print("SQLite ceiling (sqlite_ceiling.py, current schema, 1,000 per transaction): \(Int(ceiling)) events/s") }
+        var results: [String: [String: [Figure]]] = [:]  // scenario -> system -> one figure per round
+        var order: [String] = []
+        for scenario in scenarios.split(separator: ",").map(String.init) {
+            // The restart and memory runs load 10 million events: once each is enough.
+            let rounds = scenario == "restart-memory" ? 1 : max(1, self.rounds)
+            for round in 1...rounds {
+                for name in systems {
+                    for figure in try measure(scenario, on: name) {
+                        if results[figure.scenario] == nil { order.append(figure.scenario) }
+                        results[figure.scenario, default: [:]][name, default: []].append(figure)
+                        print(Self.json(figure, round: round))
+                    }
                 }
             }
         }
-        print(Self.table(results))
+        print(Self.table(results, order: order))
+        if let ceiling, let pipelined = results["publish-pipelined x8"]?["replay"], !pipelined.isEmpty {
+            let median = Self.median(pipelined.map(\.value))
+            print(String(format: "publish-pipelined x8 is %.0f%% of the store's own ceiling measured in this run", median / ceiling * 100))
+        }
     }
 
-    static func json(_ figure: Figure) -> String {
+    /// One scenario on a fresh server of `name`.
+    func measure(_ scenario: String, on name: String) throws -> [Figure] {
+        let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let system: any SystemUnderTest = name == "redis"
+            ? try RedisSystem(redisServer: redisServer, directory: directory)
+            : try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
+        defer { system.stop() }
+        let run = Scenarios(system: system, payloadSize: payloadSize, scale: scale)
+        switch scenario {
+        case "publish-seq": return try run.publishSequential()
+        case "publish-pipelined": return [try run.publishPipelined(connections: 1), try run.publishPipelined(connections: 8)]
+        case "catch-up": return try run.catchUp()
+        case "fan-out": return try run.fanOut(subscribers: 10) + run.fanOut(subscribers: 100)
+        case "restart-memory": return try run.restartAndMemory()
+        default: throw ValidationError("unknown scenario \(scenario)")
+        }
+    }
+
+    /// What one fsync costs on this disk now: the bound of every durable commit.
+    static func fsyncMicroseconds() throws -> Double {
+        let path = NSTemporaryDirectory() + "/replay-bench-fsync-\(UUID().uuidString)"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { throw ValidationError("cannot create \(path)") }
+        defer { close(fd); unlink(path) }
+        let block = [UInt8](repeating: 0x61, count: 4096)
+        var samples: [Double] = []
+        for _ in 0..<200 {
+            _ = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let start = now()
+            fsync(fd)
+            samples.append(Double(now() - start) / 1000)
+        }
+        return median(samples)
+    }
+
+    /// The "current" row at 1,000 events per transaction of tools/sqlite_ceiling.py.
+    static func storeCeiling(script: String) -> Double? {
+        guard FileManager.default.fileExists(atPath: script) else {
+            print("(no \(script) here: the store's ceiling is not measured in this run)")
+            return nil
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, "--rounds", "1", "--batches", "1000", "--events", "200000"]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { return nil }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        print(text.split(separator: "\n").map { "  \($0)" }.joined(separator: "\n"))
+        let row = text.split(separator: "\n").first { $0.hasPrefix("current") }
+        return row.flatMap { Double($0.split(separator: " ").last?.replacingOccurrences(of: ",", with: "") ?? "") }
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    static func json(_ figure: Figure, round: Int) -> String {
         var object: [String: Any] = [
             "scenario": figure.scenario, "system": figure.system, "value": (figure.value * 10).rounded() / 10,
-            "unit": figure.unit, "server_rss_bytes": figure.serverRSS,
+            "unit": figure.unit, "server_rss_bytes": figure.serverRSS, "round": round,
         ]
         if let p50 = figure.p50 { object["p50_us"] = (p50 * 10).rounded() / 10 }
         if let p99 = figure.p99 { object["p99_us"] = (p99 * 10).rounded() / 10 }
@@ -61,23 +124,30 @@ struct ReplayBench: ParsableCommand {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func table(_ results: [String: [Figure]]) -> String {
-        let replay = results["replay"] ?? []
-        let redis = results["redis"] ?? []
-        let header = ["scenario".padding(toLength: 34, withPad: " ", startingAt: 0), "replay".padding(toLength: 28, withPad: " ", startingAt: 0),
-                      "redis".padding(toLength: 28, withPad: " ", startingAt: 0), "replay/redis   replay p50/p99 µs   redis p50/p99 µs"]
-        var lines = [header.joined()]
-        for scenario in (replay.isEmpty ? redis : replay).map(\.scenario) {
-            let a = replay.first { $0.scenario == scenario }
-            let b = redis.first { $0.scenario == scenario }
-            func value(_ f: Figure?) -> String { f.map { String(format: "%.0f %@", $0.value, $0.unit) } ?? "-" }
-            func latency(_ f: Figure?) -> String { f?.p50.map { String(format: "%.0f / %.0f", $0, f?.p99 ?? 0) } ?? "" }
-            let ratio = (a != nil && b != nil) ? String(format: "%.2f×", a!.value / b!.value) : ""
-            lines.append(scenario.padding(toLength: 34, withPad: " ", startingAt: 0)
-                + value(a).padding(toLength: 28, withPad: " ", startingAt: 0)
-                + value(b).padding(toLength: 28, withPad: " ", startingAt: 0)
-                + ratio.padding(toLength: 15, withPad: " ", startingAt: 0)
-                + latency(a).padding(toLength: 20, withPad: " ", startingAt: 0) + latency(b))
+    /// Medians per system, and the ratio replay/redis as the median of the per-round
+    /// ratios with their min–max (rounds pair a replay run with the redis run after it).
+    static func table(_ results: [String: [String: [Figure]]], order: [String]) -> String {
+        func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
+        var lines = [pad("scenario", 34) + pad("replay (median)", 24) + pad("redis (median)", 24)
+            + pad("replay/redis (min–max)", 26) + pad("replay p50/p99 µs", 20) + "redis p50/p99 µs"]
+        for scenario in order {
+            let replay = results[scenario]?["replay"] ?? []
+            let redis = results[scenario]?["redis"] ?? []
+            func value(_ figures: [Figure]) -> String {
+                figures.isEmpty ? "-" : String(format: "%.0f %@", median(figures.map(\.value)), figures[0].unit)
+            }
+            func latency(_ figures: [Figure]) -> String {
+                let p50s = figures.compactMap(\.p50)
+                let p99s = figures.compactMap(\.p99)
+                return p50s.isEmpty ? "" : String(format: "%.0f / %.0f", median(p50s), median(p99s))
+            }
+            var ratio = ""
+            if !replay.isEmpty, replay.count == redis.count {
+                let ratios = zip(replay, redis).map { $0.value / $1.value }
+                ratio = String(format: "%.2f× (%.2f–%.2f)", median(ratios), ratios.min() ?? 0, ratios.max() ?? 0)
+            }
+            lines.append(pad(scenario, 34) + pad(value(replay), 24) + pad(value(redis), 24) + pad(ratio, 26)
+                + pad(latency(replay), 20) + latency(redis))
         }
         return lines.joined(separator: "\n")
     }

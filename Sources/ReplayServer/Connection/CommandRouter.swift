@@ -74,6 +74,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         switch inbound {
         case .command(.publish(let stream, let payload)) where inTask == 0:
             store.append(Data(payload.readableBytesView), to: stream, sink: sink, token: slot)
+        case .command(.ping):
+            fill(slot, with: .pong)  // no effect to order: answered here
         case .invalid(let error) where !error.isFatal:
             fill(slot, with: .error(error))
         default:
