@@ -54,6 +54,17 @@ extension ServerFrame {
         payload: UnsafeRawBufferPointer, into buffer: inout ByteBuffer
     ) {
         buffer.reserveCapacity(minimumWritableBytes: stream.utf8.count + sid.utf8.count + time.count + payload.count + 56)
+        writeEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, into: &buffer)
+        buffer.writeBytes(payload)
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// An `EVENT` control line alone: the payload (`size` bytes) and its line end follow in
+    /// buffers of their own, so that every subscriber's frame can share one payload buffer.
+    public static func writeEventLine(
+        stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int,
+        into buffer: inout ByteBuffer
+    ) {
         buffer.writeStaticString("EVENT ")
         buffer.writeString(stream)
         buffer.writeSpace()
@@ -63,9 +74,7 @@ extension ServerFrame {
         buffer.writeSpace()
         buffer.writeBytes(time)
         buffer.writeSpace()
-        buffer.writeDecimal(UInt(payload.count))
-        buffer.writeStaticString("\r\n")
-        buffer.writeBytes(payload)
+        buffer.writeDecimal(UInt(size))
         buffer.writeStaticString("\r\n")
     }
 

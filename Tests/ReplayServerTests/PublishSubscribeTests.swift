@@ -125,6 +125,33 @@ struct PublishSubscribeTests {
         }
     }
 
+    /// Live subscribers get payloads on both sides of the sharing threshold byte for byte:
+    /// small ones copied into each frame, large ones (one shared buffer) after a line of
+    /// their own.
+    @Test func liveSubscribersGetSmallAndSharedLargePayloadsIntact() async throws {
+        try await withDaemon { daemon in
+            let sizes = [0, 1, 511, 512, 513, 4096, 70_000]
+            let payloads = sizes.enumerated().map { index, size in
+                String((0..<size).map { Character(UnicodeScalar(UInt8(97 + ($0 + index) % 26))) })
+            }
+            try await withWireClient(daemon.socketPath) { first in
+                try await withWireClient(daemon.socketPath) { second in
+                    try await first.subscribe("shared", sid: "a", start: .new)
+                    try await second.subscribe("shared", sid: "b", start: .new)
+                    let sequences = try await withWireClient(daemon.socketPath) { publisher in
+                        try await publisher.publish("shared", payloads)
+                    }
+                    #expect(sequences == Array(1...UInt64(sizes.count)))
+                    for client in [first, second] {
+                        let events = try await client.events(sizes.count)
+                        #expect(events.map(\.0) == sequences)
+                        #expect(events.map(\.1) == payloads)
+                    }
+                }
+            }
+        }
+    }
+
     @Test func everyStartPosition() async throws {
         try await withDaemon { daemon in
             try await withWireClient(daemon.socketPath) { client in

@@ -92,6 +92,25 @@ struct StreamHubTests {
         #expect(sequences(hub.step(at: 11, liveAfter: 10, limit: 100, byteBudget: 1 << 20)) == [11])
     }
 
+    /// A payload from `sharingFrom` bytes on is handed to every subscriber as one buffer:
+    /// the same storage, made once, whoever asks first.
+    @Test func largePayloadsAreSharedBetweenSubscribers() {
+        let hub = StreamHub(info: Self.info(first: 1, last: 0), tailEvents: 10, tailBytes: 1 << 20)
+        let big = StoredEvent(sequence: 1, timestamp: "2026-11-23T00:00:00.000Z", payload: Data(repeating: 7, count: 4096))
+        let small = StoredEvent(sequence: 2, timestamp: "2026-11-23T00:00:00.000Z", payload: Data("tiny".utf8))
+        hub.apply(CommitBatch.Change(info: Self.info(first: 1, last: 2), appended: [big, small]))
+        func entries() -> [TailRing.Entry] {
+            guard case .send(let entries) = hub.step(at: 1, liveAfter: 0, limit: 10, byteBudget: 1 << 20, sharingFrom: 512) else { return [] }
+            return entries
+        }
+        let (first, second) = (entries(), entries())
+        #expect(first.count == 2 && second.count == 2)
+        let addresses = [first[0], second[0]].map { $0.shared?.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } }
+        #expect(addresses[0] != nil && addresses[0] == addresses[1], "both subscribers hold the same payload buffer")
+        #expect(first[0].shared.map { Data($0.readableBytesView) } == big.payload)
+        #expect(first[1].shared == nil, "a small payload is copied into each subscriber's buffer instead")
+    }
+
     @Test func aParkedCursorIsWokenByCancellation() async {
         let hub = Self.hub()
         let task = Task { await hub.waitForCommit(after: 10) }

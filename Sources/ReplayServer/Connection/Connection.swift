@@ -88,8 +88,9 @@ final class Connection: Sendable {
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
         do {
             try await channel.executeThenClose { inbound, outbound in
-                let write: @Sendable (ByteBuffer) async throws -> Void = { try await outbound.write($0) }
-                await read(inbound, write: write)
+                let output = SubscriberOutput(
+                    write: { try await outbound.write($0) }, writeMany: { try await outbound.write(contentsOf: $0) })
+                await read(inbound, output: output)
                 // Every reply owed (PUBs still committing included) goes out before the close.
                 await replies.flushed()
                 stopSubscriptions()
@@ -103,12 +104,12 @@ final class Connection: Sendable {
 
     private func read(
         _ inbound: NIOAsyncChannelInboundStream<RoutedCommand>,
-        write: @escaping @Sendable (ByteBuffer) async throws -> Void
+        output: SubscriberOutput
     ) async {
         do {
             for try await item in inbound {
                 let action = state.withLock { $0.receive(item.command) }
-                perform(action, slot: item.slot, write: write)
+                perform(action, slot: item.slot, output: output)
                 replies.performed()
                 if case .close = action { return }
             }
@@ -123,7 +124,7 @@ final class Connection: Sendable {
     /// Acts on one command; its reply fills `slot`, now or when the work is done. Returns
     /// once its effect is submitted (to the writer, or the position fixed), so commands
     /// take effect in the order they were sent.
-    private func perform(_ action: ConnectionState.Action, slot: ReplyOrder.Slot, write: @escaping @Sendable (ByteBuffer) async throws -> Void) {
+    private func perform(_ action: ConnectionState.Action, slot: ReplyOrder.Slot, output: SubscriberOutput) {
         let replies = self.replies
         switch action {
         case .reply(let frame):
@@ -139,7 +140,7 @@ final class Connection: Sendable {
             subscriptions.withLock { $0.bySid.removeValue(forKey: sid) }?.task.cancel()
             replies.fill(slot, with: .ok)
         case .subscribe(let stream, let sid, let start):
-            subscribe(stream: stream, sid: sid, start: start, slot: slot, write: write)
+            subscribe(stream: stream, sid: sid, start: start, slot: slot, output: output)
         }
     }
 
@@ -148,7 +149,7 @@ final class Connection: Sendable {
     /// sees its subscription confirmed before its events.
     private func subscribe(
         stream: String, sid: String, start: StartPosition, slot: ReplyOrder.Slot,
-        write: @escaping @Sendable (ByteBuffer) async throws -> Void
+        output: SubscriberOutput
     ) {
         let written = Doorbell()
         let position = resolve(stream: stream, start: start)
@@ -161,7 +162,7 @@ final class Connection: Sendable {
             let task = Task { [self] in
                 await runSubscription(
                     stream: stream, sid: sid, position: position, slot: slot, written: written,
-                    phase: phase, write: write)
+                    phase: phase, output: output)
                 phase.enter(.finished)
                 subscriptionFinished(sid, token: token)
             }
@@ -172,7 +173,7 @@ final class Connection: Sendable {
     private func runSubscription(
         stream: String, sid: String, position: Pending<Result<(UInt64, UInt64), ReplayError>>,
         slot: ReplyOrder.Slot, written: Doorbell, phase: SubscriptionPhase,
-        write: @escaping @Sendable (ByteBuffer) async throws -> Void
+        output: SubscriberOutput
     ) async {
         let (next, liveAfter): (UInt64, UInt64)
         switch await position.value {
@@ -189,7 +190,7 @@ final class Connection: Sendable {
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
         // subscriber is counted before the source's first events).
         let lease = context.sources.lease(stream)
-        await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, phase: phase, write: write)
+        await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, phase: phase, output: output)
             .run(from: next, liveAfter: liveAfter)
         lease.dispose()
     }

@@ -2,6 +2,14 @@ import NIOCore
 import ReplayProtocol
 import ReplayStore
 
+/// Where a connection's subscriptions write: through NIO's async writer, so a write
+/// suspends while the socket is not writable.
+struct SubscriberOutput: Sendable {
+    let write: @Sendable (ByteBuffer) async throws -> Void
+    /// Several buffers in one write (one `writev` where they fit).
+    let writeMany: @Sendable ([ByteBuffer]) async throws -> Void
+}
+
 /// One subscription: a cursor `next` over its stream's log, and the loop that moves it.
 ///
 /// Catch-up and live delivery are one code path: at each step the hub says whether the
@@ -16,10 +24,14 @@ struct Subscription: Sendable {
     let store: EventStore
     let reads: ReadPool
     let phase: SubscriptionPhase
-    let write: @Sendable (ByteBuffer) async throws -> Void
+    let output: SubscriberOutput
 
     static let pageEvents = 2048
     static let pageBytes = 1024 * 1024
+    /// Payloads from this size on are sent from the ring's shared buffer (only the EVENT
+    /// line is this subscriber's); smaller ones are copied into the subscriber's buffer,
+    /// where a copy costs less than a buffer of their own in the write.
+    static let sharedPayloadMinimum = 512
 
     /// Delivers from `start` until the stream ends or is deleted, the task is cancelled,
     /// or the connection fails. Events after `liveAfter` are live (see `StreamHub.start`).
@@ -29,22 +41,14 @@ struct Subscription: Sendable {
         var next = start
         do {
             while !Task.isCancelled {
-                switch hub.step(at: next, liveAfter: liveAfter, limit: Self.pageEvents, byteBudget: Self.pageBytes) {
+                switch hub.step(at: next, liveAfter: liveAfter, limit: Self.pageEvents, byteBudget: Self.pageBytes, sharingFrom: Self.sharedPayloadMinimum) {
                 case .send(let entries):
-                    var buffer = ByteBuffer()
-                    for entry in entries {
-                        entry.payload.withUnsafeBytes { payload in
-                            ServerFrame.writeEvent(
-                                stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8,
-                                payload: payload, into: &buffer)
-                        }
-                    }
-                    try await write(buffer)
+                    try await send(entries)
                     next = (entries.last?.sequence ?? next - 1) + 1
                 case .read(let through):
                     next = try await catchUp(from: next, through: through)
                 case .gap(let through):
-                    try await write(ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).bytes)
+                    try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).bytes)
                     next = through + 1
                 case .wait:
                     phase.enter(.parked(after: next - 1))
@@ -55,17 +59,43 @@ struct Subscription: Sendable {
                     case .completed: .completed(stream: stream, sid: sid, lastSequence: last)
                     case .failed(let message): .failed(stream: stream, sid: sid, lastSequence: last, message: message)
                     }
-                    try await write(frame.bytes)
+                    try await output.write(frame.bytes)
                     return
                 case .deleted:
                     let message = "stream '\(stream)' was deleted"
-                    try await write(ServerFrame.failed(stream: stream, sid: sid, lastSequence: next - 1, message: message).bytes)
+                    try await output.write(ServerFrame.failed(stream: stream, sid: sid, lastSequence: next - 1, message: message).bytes)
                     return
                 }
             }
         } catch {
             // The connection is gone or the store closed: nothing more can be delivered.
         }
+    }
+
+    /// Frames events from the ring: one buffer of this subscriber's lines (and small
+    /// payloads, copied), interleaved with the events' shared payload buffers.
+    private func send(_ entries: [TailRing.Entry]) async throws {
+        var buffers: [ByteBuffer] = []
+        var own = ByteBuffer()
+        for entry in entries {
+            if let shared = entry.shared {
+                ServerFrame.writeEventLine(
+                    stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, size: shared.readableBytes,
+                    into: &own)
+                buffers.append(own)
+                buffers.append(shared)
+                own = ByteBuffer()
+                own.writeStaticString("\r\n")
+            } else {
+                entry.payload.withUnsafeBytes { payload in
+                    ServerFrame.writeEvent(
+                        stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: payload, into: &own)
+                }
+            }
+        }
+        if buffers.isEmpty { return try await output.write(own) }
+        buffers.append(own)
+        try await output.writeMany(buffers)
     }
 
     /// Catches up over `next...through` from SQLite, page by page; returns the new
@@ -76,10 +106,10 @@ struct Subscription: Sendable {
         while page.next <= through, page.events > 0, !Task.isCancelled {
             let position = page.next
             async let following = readPage(from: position, through: through)
-            try await write(page.frames)
+            try await output.write(page.frames)
             page = try await following
         }
-        try await write(page.frames)
+        try await output.write(page.frames)
         return page.next
     }
 

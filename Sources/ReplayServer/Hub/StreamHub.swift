@@ -87,7 +87,7 @@ final class StreamHub: Sendable {
         }
     }
 
-    func step(at next: UInt64, liveAfter: UInt64, limit: Int, byteBudget: Int) -> Step {
+    func step(at next: UInt64, liveAfter: UInt64, limit: Int, byteBudget: Int, sharingFrom minimum: Int = .max) -> Step {
         state.withLock { state in
             if state.deleted { return .deleted }
             let info = state.info
@@ -101,7 +101,7 @@ final class StreamHub: Sendable {
             }
             let ringFirst = state.ring.firstSequence ?? info.lastSequence + 1
             if next >= ringFirst {
-                return .send(state.ring.slice(from: next, limit: limit, byteBudget: byteBudget))
+                return .send(state.ring.slice(from: next, limit: limit, byteBudget: byteBudget, sharingFrom: minimum))
             }
             // Behind the ring: what the store still holds is read from it, the rest is gone.
             if next < info.firstSequence { return .gap(through: min(info.firstSequence, ringFirst) - 1) }

@@ -1,3 +1,4 @@
+import Foundation
 import DequeModule
 import NIOCore
 import ReplayStore
@@ -7,7 +8,14 @@ import ReplayStore
 /// every copy counts), bounded by count and bytes. Live subscribers are served from here; only
 /// a subscriber that fell behind the ring reads SQLite.
 struct TailRing {
-    typealias Entry = StoredEvent
+    /// A committed event, and its payload as a `ByteBuffer` once a subscriber first sends
+    /// it (see `slice`): made once, shared by every subscriber's frame after that.
+    struct Entry: Sendable {
+        let sequence: UInt64
+        let timestamp: String
+        let payload: Data
+        var shared: ByteBuffer?
+    }
 
     let maxEvents: Int
     let maxBytes: Int
@@ -23,6 +31,10 @@ struct TailRing {
     var firstSequence: UInt64? { entries.first?.sequence }
 
     mutating func append(_ event: StoredEvent) {
+        append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload))
+    }
+
+    private mutating func append(_ event: Entry) {
         if let last = entries.last, event.sequence != last.sequence + 1 {
             // Not contiguous (cannot happen with one writer, but a ring with a hole would
             // serve wrong events): start over from this one.
@@ -42,12 +54,18 @@ struct TailRing {
     }
 
     /// Entries from `sequence` on, at most `limit` of them and about `byteBudget` bytes.
-    func slice(from sequence: UInt64, limit: Int, byteBudget: Int) -> [Entry] {
+    /// Those of `sharingFrom` bytes or more come with their `shared` buffer, made here the
+    /// first time any subscriber asks (on its own thread, not the writer's: the commit path
+    /// only keeps the store's `Data`).
+    mutating func slice(from sequence: UInt64, limit: Int, byteBudget: Int, sharingFrom minimum: Int = .max) -> [Entry] {
         guard let first = entries.first?.sequence, sequence >= first else { return [] }
         var index = Int(sequence - first)
         var out: [Entry] = []
         var used = 0
         while index < entries.count, out.count < limit, out.isEmpty || used < byteBudget {
+            if entries[index].payload.count >= minimum, entries[index].shared == nil {
+                entries[index].shared = ByteBuffer(bytes: entries[index].payload)
+            }
             out.append(entries[index])
             used += entries[index].payload.count
             index += 1
