@@ -7,6 +7,9 @@ As a library:
         for event in conn.subscribe("orders", start="all", count=2):
             print(event.seq, event.payload)
 
+A connection that ends, cleanly or in the middle of a frame (the daemon killed), raises
+ConnectionError; a refusal by the daemon raises ReplayError.
+
 As a command:
     replay_client.py [--socket PATH] pub STREAM [PAYLOAD ...]   (no payload: lines of stdin)
     replay_client.py [--socket PATH] sub STREAM [--start all|new|from=N|last=N] [--count N]
