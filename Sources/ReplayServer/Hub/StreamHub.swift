@@ -8,7 +8,7 @@ import ReplayStore
 /// subscriptions parked waiting for the next commit.
 ///
 /// Updated only by commits (on the store's writer thread); read by subscriptions. A
-/// subscription is a cursor: it asks `next(after:)` what to do at its position, and parks
+/// subscription is a cursor: it asks `step(at:)` what to do at its position, and parks
 /// in `waitForCommit` when caught up. Memory per subscriber is one integer.
 final class StreamHub: Sendable {
     /// What a subscription at position `next` should do now.
