@@ -160,7 +160,7 @@ public final class ReplayClient: Sendable {
         let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
         try await expectOK(.create(stream: stream, options: CreateOptions(
             capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
-            source: source, connect: source == nil ? nil : (connect ?? "lazy"), sourceOptions: sourceOptions)))
+            source: source, connect: source == nil ? nil : (connect ?? CreateOptions.defaultConnect), sourceOptions: sourceOptions)))
     }
 
     public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }

@@ -27,7 +27,7 @@ extension ClientCommand {
             for (key, value) in options.sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
             if let source = options.source {
                 let command = ByteBuffer(string: source)
-                words.append("connect=\(options.connect ?? "lazy")")
+                words.append("connect=\(options.connect ?? CreateOptions.defaultConnect)")
                 words.append("source=\(command.readableBytes)")
                 Wire.writeLine(words, into: &buffer)
                 Wire.writePayload(command, into: &buffer)

@@ -22,6 +22,9 @@ public struct CreateOptions: Sendable, Equatable {
     public var maxAge: Double?
     public var source: String?
     public var connect: String?
+
+    /// When a source runs if `connect=` is not given: for its first subscriber, once.
+    public static let defaultConnect = "lazy"
     /// Source options (framing, restart policy) as given, for example `framing=lines`.
     public var sourceOptions: [String: String]
 

@@ -29,7 +29,7 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
     public let maxPayload: Int
     private(set) var state = State.line
 
-    public init(maxLineLength: Int = 4096, maxPayload: Int = 1 << 20) {
+    public init(maxLineLength: Int = ProtocolLimits.maxLineLength, maxPayload: Int = ProtocolLimits.maxPayload) {
         self.maxLineLength = maxLineLength
         self.maxPayload = maxPayload
     }

@@ -25,22 +25,30 @@ public struct ServerConfiguration: Sendable {
     /// runs as its own user).
     public var allowSocketSources: Bool = true
     /// Connections accepted at once; beyond, a client gets `too_many_connections`.
-    public var maxConnections: Int = 10_000
+    public var maxConnections: Int = Defaults.maxConnections
     /// Who may connect, beyond the socket file's permissions.
     public var access = AccessPolicy()
     /// A JSON file of stream declarations (with sources) created at start.
     public var declarationsPath: String?
 
+    /// The daemon's defaults, in one place (`replayd`'s flags start from them too).
+    public enum Defaults {
+        public static let capacity = 10_000
+        public static let maxSubscriptionsPerConnection = 1024
+        public static let maxPendingRepliesPerConnection = 1024
+        public static let maxConnections = 10_000
+    }
+
     public init(
         socketPath: String = ServerConfiguration.defaultSocketPath,
         databasePath: String = ServerConfiguration.defaultDatabasePath,
         durability: Durability = .full,
-        defaultCapacity: Int? = 10_000,
+        defaultCapacity: Int? = Defaults.capacity,
         autoCreate: Bool = true,
-        maxPayload: Int = 1 << 20,
-        maxLineLength: Int = 4096,
-        maxSubscriptionsPerConnection: Int = 1024,
-        maxPendingRepliesPerConnection: Int = 1024,
+        maxPayload: Int = ProtocolLimits.maxPayload,
+        maxLineLength: Int = ProtocolLimits.maxLineLength,
+        maxSubscriptionsPerConnection: Int = Defaults.maxSubscriptionsPerConnection,
+        maxPendingRepliesPerConnection: Int = Defaults.maxPendingRepliesPerConnection,
         socketMode: mode_t = 0o600,
         tailEvents: Int = 4096,
         tailBytes: Int = 4 << 20

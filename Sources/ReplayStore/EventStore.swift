@@ -198,8 +198,7 @@ public final class EventStore: Sendable {
     public func readLast(_ stream: String, count: Int) throws(StoreError) -> [StoredEvent] {
         guard let info = info(stream) else { throw .unknownStream(stream) }
         guard count > 0, info.eventCount > 0 else { return [] }
-        let from = max(info.firstSequence, info.lastSequence >= UInt64(count) ? info.lastSequence - UInt64(count) + 1 : 1)
-        return try read(stream, from: from, limit: count)
+        return try read(stream, from: info.firstSequence(ofLast: UInt64(count)), limit: count)
     }
 
     /// The sequence number of the first retained event stored at or after `time`

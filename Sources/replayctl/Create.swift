@@ -1,5 +1,6 @@
 import ArgumentParser
 import ReplayClient
+import ReplayProtocol
 
 struct Create: ClientCommand, StreamCommand {
     static let configuration = CommandConfiguration(
@@ -27,7 +28,7 @@ struct Create: ClientCommand, StreamCommand {
     @Option(help: ArgumentHelp("A shell command whose output becomes the stream's events.", valueName: "command"))
     var source: String?
     @Option(help: ArgumentHelp("When the source runs: eager, lazy or refcount.", valueName: "mode"))
-    var connect: String = "lazy"
+    var connect: String = CreateOptions.defaultConnect
     @Option(help: ArgumentHelp("How output becomes events: lines, nul or whole.", valueName: "framing"))
     var framing: String?
     @Option(help: ArgumentHelp("never, or on-failure to restart a failed source with backoff.", valueName: "policy"))

@@ -32,25 +32,25 @@ struct Replayd: AsyncParsableCommand {
     var sync: Durability = .full
 
     @Option(name: .customLong("default-capacity"), help: "Capacity of streams created by their first use: a count, or 'unlimited'.")
-    var defaultCapacity: CapacityArgument = .count(10_000)
+    var defaultCapacity: CapacityArgument = .count(ServerConfiguration.Defaults.capacity)
 
     @Flag(name: .customLong("no-auto-create"), help: "Refuse PUB and SUB to streams that were not created first.")
     var noAutoCreate = false
 
     @Option(name: .customLong("max-payload"), help: "Largest event payload accepted, in bytes.")
-    var maxPayload: Int = 1 << 20
+    var maxPayload: Int = ProtocolLimits.maxPayload
 
     @Option(name: .customLong("max-line"), help: "Longest control line accepted, in bytes.")
-    var maxLine: Int = 4096
+    var maxLine: Int = ProtocolLimits.maxLineLength
 
     @Option(name: .customLong("max-subscriptions"), help: "Subscriptions one connection may hold.")
-    var maxSubscriptions: Int = 1024
+    var maxSubscriptions: Int = ServerConfiguration.Defaults.maxSubscriptionsPerConnection
 
     @Option(name: .customLong("socket-mode"), help: "Permission bits of the socket file, in octal (0660 shares it with the group).")
     var socketMode: String = "0600"
 
     @Option(name: .customLong("max-connections"), help: "Connections served at once; more get too_many_connections.")
-    var maxConnections: Int = 10_000
+    var maxConnections: Int = ServerConfiguration.Defaults.maxConnections
 
     @Option(name: .customLong("allow-uid"), help: ArgumentHelp("Only these users may connect (checked with SO_PEERCRED); repeatable.", valueName: "uid"))
     var allowUID: [UInt32] = []
@@ -106,17 +106,11 @@ struct Replayd: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
-            FileHandle.standardError.write(Data("replayd: \(Self.reason(error))\n".utf8))
+            // A service's own error comes through as it was thrown (a failing service
+            // cancels the group, whose run rethrows that error), so it reads as written.
+            FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
             throw ExitCode(1)
         }
-    }
-
-    /// The innermost readable reason (ServiceGroup wraps a service's error).
-    static func reason(_ error: any Error) -> String {
-        if let error = error as? ServiceGroupError, let underlying = Mirror(reflecting: error).descendant("backing", "underlyingError") {
-            return "\(underlying)"
-        }
-        return "\(error)"
     }
 }
 

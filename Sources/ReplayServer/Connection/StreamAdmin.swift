@@ -67,7 +67,7 @@ struct StreamAdmin: Sendable {
             guard allowSources else {
                 throw ReplayError(.forbidden, "this replayd does not accept sources over the socket (--no-socket-sources)")
             }
-            guard let mode = StreamSource.ConnectMode(rawValue: options.connect ?? "lazy") else {
+            guard let mode = StreamSource.ConnectMode(rawValue: options.connect ?? CreateOptions.defaultConnect) else {
                 throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
             }
             let settings: SourceSettings

@@ -79,8 +79,7 @@ final class StreamHub: Sendable {
             case .all: next = info.firstSequence
             case .new: next = info.lastSequence + 1
             case .from(let sequence): next = max(1, sequence)
-            case .last(let count):
-                next = count == 0 ? info.lastSequence + 1 : max(info.firstSequence, info.lastSequence >= count ? info.lastSequence - count + 1 : 1)
+            case .last(let count): next = info.firstSequence(ofLast: count)
             case .since: return nil
             }
             return (next, info.lastSequence)

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayProtocol
 import ReplayStore
 
 /// Streams declared in a configuration file that the daemon reads at start: the way to
@@ -55,7 +56,7 @@ struct StreamDeclarations: Decodable {
             if let seconds = stream.grace { words["grace"] = "\(seconds)" }
             var source: StreamSource?
             if let command = stream.source {
-                guard let mode = StreamSource.ConnectMode(rawValue: stream.connect ?? "lazy") else {
+                guard let mode = StreamSource.ConnectMode(rawValue: stream.connect ?? CreateOptions.defaultConnect) else {
                     throw ReplayServerError("stream \(stream.name): connect is eager, lazy or refcount")
                 }
                 do {

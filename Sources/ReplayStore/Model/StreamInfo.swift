@@ -23,6 +23,13 @@ public struct StreamInfo: Sendable, Equatable {
     /// Events retained: the window is contiguous because trimming removes the oldest.
     public var eventCount: Int { Int(lastSequence + 1 - firstSequence) }
 
+    /// Where "the last `count` retained events" start (`last=<n>`): `lastSequence + 1`
+    /// (nothing) for 0, never before the retained window.
+    public func firstSequence(ofLast count: UInt64) -> UInt64 {
+        guard count > 0 else { return lastSequence + 1 }
+        return max(firstSequence, lastSequence >= count ? lastSequence - count + 1 : 1)
+    }
+
     /// The sequence number the terminal event is replayed with: right after the last value.
     public var terminalSequence: UInt64? { terminal == nil ? nil : lastSequence + 1 }
 }
