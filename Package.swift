@@ -25,8 +25,8 @@ let package = Package(
     targets: [
         // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
         .target(name: "ReplayCore"),
-        // The vocabulary every layer shares (stream names); no dependencies, so the store,
-        // the daemon and the clients all check a name by the same rule.
+        // The vocabulary every layer shares (stream names, times); no dependencies, so the
+        // store, the daemon and the clients all read and check them by the same rules.
         .target(name: "ReplayModel"),
         // Streams whose history lives in SQLite; plugs into ReplayCore's ReplayBuffer seam.
         .target(
@@ -53,7 +53,7 @@ let package = Package(
         // The wire protocol: commands, frames, their codecs. Knows nothing of streams' storage.
         .target(
             name: "ReplayProtocol",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["ReplayModel", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "ReplayProtocolTests",
@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "ReplayServer",
             dependencies: [
-                "ReplayCore", "ReplayStore", "ReplayProtocol",
+                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(
             name: "ReplayStoreTests",
             dependencies: [
-                "ReplayStore", "ReplayCore", "ReplayTesting", "ReplayStoreProbe",
+                "ReplayStore", "ReplayCore", "ReplayModel", "ReplayTesting", "ReplayStoreProbe",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // A database written by an earlier release, opened by path (see MigrationTests).

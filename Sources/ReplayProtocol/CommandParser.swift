@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayModel
 
 /// Turns control lines into commands. Pure functions of the words, so they are tested
 /// without any I/O.
@@ -109,7 +110,7 @@ enum CommandParser {
         case "from": return .from(try number(parts[1], "from"))
         case "last": return .last(try number(parts[1], "last"))
         case "since":
-            guard let time = TimeText.parse(parts[1]) else {
+            guard let time = Timestamp.parseLenient(parts[1]) else {
                 throw bad("since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
             }
             return .since(time)
@@ -152,18 +153,5 @@ enum CommandParser {
             throw bad("connect=<mode> and source=<bytes> go together")
         }
         return (options, sourceSize)
-    }
-}
-
-/// Times on the wire: ISO-8601 UTC, with or without fractions of a second, or Unix seconds.
-public enum TimeText {
-    public static func parse(_ text: String) -> Double? {
-        if let seconds = Double(text), seconds.isFinite { return seconds }
-        let withFraction = ISO8601DateFormatter()
-        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = withFraction.date(from: text) { return date.timeIntervalSince1970 }
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        return plain.date(from: text)?.timeIntervalSince1970
     }
 }

@@ -1,5 +1,6 @@
 import GRDB
 import ReplayCore
+import ReplayModel
 
 /// The streams, in memory: one record per row of `streams`, loaded at open (O(streams))
 /// and replaced by the writer after each commit. Readers take a snapshot; nobody waits on
@@ -42,12 +43,7 @@ final class Catalog: Sendable {
 
 extension Catalog.Record {
     init(row: Row) throws {
-        let terminalKind: String? = row["terminal"]
-        let terminal: Terminal? = switch terminalKind {
-        case "completed": .completed
-        case "failed": .failed(message: row["terminal_message"] ?? "")
-        default: nil
-        }
+        let terminal = Terminal(kind: row["terminal"], message: row["terminal_message"])
         var source: StreamSource?
         if let command: String = row["source_command"],
             let connect = StreamSource.ConnectMode(rawValue: row["source_connect"] ?? "")

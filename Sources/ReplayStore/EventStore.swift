@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReplayModel
 
 /// Streams of events in one SQLite database: the durable replay buffer.
 ///

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayClient
+import ReplayModel
 import ReplayProtocol
 
 struct Subscribe: ClientCommand, StreamCommand {
@@ -29,7 +30,7 @@ struct Subscribe: ClientCommand, StreamCommand {
     func validate() throws {
         let starts = [from != nil, last != nil, new, since != nil].filter { $0 }.count
         guard starts <= 1 else { throw ValidationError("choose one of --from, --last, --new, --since") }
-        if let since, TimeText.parse(since) == nil {
+        if let since, Timestamp.parseLenient(since) == nil {
             throw ValidationError("--since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
@@ -39,7 +40,7 @@ struct Subscribe: ClientCommand, StreamCommand {
         if let from { return .from(from) }
         if let last { return .last(last) }
         if new { return .new }
-        if let since, let seconds = TimeText.parse(since) { return .since(seconds) }
+        if let since, let seconds = Timestamp.parseLenient(since) { return .since(seconds) }
         return .all
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReplayCore
+import ReplayModel
 @testable import ReplayStore
 import ReplayTesting
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
@@ -84,20 +85,11 @@ struct StreamAdmin: Sendable {
     }
 
     func describe(_ info: StreamInfo) -> StreamDescription {
-        let terminal: String?
-        let message: String?
-        switch info.terminal {
-        case .completed: (terminal, message) = ("completed", nil)
-        case .failed(let text): (terminal, message) = ("failed", text)
-        case nil: (terminal, message) = (nil, nil)
-        }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return StreamDescription(
             name: info.name, capacity: info.config.capacity, maxBytes: info.config.maxBytes,
-            maxAge: info.config.maxAge, createdAt: formatter.string(from: info.createdAt),
+            maxAge: info.config.maxAge, createdAt: Timestamp.format(info.createdAt),
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
-            bytes: info.byteCount, terminal: terminal, terminalMessage: message,
+            bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
             subscribers: hub[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name))
     }
 

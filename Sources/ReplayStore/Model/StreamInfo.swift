@@ -1,9 +1,33 @@
 import Foundation
+import ReplayModel
 
 /// How a stream ended, if it did.
 public enum Terminal: Sendable, Equatable {
     case completed
     case failed(message: String)
+
+    /// Its name where text carries it (the `streams` table, INFO): `completed` or `failed`.
+    public var kind: String {
+        switch self {
+        case .completed: "completed"
+        case .failed: "failed"
+        }
+    }
+
+    /// A failure's message; `nil` for a completion.
+    public var message: String? {
+        if case .failed(let message) = self { return message }
+        return nil
+    }
+
+    /// From its `kind` and message; `nil` for an unknown kind (no terminal event).
+    public init?(kind: String?, message: String?) {
+        switch kind {
+        case "completed": self = .completed
+        case "failed": self = .failed(message: message ?? "")
+        default: return nil
+        }
+    }
 }
 
 /// A stream's metadata: settings, retained window and terminal state.

@@ -274,12 +274,6 @@ private struct Transaction {
             try Retention(now: time).trim(&streams[index].record, db)
             let record = streams[index].record
             let info = record.info
-            let terminalKind: String? = switch info.terminal {
-            case .completed: "completed"
-            case .failed: "failed"
-            case nil: nil
-            }
-            let terminalMessage: String? = if case .failed(let message) = info.terminal { message } else { nil }
             try db.cachedStatement(
                 sql: """
                     UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
@@ -288,7 +282,7 @@ private struct Transaction {
                     """
             ).execute(arguments: [
                 Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
-                terminalKind, terminalMessage, info.terminalAt.map(Timestamp.format), record.lastTime, record.id,
+                info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime, record.id,
             ])
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReplayModel
 
 /// Removes the oldest events of a stream until it fits its capacity, byte and age limits.
 /// Deleting only from the front keeps the retained window contiguous, so the stream row's

@@ -1,25 +1,28 @@
 import Foundation
 
-/// ISO-8601 UTC timestamps with milliseconds, `2026-11-22T03:17:14.123Z`: readable in the
-/// sqlite3 shell, and their text order is their time order. Hand-written because this runs
-/// once per stored event and Foundation's formatters are an order of magnitude slower.
-enum Timestamp {
-    static func format(_ date: Date) -> String {
+/// Times, in one place for every layer: ISO-8601 UTC with milliseconds,
+/// `2026-11-22T03:17:14.123Z`, as events, INFO and the `events` view show them (their text
+/// order is their time order), and the forms people may type (`since=`).
+///
+/// Formatting and strict parsing are hand-written because they run for every page of
+/// events and Foundation's formatters are an order of magnitude slower.
+public enum Timestamp {
+    public static func format(_ date: Date) -> String {
         format(millis: millis(date))
     }
 
     /// Milliseconds since 1970 UTC, as the log stores event times.
-    static func millis(_ date: Date) -> Int64 {
+    public static func millis(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     }
 
-    static func date(millis: Int64) -> Date {
+    public static func date(millis: Int64) -> Date {
         Date(timeIntervalSince1970: TimeInterval(millis) / 1000)
     }
 
     /// The text of a time stored as milliseconds: digits written in place, no formatter
     /// (catch-up formats the time of every page's commits).
-    static func format(millis: Int64) -> String {
+    public static func format(millis: Int64) -> String {
         var seconds = time_t(millis / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -50,7 +53,21 @@ enum Timestamp {
         return String(decoding: text, as: UTF8.self)
     }
 
-    static func parse(_ text: String) -> Date? {
+    /// A time as people may give it (`since=`): ISO-8601 UTC with or without fractions of
+    /// a second, or Unix seconds. Returns Unix seconds.
+    public static func parseLenient(_ text: String) -> Double? {
+        if let seconds = Double(text), seconds.isFinite { return seconds }
+        if let date = parse(text) { return date.timeIntervalSince1970 }
+        let withFraction = ISO8601DateFormatter()
+        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = withFraction.date(from: text) { return date.timeIntervalSince1970 }
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        return plain.date(from: text)?.timeIntervalSince1970
+    }
+
+    /// The exact form this type formats, `2026-11-22T03:17:14.123Z`, or `nil`.
+    public static func parse(_ text: String) -> Date? {
         let utf8 = Array(text.utf8)
         guard utf8.count == 24, utf8[4] == 0x2D, utf8[10] == 0x54, utf8[19] == 0x2E, utf8[23] == 0x5A
         else { return nil }
