@@ -43,7 +43,7 @@ public final class ReplayServer: Service {
             do {
                 try await StreamDeclarations.load(path).apply(to: store, defaultCapacity: configuration.defaultCapacity)
             } catch {
-                store.close()
+                await Self.close(store)
                 throw error
             }
         }
@@ -57,7 +57,7 @@ public final class ReplayServer: Service {
         do {
             serverChannel = try await bind(configuration, store: store)
         } catch {
-            store.close()
+            await Self.close(store)
             try? await pool.shutdownGracefully()
             throw SocketFile.Error(description: "cannot listen on \(configuration.socketPath): \(error)")
         }
@@ -97,8 +97,8 @@ public final class ReplayServer: Service {
 
         expiry.cancel()
         stateDump.stop()
-        sources.stopAll()
-        store.close()
+        await sources.stopAll()
+        await Self.close(store)
         try? await pool.shutdownGracefully()
         SocketFile.remove(configuration.socketPath, inode: inode)
         logger.info("replayd stopped")
@@ -165,6 +165,17 @@ public final class ReplayServer: Service {
                     return AcceptedConnection(channel: async, replies: ReplyChannel(router, on: channel.eventLoop))
                 }
             }
+    }
+
+    /// Closes the store (it commits what is queued and checkpoints, which waits on the
+    /// disk) on a thread of its own, not the cooperative pool.
+    private static func close(_ store: EventStore) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                store.close()
+                done.resume()
+            }
+        }
     }
 
     private static func makeParentFolder(of path: String) throws {

@@ -14,7 +14,10 @@ final class SourceRegistry: Sendable {
     private let terminalInCommits = Locked<[String: Bool]>([:])
     private let store: EventStore
     private let logger: Logger
-    // Commit listeners run on the writer's thread; spawning happens here instead.
+    /// Where every source is started, stopped and leased. Spawning a process and reading
+    /// the store for its environment block: never on an event loop or the cooperative pool
+    /// (a connection's task), where they would stall unrelated clients; never on the
+    /// writer's thread, where commit listeners run.
     private let control = DispatchQueue(label: "replay.sources")
 
     init(store: EventStore, logger: Logger) {
@@ -24,9 +27,12 @@ final class SourceRegistry: Sendable {
 
     /// Starts the sources of the existing streams (eager ones run now) and follows commits.
     func start() {
-        for info in store.streams {
-            terminalInCommits.withLock { $0[info.name] = info.terminal != nil }
-            adopt(info)
+        let streams = store.streams
+        control.async { [self] in
+            for info in streams {
+                terminalInCommits.withLock { $0[info.name] = info.terminal != nil }
+                adopt(info)
+            }
         }
         store.onCommit { [weak self] batch in
             guard let self else { return }
@@ -55,7 +61,7 @@ final class SourceRegistry: Sendable {
 
     private func adopt(_ info: StreamInfo) {
         guard let source = info.config.source else { return }
-        let supervisor = SourceSupervisor(stream: info.name, source: source, store: store, logger: logger)
+        let supervisor = SourceSupervisor(stream: info.name, source: source, store: store, control: control, logger: logger)
         supervisors.withLock { $0[info.name] = supervisor }
         supervisor.activate()
     }
@@ -70,9 +76,14 @@ final class SourceRegistry: Sendable {
         supervisors.withLock { $0[stream] }?.description
     }
 
-    /// Shutdown: stop every source (not an ending: they run again at the next start).
-    func stopAll() {
-        control.sync {}
-        for supervisor in supervisors.withLock({ Array($0.values) }) { supervisor.retire() }
+    /// Shutdown: stop every source (not an ending: they run again at the next start), after
+    /// everything already handed to the sources' queue, waiting without holding a thread.
+    func stopAll() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            control.async { [self] in
+                for supervisor in supervisors.withLock({ Array($0.values) }) { supervisor.retire() }
+                done.resume()
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NIOPosix
 import ReplayCore
 import Synchronization
 
@@ -17,6 +18,12 @@ struct SourceFailure: Error, CustomStringConvertible {
 /// `send` is called on the reading thread and may block (the stream's sink does, when the
 /// store falls behind): the thread then stops reading, the pipe fills, and the command
 /// blocks on its own writes. That is the backpressure.
+/// Whether this thread may block: not an event loop, and not the cooperative pool (no task
+/// runs on it). The daemon's rule for spawning processes and reading the store.
+func mayBlock() -> Bool {
+    withUnsafeCurrentTask { $0 == nil } && MultiThreadedEventLoopGroup.currentEventLoop == nil
+}
+
 enum SourceSignal {
     static func make(
         command: String, settings: SourceSettings,
@@ -25,6 +32,7 @@ enum SourceSignal {
         stopped: @escaping @Sendable (pid_t) -> Void
     ) -> Signal<Data> {
         Signal { observer in
+            assert(mayBlock(), "a source was spawned on an event loop or the cooperative pool; it belongs on the sources' queue")
             let group: ProcessGroup
             do {
                 group = try ProcessGroup.spawn(command, environment: environment())

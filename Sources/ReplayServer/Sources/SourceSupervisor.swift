@@ -41,8 +41,12 @@ final class SourceSupervisor: Sendable {
     private let state = Locked(State())
     private let restarts = QueueScheduler(label: "replay.source-restarts")
 
-    init(stream: String, source: StreamSource, store: EventStore, logger: Logger) {
+    /// The registry's queue: where this source is connected (spawned) and leased.
+    private let control: DispatchQueue
+
+    init(stream: String, source: StreamSource, store: EventStore, control: DispatchQueue, logger: Logger) {
         self.stream = stream
+        self.control = control
         self.source = source
         self.settings = SourceSettings.parse(source.options)
         self.store = store
@@ -64,19 +68,25 @@ final class SourceSupervisor: Sendable {
         if source.connect == .eager { connectOnce() }
     }
 
-    /// A subscriber arrived; the result is released when it leaves.
+    /// A subscriber arrived; the result is released when it leaves. Called from the
+    /// subscriber's task: the connecting (a spawn) happens on the sources' queue, and so
+    /// does the release, after it.
     func lease() -> any Disposable {
         switch source.connect {
         case .eager:
             return Disposables.empty
         case .lazy:
-            connectOnce()
+            control.async { [self] in connectOnce() }
             return Disposables.empty
         case .refcount:
             guard let shared = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.autoconnected }) else {
                 return Disposables.empty
             }
-            return shared.subscribe()
+            let held = Locked<(any Disposable)?>(nil)
+            control.async { held.withLock { $0 = shared.subscribe() } }
+            return ActionDisposable { [control] in
+                control.async { held.withLock { $0 }?.dispose() }
+            }
         }
     }
 
