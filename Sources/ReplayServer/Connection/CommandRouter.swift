@@ -51,7 +51,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        sink = PublishSink(eventLoop: context.eventLoop, router: NIOLoopBound(self, eventLoop: context.eventLoop))
+        sink = PublishSink(router: NIOLoopBound(self, eventLoop: context.eventLoop))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -85,6 +85,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// The end of the input, or the server's drain (which fires the same event): answer
+    /// what was read, read nothing more.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event { draining = true }
         context.fireUserInboundEventTriggered(event)
@@ -142,11 +144,6 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         writeReady()
     }
 
-    /// Shutdown: answer what was read, read nothing more.
-    func drain() {
-        draining = true
-    }
-
     /// Succeeds once every reply owed has been written (or can no longer be).
     func flushed(_ promise: EventLoopPromise<Void>) {
         if order.owed == 0 || context == nil { return promise.succeed() }
@@ -182,19 +179,33 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// The writer's way back to one connection: results of its PUBs, once per group commit,
-/// in one hop to its event loop.
+/// The way back to one connection's router, on its event loop: for the writer (results of
+/// its PUBs, once per group commit, in one hop) and for the connection's task (every other
+/// reply, through `ReplyChannel`).
 final class PublishSink: AppendSink {
-    private let eventLoop: any EventLoop
     private let router: NIOLoopBound<CommandRouter>
 
-    init(eventLoop: any EventLoop, router: NIOLoopBound<CommandRouter>) {
-        self.eventLoop = eventLoop
+    init(router: NIOLoopBound<CommandRouter>) {
         self.router = router
     }
 
     func appended(_ results: [AppendResult]) {
-        eventLoop.execute { [router] in router.value.committed(results) }
+        onRouter { $0.committed(results) }
+    }
+
+    /// Runs `body` with the router, on its event loop.
+    func onRouter(_ body: @escaping @Sendable (CommandRouter) -> Void) {
+        router.eventLoop.execute { [router] in body(router.value) }
+    }
+
+    /// `body`'s result, from another thread (waits for the event loop).
+    func fromRouter<T: Sendable>(_ body: @escaping @Sendable (CommandRouter) -> T) throws -> T {
+        try router.eventLoop.submit { [router] in body(router.value) }.wait()
+    }
+
+    /// The event loop's promise for a result the router gives later.
+    func makePromise<T: Sendable>(of: T.Type) -> EventLoopPromise<T> {
+        router.eventLoop.makePromise(of: T.self)
     }
 }
 
@@ -207,47 +218,39 @@ struct AcceptedConnection: Sendable {
 
 /// The connection task's handle on its `CommandRouter`: every call hops to the event loop.
 struct ReplyChannel: Sendable {
-    let eventLoop: any EventLoop
-    let router: NIOLoopBound<CommandRouter>
-    /// For the PUBs that reach the task (see `CommandRouter`): results come back the same way.
+    /// Also where the PUBs that reach the task send their results (see `CommandRouter`).
     let sink: PublishSink
 
     /// Made on the event loop, once the router is in the pipeline.
-    init(_ router: CommandRouter, on eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-        self.router = NIOLoopBound(router, eventLoop: eventLoop)
+    init(_ router: CommandRouter) {
         self.sink = router.sink
     }
 
     func admit(hello: ServerFrame) {
-        eventLoop.execute { [router] in router.value.admit(hello: hello) }
+        sink.onRouter { $0.admit(hello: hello) }
     }
 
     func fill(_ slot: ReplyOrder.Slot, with frame: ServerFrame, afterWrite: (@Sendable () -> Void)? = nil) {
-        eventLoop.execute { [router] in router.value.fill(slot, with: frame, afterWrite: afterWrite) }
+        sink.onRouter { $0.fill(slot, with: frame, afterWrite: afterWrite) }
     }
 
     func send(_ frame: ServerFrame) {
-        eventLoop.execute { [router] in router.value.send(frame) }
+        sink.onRouter { $0.send(frame) }
     }
 
     func performed() {
-        eventLoop.execute { [router] in router.value.performed() }
-    }
-
-    func drain() {
-        eventLoop.execute { [router] in router.value.drain() }
+        sink.onRouter { $0.performed() }
     }
 
     /// Returns once every reply owed has been written.
     func flushed() async {
-        let promise = eventLoop.makePromise(of: Void.self)
-        eventLoop.execute { [router] in router.value.flushed(promise) }
+        let promise = sink.makePromise(of: Void.self)
+        sink.onRouter { $0.flushed(promise) }
         try? await promise.futureResult.get()
     }
 
     /// For the state dump (from its own queue; waits for the event loop).
     var stateDescription: String {
-        (try? eventLoop.submit { [router] in router.value.stateDescription }.wait()) ?? "replies unknown (event loop gone)"
+        (try? sink.fromRouter { $0.stateDescription }) ?? "replies unknown (event loop gone)"
     }
 }

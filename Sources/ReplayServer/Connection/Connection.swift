@@ -65,7 +65,6 @@ final class Connection: Sendable {
     /// closes. Used by the server's graceful shutdown.
     func drain() {
         state.withLock { $0.drain() }
-        replies.drain()
         channel.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
     }
 
@@ -88,8 +87,7 @@ final class Connection: Sendable {
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
         do {
             try await channel.executeThenClose { inbound, outbound in
-                let output = SubscriberOutput(
-                    write: { try await outbound.write($0) }, writeMany: { try await outbound.write(contentsOf: $0) })
+                let output = SubscriberOutput(outbound: outbound)
                 await read(inbound, output: output)
                 // Every reply owed (PUBs still committing included) goes out before the close.
                 await replies.flushed()

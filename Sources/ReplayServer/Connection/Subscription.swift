@@ -5,9 +5,16 @@ import ReplayStore
 /// Where a connection's subscriptions write: through NIO's async writer, so a write
 /// suspends while the socket is not writable.
 struct SubscriberOutput: Sendable {
-    let write: @Sendable (ByteBuffer) async throws -> Void
+    let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+
+    func write(_ buffer: ByteBuffer) async throws {
+        try await outbound.write(buffer)
+    }
+
     /// Several buffers in one write (one `writev` where they fit).
-    let writeMany: @Sendable ([ByteBuffer]) async throws -> Void
+    func writeMany(_ buffers: [ByteBuffer]) async throws {
+        try await outbound.write(contentsOf: buffers)
+    }
 }
 
 /// One subscription: a cursor `next` over its stream's log, and the loop that moves it.

@@ -162,20 +162,15 @@ public final class ReplayServer: Service {
                     let async = try NIOAsyncChannel<RoutedCommand, ByteBuffer>(
                         wrappingChannelSynchronously: channel,
                         configuration: .init(backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256)))
-                    return AcceptedConnection(channel: async, replies: ReplyChannel(router, on: channel.eventLoop))
+                    return AcceptedConnection(channel: async, replies: ReplyChannel(router))
                 }
             }
     }
 
     /// Closes the store (it commits what is queued and checkpoints, which waits on the
-    /// disk) on a thread of its own, not the cooperative pool.
+    /// disk) on NIO's blocking-work pool, not the cooperative pool.
     private static func close(_ store: EventStore) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                store.close()
-                done.resume()
-            }
-        }
+        _ = try? await NIOThreadPool.singleton.runIfActive { store.close() }
     }
 
     private static func makeParentFolder(of path: String) throws {

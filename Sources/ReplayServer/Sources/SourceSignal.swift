@@ -9,6 +9,12 @@ struct SourceFailure: Error, CustomStringConvertible {
     let description: String
 }
 
+/// Whether this thread may block: not an event loop, and not the cooperative pool (no task
+/// runs on it). The daemon's rule for spawning processes and reading the store.
+func mayBlock() -> Bool {
+    withUnsafeCurrentTask { $0 == nil } && MultiThreadedEventLoopGroup.currentEventLoop == nil
+}
+
 /// A source command as a cold signal: each subscription runs the command once, in a
 /// process group of its own, and sends each framed chunk of its output as a value; exit
 /// status 0 completes, anything else fails with the status and stderr's last lines.
@@ -18,12 +24,6 @@ struct SourceFailure: Error, CustomStringConvertible {
 /// `send` is called on the reading thread and may block (the stream's sink does, when the
 /// store falls behind): the thread then stops reading, the pipe fills, and the command
 /// blocks on its own writes. That is the backpressure.
-/// Whether this thread may block: not an event loop, and not the cooperative pool (no task
-/// runs on it). The daemon's rule for spawning processes and reading the store.
-func mayBlock() -> Bool {
-    withUnsafeCurrentTask { $0 == nil } && MultiThreadedEventLoopGroup.currentEventLoop == nil
-}
-
 enum SourceSignal {
     static func make(
         command: String, settings: SourceSettings,

@@ -82,11 +82,9 @@ final class SourceSupervisor: Sendable {
             guard let shared = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.autoconnected }) else {
                 return Disposables.empty
             }
-            let held = Locked<(any Disposable)?>(nil)
-            control.async { held.withLock { $0 = shared.subscribe() } }
-            return ActionDisposable { [control] in
-                control.async { held.withLock { $0 }?.dispose() }
-            }
+            let held = SerialDisposable()
+            control.async { held.inner = shared.subscribe() }
+            return Disposables.action { [control] in control.async { held.dispose() } }
         }
     }
 

@@ -4,7 +4,7 @@
 enum EventKey {
     static let sequenceBits: Int64 = 40
     /// The highest sequence number a stream can reach.
-    static let maxSequence: UInt64 = (1 << 40) - 1
+    static let maxSequence: UInt64 = (1 << UInt64(sequenceBits)) - 1
     /// The highest stream id the key has room for.
     static let maxStreamID: Int64 = (1 << 23) - 1
 

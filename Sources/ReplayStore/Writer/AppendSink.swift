@@ -38,8 +38,6 @@ struct SinkResults {
         }
     }
 
-    var isEmpty: Bool { groups.isEmpty }
-
     /// Tells each sink its results, once.
     func deliver() {
         for group in groups { group.sink.appended(group.results) }
