@@ -97,20 +97,23 @@ struct Replayd: AsyncParsableCommand {
         configuration.allowSocketSources = !noSocketSources
         configuration.declarationsPath = config
 
-        let server = ReplayServer(configuration: configuration, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
         do {
+            let server = try await ReplayServer(configuration: configuration, logger: logger)
+            // Every service ends the group when it ends, cleanly or not: the others then
+            // stop gracefully, in reverse order, and a failure is rethrown as thrown.
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: server.services.map {
+                        .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                    },
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
             try await group.run()
         } catch {
-            // A service's own error comes through as it was thrown (a failing service
-            // cancels the group, whose run rethrows that error), so it reads as written.
             FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        logger.info("replayd stopped")
     }
 }
 

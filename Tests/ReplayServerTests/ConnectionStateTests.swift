@@ -38,14 +38,4 @@ struct ConnectionStateTests {
         state.subscriptionEnded("b")
         #expect(state.subscriptions.isEmpty)
     }
-
-    @Test func drainingRefusesNewWorkButAnswersPings() {
-        var state = ConnectionState(maxSubscriptions: 2)
-        state.drain()
-        #expect(state.receive(.command(.ping)) == .reply(.pong))
-        guard case .reply(.error(let error)) = state.receive(.command(.publish(stream: "s", payload: ByteBuffer()))) else {
-            Issue.record("a PUB while draining must be refused"); return
-        }
-        #expect(error.code == .shuttingDown)
-    }
 }

@@ -71,12 +71,12 @@ struct StreamHubTests {
 
     @Test func startPositions() {
         let hub = Self.hub(first: 3)
-        #expect(hub.start(.all)! == (3, 10))
-        #expect(hub.start(.new)! == (11, 10))
-        #expect(hub.start(.from(0))! == (1, 10))
-        #expect(hub.start(.last(2))! == (9, 10))
-        #expect(hub.start(.last(100))! == (3, 10))
-        #expect(hub.start(.last(0))! == (11, 10))
+        #expect(hub.start(.all) == StartPoint(next: 3, liveAfter: 10))
+        #expect(hub.start(.new) == StartPoint(next: 11, liveAfter: 10))
+        #expect(hub.start(.from(0)) == StartPoint(next: 1, liveAfter: 10))
+        #expect(hub.start(.last(2)) == StartPoint(next: 9, liveAfter: 10))
+        #expect(hub.start(.last(100)) == StartPoint(next: 3, liveAfter: 10))
+        #expect(hub.start(.last(0)) == StartPoint(next: 11, liveAfter: 10))
         #expect(hub.start(.since(0)) == nil)
     }
 

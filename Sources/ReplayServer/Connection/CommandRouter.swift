@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOExtras
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
@@ -85,11 +86,20 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// The end of the input, or the server's drain (which fires the same event): answer
-    /// what was read, read nothing more.
+    /// The end of the input, or the server's shutdown (`ChannelShouldQuiesceEvent`, from
+    /// the listener's quiescing helper, passed on as the end of the input so the task's
+    /// inbound stream ends too): answer what was read, read nothing more.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event { draining = true }
-        context.fireUserInboundEventTriggered(event)
+        switch event {
+        case ChannelEvent.inputClosed:
+            draining = true
+            context.fireUserInboundEventTriggered(event)
+        case is ChannelShouldQuiesceEvent:
+            draining = true
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -153,6 +163,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// "N replies owed (oldest filled or not)", for the state dump.
     var stateDescription: String {
         "\(order.owed) replies owed (oldest \(order.owed == 0 ? "none" : order.isBlockedAtHead ? "unfilled" : "ready")), \(inTask) commands in the task"
+            + (draining ? ", draining" : "")
     }
 
     private func writeReady() {

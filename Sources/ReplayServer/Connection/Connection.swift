@@ -5,10 +5,11 @@ import ReplayCore
 import ReplayProtocol
 import ReplayStore
 
-/// What every connection shares: the store, the hub, the read pool and the settings.
+/// What every connection shares: the store, the streams' hubs, the sources, the read pool
+/// and the settings.
 struct ServerContext: Sendable {
     let store: EventStore
-    let hub: Hub
+    let hubs: StreamHubs
     let sources: SourceRegistry
     let reads: ReadPool
     let configuration: ServerConfiguration
@@ -16,7 +17,7 @@ struct ServerContext: Sendable {
 
     var admin: StreamAdmin {
         StreamAdmin(
-            store: store, hub: hub, sources: sources, defaultCapacity: configuration.defaultCapacity,
+            store: store, hubs: hubs, sources: sources, defaultCapacity: configuration.defaultCapacity,
             allowSources: configuration.allowSocketSources)
     }
 }
@@ -61,13 +62,6 @@ final class Connection: Sendable {
         self.logger = logger
     }
 
-    /// Stops reading new commands; what was read is still answered, then the connection
-    /// closes. Used by the server's graceful shutdown.
-    func drain() {
-        state.withLock { $0.drain() }
-        channel.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-    }
-
     /// Serves the connection; `closing` runs once, just before the channel closes.
     func run(closing: @escaping @Sendable () -> Void) async {
         let closed = Locked(false)
@@ -80,7 +74,7 @@ final class Connection: Sendable {
             guard let peer, context.configuration.access.allows(peer) else {
                 logger.notice("connection refused", metadata: ["uid": "\(peer?.uid ?? 0)", "gid": "\(peer?.gid ?? 0)", "pid": "\(peer?.pid ?? 0)"])
                 let who = peer.map { "uid \($0.uid), gid \($0.gid)" } ?? "an unknown peer"
-                return await ReplayServer.refuse(channel, ReplayError(
+                return await SocketListener.refuse(channel, ReplayError(
                     .forbidden, "\(who) may not use this replayd (--allow-uid/--allow-gid); ask its operator"))
             }
         }
@@ -169,16 +163,16 @@ final class Connection: Sendable {
     }
 
     private func runSubscription(
-        stream: String, sid: String, position: Pending<Result<(UInt64, UInt64), ReplayError>>,
+        stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>,
         slot: ReplyOrder.Slot, written: Doorbell, phase: SubscriptionPhase,
         output: SubscriberOutput
     ) async {
-        let (next, liveAfter): (UInt64, UInt64)
+        let start: StartPoint
         switch await position.value {
-        case .success(let resolved): (next, liveAfter) = resolved
+        case .success(let resolved): start = resolved
         case .failure(let error): return replies.fill(slot, with: .error(error))
         }
-        guard let hub = context.hub[stream] else {
+        guard let hub = context.hubs[stream] else {
             return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
         }
         phase.enter(.awaitingOKWritten)
@@ -189,7 +183,7 @@ final class Connection: Sendable {
         // subscriber is counted before the source's first events).
         let lease = context.sources.lease(stream)
         await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, phase: phase, output: output)
-            .run(from: next, liveAfter: liveAfter)
+            .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()
     }
 
@@ -204,10 +198,10 @@ final class Connection: Sendable {
         if current { state.withLock { $0.subscriptionEnded(sid) } }
     }
 
-    /// The (next, liveAfter) position of a new subscription, decided now: from the hub's
+    /// Where a new subscription starts, decided now: from the hub's
     /// state for an existing stream; for a stream this SUB creates, the whole (empty) log.
-    private func resolve(stream: String, start: StartPosition) -> Pending<Result<(UInt64, UInt64), ReplayError>> {
-        if let hub = context.hub[stream] {
+    private func resolve(stream: String, start: StartPosition) -> Pending<Result<StartPoint, ReplayError>> {
+        if let hub = context.hubs[stream] {
             if let position = hub.start(start) { return Pending(.success(position)) }
             guard case .since(let seconds) = start else { preconditionFailure("the hub resolves every start but since") }
             return firstSequence(of: stream, since: seconds, liveAfter: hub.info.lastSequence)
@@ -216,10 +210,10 @@ final class Connection: Sendable {
             return Pending(.failure(ReplayError(StoreError.unknownStream(stream))))
         }
         let next: UInt64 = if case .from(let sequence) = start { max(1, sequence) } else { 1 }
-        let pending = Pending<Result<(UInt64, UInt64), ReplayError>>()
+        let pending = Pending<Result<StartPoint, ReplayError>>()
         context.store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { result in
             switch result {
-            case .success, .failure(.streamExists): pending.fulfil(.success((next, 0)))
+            case .success, .failure(.streamExists): pending.fulfil(.success(StartPoint(next: next, liveAfter: 0)))
             case .failure(let error): pending.fulfil(.failure(ReplayError(error)))
             }
         }
@@ -227,13 +221,13 @@ final class Connection: Sendable {
     }
 
     /// A `since` start: the first retained event at or after the time, found on the read pool.
-    private func firstSequence(of stream: String, since seconds: Double, liveAfter: UInt64) -> Pending<Result<(UInt64, UInt64), ReplayError>> {
-        let pending = Pending<Result<(UInt64, UInt64), ReplayError>>()
+    private func firstSequence(of stream: String, since seconds: Double, liveAfter: UInt64) -> Pending<Result<StartPoint, ReplayError>> {
+        let pending = Pending<Result<StartPoint, ReplayError>>()
         let (store, reads) = (context.store, context.reads)
         Task {
             do {
                 let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
-                pending.fulfil(.success((first, liveAfter)))
+                pending.fulfil(.success(StartPoint(next: first, liveAfter: liveAfter)))
             } catch let error as StoreError {
                 pending.fulfil(.failure(ReplayError(error)))
             } catch {
@@ -259,8 +253,8 @@ final class Connection: Sendable {
                 "\(sid) on \(registered.phase.stream): \(registered.phase.current)"
             }
         }
-        let (sids, draining) = state.withLock { ($0.subscriptions.sorted(), $0.draining) }
+        let sids = state.withLock { $0.subscriptions.sorted() }
         return "connection \(id): subscriptions [\(subscriptions.joined(separator: "; "))], sids in use \(sids), "
-            + replies.stateDescription + (draining ? ", draining" : "")
+            + replies.stateDescription
     }
 }

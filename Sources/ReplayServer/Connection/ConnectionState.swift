@@ -2,8 +2,8 @@ import NIOCore
 import ReplayProtocol
 
 /// The bookkeeping of one connection as a state machine: it takes decoded commands and
-/// returns what to do, checking what can be checked without I/O (subscription ids, limits,
-/// shutdown). The connection runner performs the actions; tests drive this directly.
+/// returns what to do, checking what can be checked without I/O (subscription ids,
+/// limits). The connection runner performs the actions; tests drive this directly.
 struct ConnectionState {
     enum Action: Equatable {
         /// Answer at once.
@@ -22,7 +22,6 @@ struct ConnectionState {
 
     let maxSubscriptions: Int
     private(set) var subscriptions: Set<String> = []
-    private(set) var draining = false
 
     init(maxSubscriptions: Int) {
         self.maxSubscriptions = maxSubscriptions
@@ -38,9 +37,6 @@ struct ConnectionState {
     }
 
     private mutating func receive(_ command: ClientCommand) -> Action {
-        if draining, command != .ping {
-            return .reply(.error(ReplayError(.shuttingDown, "replayd is shutting down; reconnect to the next instance")))
-        }
         switch command {
         case .ping:
             return .reply(.pong)
@@ -70,10 +66,5 @@ struct ConnectionState {
     /// not start: its id is free again.
     mutating func subscriptionEnded(_ sid: String) {
         subscriptions.remove(sid)
-    }
-
-    /// The server is shutting down: refuse new work, keep answering what is in flight.
-    mutating func drain() {
-        draining = true
     }
 }

@@ -11,7 +11,7 @@ import ReplayStore
 /// an INFO after a PUB sees it). The reply comes later, from the writer's completion.
 struct StreamAdmin: Sendable {
     let store: EventStore
-    let hub: Hub
+    let hubs: StreamHubs
     let sources: SourceRegistry
     let defaultCapacity: Int?
     let allowSources: Bool
@@ -90,7 +90,7 @@ struct StreamAdmin: Sendable {
             maxAge: info.config.maxAge, createdAt: Timestamp.format(info.createdAt),
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
-            subscribers: hub[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name))
+            subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name))
     }
 
     private func json<T: Encodable>(_ value: T) -> ByteBuffer? {

@@ -71,7 +71,7 @@ final class StreamHub: Sendable {
     /// subject gives every live value to its subscribers, whatever its capacity).
     ///
     /// `nil` for `since`, which needs the store to find its first sequence number.
-    func start(_ start: StartPosition) -> (next: UInt64, liveAfter: UInt64)? {
+    func start(_ start: StartPosition) -> StartPoint? {
         state.withLock { state in
             let info = state.info
             let next: UInt64
@@ -82,7 +82,7 @@ final class StreamHub: Sendable {
             case .last(let count): next = info.firstSequence(ofLast: count)
             case .since: return nil
             }
-            return (next, info.lastSequence)
+            return StartPoint(next: next, liveAfter: info.lastSequence)
         }
     }
 

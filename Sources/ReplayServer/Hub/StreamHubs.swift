@@ -1,8 +1,9 @@
 import ReplayCore
 import ReplayStore
 
-/// Every stream's live state, kept in step with the store by its commit listener.
-final class Hub: Sendable {
+/// Every stream's `StreamHub` (its live state), kept in step with the store by its commit
+/// listener.
+final class StreamHubs: Sendable {
     private let hubs = Locked<[String: StreamHub]>([:])
     private let tailEvents: Int
     private let tailBytes: Int

@@ -3,10 +3,14 @@ import Logging
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
+import ServiceLifecycle
 
 /// The supervisors of every stream that has a source, kept in step with the store: a
 /// stream created with a source gets one, a deleted stream's is retired, a reset re-arms.
-final class SourceRegistry: Sendable {
+///
+/// As a service it starts the sources of the existing streams and, at the graceful
+/// shutdown, stops them all (after the listener: no subscriber is left to lease one).
+final class SourceRegistry: Service, Sendable {
     private let supervisors = Locked<[String: SourceSupervisor]>([:])
     /// Whether each stream was terminal in the last commit seen: a reset is a change from
     /// terminal to open *in the commits*, not a difference with the supervisor's status
@@ -19,14 +23,25 @@ final class SourceRegistry: Sendable {
     /// (a connection's task), where they would stall unrelated clients; never on the
     /// writer's thread, where commit listeners run.
     private let control = DispatchQueue(label: "replay.sources")
+    private let started = Locked(false)
 
     init(store: EventStore, logger: Logger) {
         self.store = store
         self.logger = logger
     }
 
+    func run() async throws {
+        try started.withLock { started in
+            guard !started else { throw ReplayServerError("the sources service runs once") }
+            started = true
+        }
+        start()
+        try? await gracefulShutdown()
+        await stopAll()
+    }
+
     /// Starts the sources of the existing streams (eager ones run now) and follows commits.
-    func start() {
+    private func start() {
         let streams = store.streams
         control.async { [self] in
             for info in streams {
@@ -78,7 +93,7 @@ final class SourceRegistry: Sendable {
 
     /// Shutdown: stop every source (not an ending: they run again at the next start), after
     /// everything already handed to the sources' queue, waiting without holding a thread.
-    func stopAll() async {
+    private func stopAll() async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             control.async { [self] in
                 for supervisor in supervisors.withLock({ Array($0.values) }) { supervisor.retire() }

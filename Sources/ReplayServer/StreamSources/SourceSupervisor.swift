@@ -118,8 +118,10 @@ final class SourceSupervisor: Sendable {
     /// A fresh connection: the source signal (with its restart policy) multicast into the sink.
     private func arm() {
         let settings = self.settings
+        let sink = StreamSink(store: store, stream: stream, logger: logger) { [self] event in ended(event) }
         var signal = SourceSignal.make(
             command: source.command, settings: settings, environment: { [self] in environment() },
+            admit: { await sink.admit() },
             started: { [self] pid in
                 state.withLock { state in
                     state.starts += 1
@@ -141,7 +143,6 @@ final class SourceSupervisor: Sendable {
                 })
                 .retry(upTo: settings.maxRestarts, delay: { attempt in min(60, settings.restartDelay * pow(2, Double(attempt - 1))) }, on: restarts)
         }
-        let sink = StreamSink(store: store, stream: stream, logger: logger) { [self] event in ended(event) }
         let connection = signal.multicast(sink)
         let autoconnected = connection.autoconnect()
         state.withLock { state in
@@ -170,11 +171,10 @@ final class SourceSupervisor: Sendable {
         }
     }
 
-    /// What the source sees: the daemon's environment plus where the stream stands, so it
-    /// can resume where it left off.
+    /// What the source sees besides the daemon's environment: where the stream stands, so
+    /// it can resume where it left off.
     private func environment() -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["REPLAY_STREAM"] = stream
+        var environment = ["REPLAY_STREAM": stream]
         let last = store.info(stream)?.lastSequence ?? 0
         environment["REPLAY_LAST_SEQ"] = "\(last)"
         if last > 0, let event = try? store.read(stream, from: last, limit: 1).first,

@@ -1,0 +1,45 @@
+import Foundation
+import Logging
+import ReplayStore
+import ServiceLifecycle
+
+/// The daemon, assembled: the socket path checked, the store opened (O(streams)), the
+/// operator's declared streams created, and the services that run it all.
+///
+/// ```swift
+/// let server = try await ReplayServer(configuration: configuration, logger: logger)
+/// try await ServiceGroup(services: server.services, gracefulShutdownSignals: [.sigterm], logger: logger).run()
+/// ```
+///
+/// `services` is in dependency order: a `ServiceGroup` starts them together and, at a
+/// graceful shutdown, stops them one by one from the last: the socket listener first (no
+/// new connections; each connection answers what it read and closes), then retention,
+/// then the sources (stopped, not ended), and the store last (it commits what is queued,
+/// checkpoints and closes).
+public struct ReplayServer: Sendable {
+    public let services: [any Service]
+
+    public init(configuration: ServerConfiguration, logger: Logger) async throws {
+        // Before the database: a second daemon is refused on its socket, and must not even
+        // try the first one's database lock.
+        try SocketFile.prepare(configuration.socketPath)
+        let store = try StoreService(configuration: configuration)
+        if let path = configuration.declarationsPath {
+            do {
+                try await StreamDeclarations.load(path).apply(to: store.store, defaultCapacity: configuration.defaultCapacity)
+            } catch {
+                await store.close()
+                throw error
+            }
+        }
+        let hubs = StreamHubs(store: store.store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
+        let sources = SourceRegistry(store: store.store, logger: logger)
+        services = [
+            store,
+            sources,
+            RetentionService(store: store.store),
+            SocketListener(
+                configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger),
+        ]
+    }
+}

@@ -1,0 +1,33 @@
+import ReplayCore
+import ReplayStore
+import ServiceLifecycle
+
+/// Age limits apply to idle streams too: every `interval`, if any stream has a maximum
+/// age, the writer trims what has grown too old (a write like any other, in its queue).
+/// Stops at the group's graceful shutdown.
+final class RetentionService: Service, Sendable {
+    private let store: EventStore
+    private let interval: Duration
+    private let started = Locked(false)
+
+    init(store: EventStore, interval: Duration = .seconds(1)) {
+        self.store = store
+        self.interval = interval
+    }
+
+    func run() async throws {
+        try started.withLock { started in
+            guard !started else { throw ReplayServerError("the retention service runs once") }
+            started = true
+        }
+        let (store, interval) = (self.store, self.interval)
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: interval)
+                if store.streams.contains(where: { $0.config.maxAge != nil }) {
+                    try? await store.enforceRetention()
+                }
+            }
+        }
+    }
+}
