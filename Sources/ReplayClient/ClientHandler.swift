@@ -8,25 +8,25 @@ import ReplayProtocol
 struct ClientRequest: Sendable {
     var bytes: ByteBuffer
     var replies: [EventLoopPromise<ServerFrame>]
-    var subscribe: (sid: String, buffer: EventBuffer)?
+    var subscribe: (sid: String, feed: SubscriptionFeed)?
     /// After UNSUB: frames for this sid are dropped from now on.
     var forget: String?
 }
 
 /// Matches replies to requests in order (the daemon answers commands in order) and routes
-/// subscription frames to their buffers by sid. Runs on the channel's event loop only.
+/// subscription frames to their feeds by sid. Runs on the channel's event loop only.
 final class ClientHandler: ChannelDuplexHandler {
     typealias InboundIn = ServerFrame
     typealias OutboundIn = ClientRequest
     typealias OutboundOut = ByteBuffer
 
     private var pending = Deque<EventLoopPromise<ServerFrame>>()
-    private var subscriptions: [String: EventBuffer] = [:]
+    private var subscriptions: [String: SubscriptionFeed] = [:]
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
         pending.append(contentsOf: request.replies)
-        if let (sid, buffer) = request.subscribe { subscriptions[sid] = buffer }
+        if let (sid, feed) = request.subscribe { subscriptions[sid] = feed }
         if let sid = request.forget { subscriptions.removeValue(forKey: sid)?.finish(.success(())) }
         context.write(wrapOutboundOut(request.bytes), promise: promise)
     }
@@ -61,7 +61,7 @@ final class ClientHandler: ChannelDuplexHandler {
 
     private func failEverything() {
         while let promise = pending.popFirst() { promise.fail(ReplayClientError.disconnected) }
-        for buffer in subscriptions.values { buffer.finish(.failure(.disconnected)) }
+        for feed in subscriptions.values { feed.finish(.failure(.disconnected)) }
         subscriptions = [:]
     }
 }

@@ -65,13 +65,13 @@ public final class ReplayClient: Sendable {
     // MARK: Requests
 
     /// Sends commands in one write and returns their replies, in order.
-    func send(_ commands: [ClientCommand], subscribe: (String, EventBuffer)? = nil, forget: String? = nil) async throws -> [ServerFrame] {
+    func send(_ commands: [ClientCommand], subscribe: (String, SubscriptionFeed)? = nil, forget: String? = nil) async throws -> [ServerFrame] {
         try await write(commands, subscribe: subscribe, forget: forget).get()
     }
 
     /// Hands the commands to the connection now, before returning, so that successive
     /// calls from one task reach the daemon in call order; the replies are awaited later.
-    private func write(_ commands: [ClientCommand], subscribe: (String, EventBuffer)? = nil, forget: String? = nil) -> EventLoopFuture<[ServerFrame]> {
+    private func write(_ commands: [ClientCommand], subscribe: (String, SubscriptionFeed)? = nil, forget: String? = nil) -> EventLoopFuture<[ServerFrame]> {
         var bytes = channel.allocator.buffer(capacity: 64 * commands.count)
         for command in commands { command.write(into: &bytes) }
         let replies = commands.map { _ in channel.eventLoop.makePromise(of: ServerFrame.self) }
@@ -128,14 +128,16 @@ public final class ReplayClient: Sendable {
     ) async throws -> ReplaySubscription {
         let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
         let channel = self.channel
-        let buffer = EventBuffer { pause in
-            channel.setOption(ChannelOptions.autoRead, value: !pause).whenComplete { _ in }
+        let reading: @Sendable (Bool) -> Void = { channel.setOption(ChannelOptions.autoRead, value: $0).whenComplete { _ in } }
+        let feed = SubscriptionFeed(reading: reading) { [weak self] in
+            guard let self else { return }
+            Task { await self.unsubscribe(sid) }
         }
-        let reply = try await send([.subscribe(stream: stream, sid: sid, start: start)], subscribe: (sid, buffer))[0]
+        let reply = try await send([.subscribe(stream: stream, sid: sid, start: start)], subscribe: (sid, feed))[0]
         switch reply {
-        case .ok: return ReplaySubscription(client: self, sid: sid, buffer: buffer, onGap: onGap)
+        case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap)
         case .error(let error):
-            buffer.finish(.failure(.server(error)))
+            feed.finish(.failure(.server(error)))
             throw ReplayClientError.server(error)
         default: throw ReplayClientError.unexpectedReply("\(reply)")
         }

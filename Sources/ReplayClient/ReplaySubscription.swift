@@ -1,40 +1,41 @@
 /// The events of one server-side subscription, in sequence order.
 ///
 /// Ends after the stream's `COMPLETED`; throws `ReplayClientError.streamFailed` after
-/// `FAILED`, `disconnected` if the connection drops. Cancelling the consuming task
-/// unsubscribes.
+/// `FAILED`, `disconnected` if the connection drops. It is iterated once: cancelling the
+/// consuming task, or dropping its iterator, unsubscribes and ends it.
 public struct ReplaySubscription: AsyncSequence, Sendable {
     public typealias Element = ReplayEvent
 
     let client: ReplayClient
     let sid: String
-    let buffer: EventBuffer
+    let feed: SubscriptionFeed
     let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
 
     /// Stops the subscription (UNSUB); iteration ends.
     public func cancel() async {
+        feed.finish(.success(()))
         await client.unsubscribe(sid)
     }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(subscription: self)
+        Iterator(items: feed.events.makeAsyncIterator(), onGap: onGap)
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        let subscription: ReplaySubscription
+        var items: SubscriptionFeed.Events.AsyncIterator
+        let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
 
         public mutating func next() async throws -> ReplayEvent? {
-            let subscription = self.subscription
             while true {
-                let item = try await withTaskCancellationHandler {
-                    try await subscription.buffer.next()
-                } onCancel: {
-                    subscription.buffer.finish(.success(()))
-                    Task { await subscription.cancel() }
+                let item: SubscriptionFeed.Item?
+                do {
+                    item = try await items.next()
+                } catch is CancellationError {
+                    return nil  // the consumer's task was cancelled: the feed unsubscribed
                 }
                 switch item {
                 case .event(let event): return event
-                case .gap(let range): subscription.onGap?(range)
+                case .gap(let range): onGap?(range)
                 case nil: return nil
                 }
             }
