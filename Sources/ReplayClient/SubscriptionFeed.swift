@@ -19,16 +19,10 @@ final class SubscriptionFeed: Sendable {
     >
 
     struct Delegate: NIOAsyncSequenceProducerDelegate {
-        let reading: ReadingSwitch
-        let feed: SubscriptionFeedEnd
+        let control: SubscriptionFeedControl
 
-        func produceMore() {
-            reading.set(true)
-        }
-
-        func didTerminate() {
-            feed.consumerLeft()
-        }
+        func produceMore() { control.read(true) }
+        func didTerminate() { control.consumerLeft() }
     }
 
     static let highWatermark = 2048
@@ -36,32 +30,29 @@ final class SubscriptionFeed: Sendable {
 
     let events: Events
     private let source: Events.Source
-    private let reading: ReadingSwitch
-    private let end: SubscriptionFeedEnd
+    private let control: SubscriptionFeedControl
 
     /// `reading(false)` asks the connection to stop reading its socket, `reading(true)` to
     /// read again. `abandoned` runs if the consumer stops (cancelled, or its iterator
     /// dropped) before the daemon ended the subscription: the place to unsubscribe.
     init(reading: @escaping @Sendable (Bool) -> Void, abandoned: @escaping @Sendable () -> Void) {
-        let end = SubscriptionFeedEnd(abandoned: abandoned)
-        let reading = ReadingSwitch(reading)
+        let control = SubscriptionFeedControl(setReading: reading, abandoned: abandoned)
         let made = Events.makeSequence(
             backPressureStrategy: .init(lowWatermark: Self.lowWatermark, highWatermark: Self.highWatermark),
-            finishOnDeinit: true, delegate: Delegate(reading: reading, feed: end))
+            finishOnDeinit: true, delegate: Delegate(control: control))
         self.events = made.sequence
         self.source = made.source
-        self.reading = reading
-        self.end = end
+        self.control = control
     }
 
     /// On the event loop.
     func push(_ item: Item) {
-        if case .stopProducing = source.yield(item) { reading.set(false) }
+        if case .stopProducing = source.yield(item) { control.read(false) }
     }
 
     /// The daemon ended the subscription, or the connection is gone.
     func finish(_ result: Result<Void, ReplayClientError>) {
-        end.endedByDaemon()
+        control.endedByDaemon()
         switch result {
         case .success: source.finish()
         case .failure(let error): source.finish(error)
@@ -69,13 +60,22 @@ final class SubscriptionFeed: Sendable {
     }
 }
 
-/// Who ended a subscription first: the daemon (nothing to undo) or its consumer (unsubscribe).
-final class SubscriptionFeedEnd: Sendable {
+/// The feed's two switches: the connection's reading, flipped only when it changes (the
+/// producer says "stop" at every event above the high watermark), and who ended the
+/// subscription first: the daemon (nothing to undo) or its consumer (unsubscribe).
+final class SubscriptionFeedControl: Sendable {
+    private let reading = Atomic(true)
     private let ended = Atomic(false)
+    private let setReading: @Sendable (Bool) -> Void
     private let abandoned: @Sendable () -> Void
 
-    init(abandoned: @escaping @Sendable () -> Void) {
+    init(setReading: @escaping @Sendable (Bool) -> Void, abandoned: @escaping @Sendable () -> Void) {
+        self.setReading = setReading
         self.abandoned = abandoned
+    }
+
+    func read(_ on: Bool) {
+        if reading.exchange(on, ordering: .acquiringAndReleasing) != on { setReading(on) }
     }
 
     func endedByDaemon() {
@@ -84,20 +84,5 @@ final class SubscriptionFeedEnd: Sendable {
 
     func consumerLeft() {
         if !ended.exchange(true, ordering: .acquiringAndReleasing) { abandoned() }
-    }
-}
-
-/// The connection's reading, switched only when it changes (the producer says "stop" at
-/// every event above the high watermark).
-final class ReadingSwitch: Sendable {
-    private let on = Atomic(true)
-    private let apply: @Sendable (Bool) -> Void
-
-    init(_ apply: @escaping @Sendable (Bool) -> Void) {
-        self.apply = apply
-    }
-
-    func set(_ reading: Bool) {
-        if on.exchange(reading, ordering: .acquiringAndReleasing) != reading { apply(reading) }
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import ReplayClient
 
-struct Delete: ClientCommand, StreamCommand {
+struct Delete: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "Delete a stream and its events.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
@@ -10,7 +10,7 @@ struct Delete: ClientCommand, StreamCommand {
     func run(with client: ReplayClient) async throws { try await client.delete(stream) }
 }
 
-struct Complete: ClientCommand, StreamCommand {
+struct Complete: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "End a stream successfully; subscribers get COMPLETED, publishing is refused.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
@@ -19,7 +19,7 @@ struct Complete: ClientCommand, StreamCommand {
     func run(with client: ReplayClient) async throws { try await client.complete(stream) }
 }
 
-struct Fail: ClientCommand, StreamCommand {
+struct Fail: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "End a stream with a failure message; subscribers get FAILED.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
@@ -29,7 +29,7 @@ struct Fail: ClientCommand, StreamCommand {
     func run(with client: ReplayClient) async throws { try await client.fail(stream, message: message) }
 }
 
-struct Reset: ClientCommand, StreamCommand {
+struct Reset: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "Clear a stream's terminal event so it can be published to again.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
@@ -39,7 +39,7 @@ struct Reset: ClientCommand, StreamCommand {
     func run(with client: ReplayClient) async throws { try await client.reset(stream, keepHistory: !dropHistory) }
 }
 
-struct Ping: ClientCommand {
+struct Ping: DaemonCommand {
     static let configuration = CommandConfiguration(abstract: "Check that replayd answers; prints PONG.")
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl

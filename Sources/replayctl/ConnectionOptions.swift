@@ -15,14 +15,15 @@ enum Exit {
     static let notRunning = ExitCode(3)
 }
 
-/// What every subcommand does to reach the daemon.
-protocol ClientCommand: AsyncParsableCommand {
+/// A subcommand that talks to the daemon: what each does to reach it (not the wire
+/// protocol's `ClientCommand`, which is what it sends).
+protocol DaemonCommand: AsyncParsableCommand {
     var connection: ConnectionOptions { get }
     var root: Replayctl { get }
     func run(with client: ReplayClient) async throws
 }
 
-extension ClientCommand {
+extension DaemonCommand {
     var socketPath: String {
         connection.socket ?? root.connection.socket ?? ReplayClient.defaultSocketPath
     }

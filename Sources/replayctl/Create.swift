@@ -2,7 +2,7 @@ import ArgumentParser
 import ReplayClient
 import ReplayProtocol
 
-struct Create: ClientCommand, StreamCommand {
+struct Create: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a stream, optionally fed by a source command.",
         discussion: """

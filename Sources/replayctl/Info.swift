@@ -3,7 +3,7 @@ import Foundation
 import ReplayClient
 import ReplayProtocol
 
-struct Info: ClientCommand, StreamCommand {
+struct Info: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(abstract: "Show a stream's settings, retained window and state.")
 
     @OptionGroup var connection: ConnectionOptions
@@ -18,7 +18,7 @@ struct Info: ClientCommand, StreamCommand {
     }
 }
 
-struct List: ClientCommand {
+struct List: DaemonCommand {
     static let configuration = CommandConfiguration(abstract: "List the streams.")
 
     @OptionGroup var connection: ConnectionOptions

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import ReplayClient
 
-struct Send: ClientCommand, StreamCommand {
+struct Send: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish events to a stream.",
         discussion: """

@@ -4,7 +4,7 @@ import ReplayClient
 import ReplayModel
 import ReplayProtocol
 
-struct Subscribe: ClientCommand, StreamCommand {
+struct Subscribe: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a stream's events: its retained history, then live ones.",
         discussion: """

@@ -58,30 +58,10 @@ struct StreamAdmin: Sendable {
     }
 
     private func config(_ options: CreateOptions) throws(ReplayError) -> StreamConfig {
-        let capacity: Int? = switch options.capacity {
-        case .count(let n): n
-        case .unlimited: nil
-        case nil: defaultCapacity
+        if options.source != nil, !allowSources {
+            throw ReplayError(.forbidden, "this replayd does not accept sources over the socket (--no-socket-sources)")
         }
-        var source: StreamSource?
-        if let command = options.source {
-            guard allowSources else {
-                throw ReplayError(.forbidden, "this replayd does not accept sources over the socket (--no-socket-sources)")
-            }
-            guard let mode = StreamSource.ConnectMode(rawValue: options.connect ?? CreateOptions.defaultConnect) else {
-                throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
-            }
-            let settings: SourceSettings
-            do {
-                settings = try SourceSettings(words: options.sourceOptions)
-            } catch {
-                throw ReplayError(.invalidConfig, error.message)
-            }
-            source = StreamSource(command: command, connect: mode, options: settings.json)
-        } else if !options.sourceOptions.isEmpty {
-            throw ReplayError(.invalidConfig, "source options need a source")
-        }
-        return StreamConfig(capacity: capacity, maxBytes: options.maxBytes, maxAge: options.maxAge, source: source)
+        return try options.streamConfig(defaultCapacity: defaultCapacity)
     }
 
     func describe(_ info: StreamInfo) -> StreamDescription {

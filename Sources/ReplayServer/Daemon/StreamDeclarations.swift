@@ -48,29 +48,12 @@ struct StreamDeclarations: Decodable {
     /// Creates what is missing; a stream that exists with other settings stops the start.
     func apply(to store: EventStore, defaultCapacity: Int?) async throws {
         for stream in streams {
-            var words: [String: String] = [:]
-            if let framing = stream.framing { words["framing"] = framing }
-            if let restart = stream.restart { words["restart"] = restart }
-            if let n = stream.maxRestarts { words["max_restarts"] = "\(n)" }
-            if let seconds = stream.restartDelay { words["restart_delay"] = "\(seconds)" }
-            if let seconds = stream.grace { words["grace"] = "\(seconds)" }
-            var source: StreamSource?
-            if let command = stream.source {
-                guard let mode = StreamSource.ConnectMode(rawValue: stream.connect ?? CreateOptions.defaultConnect) else {
-                    throw ReplayServerError("stream \(stream.name): connect is eager, lazy or refcount")
-                }
-                do {
-                    source = StreamSource(command: command, connect: mode, options: try SourceSettings(words: words).json)
-                } catch {
-                    throw ReplayServerError("stream \(stream.name): \(error.message)")
-                }
+            let config: StreamConfig
+            do {
+                config = try stream.options.streamConfig(defaultCapacity: defaultCapacity)
+            } catch {
+                throw ReplayServerError("stream \(stream.name): \(error.message)")
             }
-            let capacity: Int? = switch stream.capacity {
-            case nil: defaultCapacity
-            case let n? where n < 0: nil
-            case let n?: n
-            }
-            let config = StreamConfig(capacity: capacity, maxBytes: stream.maxBytes, maxAge: stream.maxAge, source: source)
             do {
                 _ = try await store.create(stream.name, config: config)
             } catch .streamExists {
@@ -80,5 +63,19 @@ struct StreamDeclarations: Decodable {
                 throw ReplayServerError("stream \(stream.name): \(error)")
             }
         }
+    }
+}
+
+extension StreamDeclarations.Stream {
+    /// The declaration as CREATE's options (`capacity: -1` is unlimited).
+    var options: CreateOptions {
+        var words: [String: String] = [:]
+        if let framing { words["framing"] = framing }
+        if let restart { words["restart"] = restart }
+        if let maxRestarts { words["max_restarts"] = "\(maxRestarts)" }
+        if let restartDelay { words["restart_delay"] = "\(restartDelay)" }
+        if let grace { words["grace"] = "\(grace)" }
+        let limit: CreateOptions.Capacity? = capacity.map { $0 < 0 ? .unlimited : .count($0) }
+        return CreateOptions(capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words)
     }
 }

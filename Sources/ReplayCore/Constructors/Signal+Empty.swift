@@ -1,0 +1,9 @@
+extension Signal {
+    /// Completes at once.
+    public static var empty: Signal {
+        Signal { observer in
+            observer.sendCompleted()
+            return Disposables.empty
+        }
+    }
+}

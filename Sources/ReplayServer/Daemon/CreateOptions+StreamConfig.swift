@@ -1,0 +1,30 @@
+import ReplayProtocol
+import ReplayStore
+
+extension CreateOptions {
+    /// The stored settings these options ask for. The one translation that CREATE over the
+    /// socket and the `--config` declarations share.
+    func streamConfig(defaultCapacity: Int?) throws(ReplayError) -> StreamConfig {
+        let capacity: Int? = switch self.capacity {
+        case .count(let n): n
+        case .unlimited: nil
+        case nil: defaultCapacity
+        }
+        var streamSource: StreamSource?
+        if let command = source {
+            guard let mode = StreamSource.ConnectMode(rawValue: connect ?? CreateOptions.defaultConnect) else {
+                throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
+            }
+            let settings: SourceSettings
+            do {
+                settings = try SourceSettings(words: sourceOptions)
+            } catch {
+                throw ReplayError(.invalidConfig, error.message)
+            }
+            streamSource = StreamSource(command: command, connect: mode, options: settings.json)
+        } else if !sourceOptions.isEmpty {
+            throw ReplayError(.invalidConfig, "source options need a source")
+        }
+        return StreamConfig(capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource)
+    }
+}
