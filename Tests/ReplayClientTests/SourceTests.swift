@@ -122,6 +122,48 @@ struct SourceTests {
         }
     }
 
+    /// A source is a process group: stopping it reaches every process of its pipeline, not
+    /// only the shell (here a background loop whose pid is the source's first event).
+    @Test func stoppingASourceStopsItsWholeProcessGroup() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            try await client.create("group", source: "(while true; do sleep 0.05; done) & echo $!; wait", connect: "refcount")
+            let subscription = try await client.subscribe("group", from: .new)
+            var iterator = subscription.makeAsyncIterator()
+            let first = try await iterator.next()?.text
+            let child = try #require(first.flatMap { Int32($0) })
+            let shell = try #require(try await client.info("group").source?.pid)
+            #expect(child != shell && processIsAlive(child))
+            await subscription.cancel()
+            try await eventually("the shell and its background child to stop") { !processIsAlive(shell) && !processIsAlive(child) }
+            await client.close()
+        }
+    }
+
+    /// Sources pressing on the store wait without holding a thread of the daemon's shared
+    /// pools: with more of them than the cooperative pool has threads, other connections'
+    /// commands that go through their tasks (SUB, CREATE) are still served.
+    @Test func sourcesWaitingForTheStoreDoNotStallOtherConnections() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            for index in 0..<6 {
+                try await client.create("firehose\(index)", capacity: 1000, source: "yes event", connect: "eager")
+            }
+            try await eventually("every firehose running") {
+                try await (0..<6).asyncAllSatisfy { try await client.info("firehose\($0)").lastSeq > 1000 }
+            }
+            let other = try await ReplayClient.connect(to: daemon.socketPath)
+            try await other.create("quiet")
+            let subscription = try await other.subscribe("quiet", from: .new)
+            var iterator = subscription.makeAsyncIterator()
+            let sequence = try await other.publish("quiet", "hello")
+            #expect(try await iterator.next()?.sequence == sequence)
+            for index in 0..<6 { try await client.delete("firehose\(index)") }
+            await other.close()
+            await client.close()
+        }
+    }
+
     @Test func restartOnFailureWithBackoffThenSuccess() async throws {
         try await withDaemon { daemon in
             let attempts = daemon.directory + "/attempts"
@@ -218,5 +260,12 @@ struct SourceTests {
             await again.close()
             await second.stop()
         }
+    }
+}
+
+extension Sequence where Element: Sendable {
+    func asyncAllSatisfy(_ predicate: (Element) async throws -> Bool) async rethrows -> Bool {
+        for element in self where !(try await predicate(element)) { return false }
+        return true
     }
 }

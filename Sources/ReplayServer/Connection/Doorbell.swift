@@ -1,7 +1,8 @@
 import ReplayCore
 
 /// Wakes one waiting task. A ring with nobody waiting is remembered, so a wake-up between
-/// "nothing to do" and "wait" is never lost. Cancellation wakes the waiter too.
+/// "nothing to do" and "wait" is never lost. Cancellation wakes the waiter too (which no
+/// NIO promise or future offers).
 final class Doorbell: Sendable {
     private struct State {
         var rung = false

@@ -1,6 +1,8 @@
 import ReplayCore
 
-/// A value that arrives later, from any thread, awaited by one task.
+/// A value that arrives later, from any thread, awaited by one task. Not an
+/// `EventLoopPromise`: the value may never come (the connection closed first), which NIO
+/// reports as a leaked promise.
 final class Pending<Value: Sendable>: Sendable {
     private enum State {
         case waiting(CheckedContinuation<Value, Never>?)
