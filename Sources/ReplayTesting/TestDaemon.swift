@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import Subprocess
+import SystemPackage
 import ReplayCore
 
 /// The real `replayd` binary, started on a socket and database in a temp folder.
@@ -166,32 +168,22 @@ public func withDaemon<T: Sendable>(
 }
 
 /// Runs a program to completion; returns its exit status and what it printed.
+/// swift-subprocess feeds, drains and waits without holding a thread of the cooperative
+/// pool, so a long child (the README tour, the crash loop) never starves other tests.
 public func runProgram(
     _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let output = Pipe()
-    let errors = Pipe()
-    let input = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = input
-    try process.run()
-    // Feed, drain and wait on threads of their own, so that a large input or output cannot
-    // block the pipe, and a long child never holds the cooperative pool (`blockingCall`).
-    let feeding = DispatchQueue(label: "feed")
-    feeding.async {
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try? input.fileHandleForWriting.close()
+    let variables: Environment = environment.map {
+        .custom(.init(uniqueKeysWithValues: $0.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, value) } }))
+    } ?? .inherit
+    let result = try await Subprocess.run(
+        .path(FilePath(executable)), arguments: Arguments(arguments), environment: variables,
+        input: .string(stdin ?? ""), output: .string(limit: 256 << 20), error: .string(limit: 256 << 20))
+    let status: Int32 = switch result.terminationStatus {
+    case .exited(let code): code
+    case .signaled(let signal): 128 + signal
     }
-    async let out = blockingCall { output.fileHandleForReading.readDataToEndOfFile() }
-    async let err = blockingCall { errors.fileHandleForReading.readDataToEndOfFile() }
-    let (stdout, stderr) = await (out, err)
-    await blockingCall { process.waitUntilExit() }
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    return (status, result.standardOutput, result.standardError)
 }
 
 /// Polls `condition` until it holds; fails after `seconds`. For waiting on real processes

@@ -8,19 +8,19 @@ public struct ServerConfiguration: Sendable {
     public var databasePath: String
     public var durability: Durability
     /// The capacity of streams created by their first PUB or SUB; `nil`: unlimited.
-    public var defaultCapacity: Int?
+    public var defaultCapacity: Int? = Defaults.capacity
     /// Whether PUB/SUB to an unknown stream creates it (`--no-auto-create` turns it off).
-    public var autoCreate: Bool
-    public var maxPayload: Int
-    public var maxLineLength: Int
-    public var maxSubscriptionsPerConnection: Int
+    public var autoCreate = true
+    public var maxPayload = ProtocolLimits.maxPayload
+    public var maxLineLength = ProtocolLimits.maxLineLength
+    public var maxSubscriptionsPerConnection = Defaults.maxSubscriptionsPerConnection
     /// Replies a connection may have outstanding before the server stops reading from it.
-    public var maxPendingRepliesPerConnection: Int
+    public var maxPendingRepliesPerConnection = Defaults.maxPendingRepliesPerConnection
     /// The socket file's permission bits (0600 by default: the daemon's user only).
-    public var socketMode: mode_t
+    public var socketMode: mode_t = 0o600
     /// Recent events kept in memory per stream for live delivery (count and bytes).
-    public var tailEvents: Int
-    public var tailBytes: Int
+    public var tailEvents = 4096
+    public var tailBytes = 4 << 20
     /// Whether CREATE over the socket may give a stream a source (a command the daemon
     /// runs as its own user).
     public var allowSocketSources: Bool = true
@@ -42,29 +42,11 @@ public struct ServerConfiguration: Sendable {
     public init(
         socketPath: String = ServerConfiguration.defaultSocketPath,
         databasePath: String = ServerConfiguration.defaultDatabasePath,
-        durability: Durability = .full,
-        defaultCapacity: Int? = Defaults.capacity,
-        autoCreate: Bool = true,
-        maxPayload: Int = ProtocolLimits.maxPayload,
-        maxLineLength: Int = ProtocolLimits.maxLineLength,
-        maxSubscriptionsPerConnection: Int = Defaults.maxSubscriptionsPerConnection,
-        maxPendingRepliesPerConnection: Int = Defaults.maxPendingRepliesPerConnection,
-        socketMode: mode_t = 0o600,
-        tailEvents: Int = 4096,
-        tailBytes: Int = 4 << 20
+        durability: Durability = .full
     ) {
         self.socketPath = socketPath
         self.databasePath = databasePath
         self.durability = durability
-        self.defaultCapacity = defaultCapacity
-        self.autoCreate = autoCreate
-        self.maxPayload = maxPayload
-        self.maxLineLength = maxLineLength
-        self.maxSubscriptionsPerConnection = maxSubscriptionsPerConnection
-        self.maxPendingRepliesPerConnection = maxPendingRepliesPerConnection
-        self.socketMode = socketMode
-        self.tailEvents = tailEvents
-        self.tailBytes = tailBytes
     }
 
     /// `$REPLAY_SOCKET`, else `$XDG_RUNTIME_DIR/replayd.sock`, else `/tmp/replayd-$UID.sock`.
