@@ -164,6 +164,26 @@ struct SourceTests {
         }
     }
 
+    /// A clean shutdown stops every running source, and waits for it: once replayd has
+    /// exited, no process of a source's group is left (the next daemon would run it twice).
+    @Test func aCleanShutdownLeavesNoSourceRunning() async throws {
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(in: directory)
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            try await client.create(
+                "ticker", source: "(trap '' TERM; while true; do sleep 0.05; done) & echo $!; wait", connect: "eager",
+                sourceOptions: ["grace": "0.5"])
+            let subscription = try await client.subscribe("ticker")
+            var iterator = subscription.makeAsyncIterator()
+            let first = try await iterator.next()?.text
+            let child = try #require(first.flatMap { Int32($0) })
+            let shell = try #require(try await client.info("ticker").source?.pid)
+            await client.close()
+            #expect(await daemon.stop() == 0)
+            #expect(!processIsAlive(shell) && !processIsAlive(child), "a source outlived its daemon")
+        }
+    }
+
     @Test func restartOnFailureWithBackoffThenSuccess() async throws {
         try await withDaemon { daemon in
             let attempts = daemon.directory + "/attempts"

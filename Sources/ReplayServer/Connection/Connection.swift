@@ -143,7 +143,9 @@ final class Connection: Sendable {
         stream: String, sid: String, start: StartPosition, slot: ReplyOrder.Slot,
         output: SubscriberOutput
     ) {
-        let written = Doorbell()
+        // Finished once the `+OK` is written; the standard library's stream remembers a
+        // finish that comes before the wait, and ends the wait if the task is cancelled.
+        let written = AsyncStream.makeStream(of: Void.self)
         let position = resolve(stream: stream, start: start)
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
@@ -164,7 +166,8 @@ final class Connection: Sendable {
 
     private func runSubscription(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>,
-        slot: ReplyOrder.Slot, written: Doorbell, phase: SubscriptionPhase,
+        slot: ReplyOrder.Slot, written: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation),
+        phase: SubscriptionPhase,
         output: SubscriberOutput
     ) async {
         let start: StartPoint
@@ -176,8 +179,8 @@ final class Connection: Sendable {
             return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
         }
         phase.enter(.awaitingOKWritten)
-        replies.fill(slot, with: .ok, afterWrite: { written.ring() })
-        await written.wait()
+        replies.fill(slot, with: .ok, afterWrite: { written.continuation.finish() })
+        for await _ in written.stream {}
         phase.enter(.delivering)
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
         // subscriber is counted before the source's first events).

@@ -24,6 +24,7 @@ final class SourceRegistry: Service, Sendable {
     /// writer's thread, where commit listeners run.
     private let control = DispatchQueue(label: "replay.sources")
     private let started = Locked(false)
+    private let runs = SourceRuns()
 
     init(store: EventStore, logger: Logger) {
         self.store = store
@@ -76,7 +77,7 @@ final class SourceRegistry: Service, Sendable {
 
     private func adopt(_ info: StreamInfo) {
         guard let source = info.config.source else { return }
-        let supervisor = SourceSupervisor(stream: info.name, source: source, store: store, control: control, logger: logger)
+        let supervisor = SourceSupervisor(stream: info.name, source: source, store: store, control: control, runs: runs, logger: logger)
         supervisors.withLock { $0[info.name] = supervisor }
         supervisor.activate()
     }
@@ -92,7 +93,8 @@ final class SourceRegistry: Service, Sendable {
     }
 
     /// Shutdown: stop every source (not an ending: they run again at the next start), after
-    /// everything already handed to the sources' queue, waiting without holding a thread.
+    /// everything already handed to the sources' queue, and wait until their process groups
+    /// are gone, without holding a thread.
     private func stopAll() async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             control.async { [self] in
@@ -100,5 +102,6 @@ final class SourceRegistry: Service, Sendable {
                 done.resume()
             }
         }
+        await runs.waitForAll()
     }
 }

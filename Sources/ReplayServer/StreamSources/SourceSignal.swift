@@ -27,7 +27,7 @@ func mayBlock() -> Bool {
 /// fills and the command blocks on its own writes.
 enum SourceSignal {
     static func make(
-        command: String, settings: SourceSettings,
+        command: String, settings: SourceSettings, runs: SourceRuns,
         environment additions: @escaping @Sendable () -> [String: String],
         admit: @escaping @Sendable () async -> Void,
         started: @escaping @Sendable (pid_t) -> Void,
@@ -42,7 +42,7 @@ enum SourceSignal {
             var options = PlatformOptions()
             options.processGroupID = 0
             options.teardownSequence = [.gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: .seconds(settings.grace))]
-            let run = Task {
+            let run = runs.start { [options] in
                 let stderr = StderrTail()
                 let pid = Locked<pid_t>(0)
                 let outcome: Result<TerminationStatus, any Error>
@@ -78,7 +78,12 @@ enum SourceSignal {
                 } catch {
                     outcome = .failure(error)
                 }
-                guard !Task.isCancelled else { return stopped(pid.withLock { $0 }) }
+                guard !Task.isCancelled else {
+                    let group = pid.withLock { $0 }
+                    // Not cancelled with the run: the strays get their grace period.
+                    await Task.detached { await Self.killStrays(of: group, after: settings.grace) }.value
+                    return stopped(group)
+                }
                 switch outcome {
                 case .success(let status):
                     if let failure = Self.failure(status, stderr: stderr.text) {
@@ -92,6 +97,20 @@ enum SourceSignal {
             }
             return ActionDisposable { run.cancel() }
         }
+    }
+
+    /// After a stop the shell is gone (subprocess's teardown waits for it alone), but a
+    /// process of its group that ignored SIGTERM may live on, holding the source's work:
+    /// it gets the grace period, then SIGKILL, as systemd treats a unit's control group.
+    /// (The group id is checked just before; its reuse within the grace period would need
+    /// the whole group gone and the pid recycled meanwhile.)
+    static func killStrays(of group: pid_t, after grace: Double) async {
+        guard group > 0 else { return }
+        let deadline = ContinuousClock.now + .seconds(grace)
+        while kill(-group, 0) == 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if kill(-group, 0) == 0 { kill(-group, SIGKILL) }
     }
 
     /// `nil` for exit status 0.

@@ -43,10 +43,12 @@ final class SourceSupervisor: Sendable {
 
     /// The registry's queue: where this source is connected (spawned) and leased.
     private let control: DispatchQueue
+    private let runs: SourceRuns
 
-    init(stream: String, source: StreamSource, store: EventStore, control: DispatchQueue, logger: Logger) {
+    init(stream: String, source: StreamSource, store: EventStore, control: DispatchQueue, runs: SourceRuns, logger: Logger) {
         self.stream = stream
         self.control = control
+        self.runs = runs
         self.source = source
         self.settings = SourceSettings.parse(source.options)
         self.store = store
@@ -55,8 +57,6 @@ final class SourceSupervisor: Sendable {
         self.logger = logger
     }
 
-    var status: Status { state.withLock { $0.status } }
-    var starts: Int { state.withLock { $0.starts } }
 
     /// At daemon start and when the stream is created or reset: eager sources run now.
     func activate() {
@@ -111,8 +111,6 @@ final class SourceSupervisor: Sendable {
         if !state.withLock({ Self.isTerminal($0.status) }) { activate() }
     }
 
-    var isTerminal: Bool { state.withLock { Self.isTerminal($0.status) } }
-
     // MARK: Machinery
 
     /// A fresh connection: the source signal (with its restart policy) multicast into the sink.
@@ -120,7 +118,7 @@ final class SourceSupervisor: Sendable {
         let settings = self.settings
         let sink = StreamSink(store: store, stream: stream, logger: logger) { [self] event in ended(event) }
         var signal = SourceSignal.make(
-            command: source.command, settings: settings, environment: { [self] in environment() },
+            command: source.command, settings: settings, runs: runs, environment: { [self] in environment() },
             admit: { await sink.admit() },
             started: { [self] pid in
                 state.withLock { state in
