@@ -31,6 +31,24 @@ public struct CreateOptions: Sendable, Equatable {
     public enum Capacity: Sendable, Equatable {
         case count(Int)
         case unlimited
+
+        /// `unlimited`, or a count of 0 or more: as CREATE, `replayctl create --capacity`
+        /// and `replayd --default-capacity` take it.
+        public init?(_ text: String) {
+            if text.lowercased() == "unlimited" {
+                self = .unlimited
+            } else if let count = Int(text), count >= 0 {
+                self = .count(count)
+            } else {
+                return nil
+            }
+        }
+
+        /// The count; `nil` for unlimited.
+        public var limit: Int? {
+            if case .count(let count) = self { return count }
+            return nil
+        }
     }
 
     public init(

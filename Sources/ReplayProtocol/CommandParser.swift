@@ -127,12 +127,8 @@ enum CommandParser {
             let (key, value) = (parts[0].lowercased(), parts[1])
             switch key {
             case "capacity":
-                if value.lowercased() == "unlimited" {
-                    options.capacity = .unlimited
-                } else {
-                    guard let count = Int(value), count >= 0 else { throw bad("capacity is a count (0 or more) or unlimited") }
-                    options.capacity = .count(count)
-                }
+                guard let capacity = CreateOptions.Capacity(value) else { throw bad("capacity is a count (0 or more) or unlimited") }
+                options.capacity = capacity
             case "max_bytes":
                 guard let bytes = Int(value), bytes >= 0 else { throw bad("max_bytes is a byte count") }
                 options.maxBytes = bytes

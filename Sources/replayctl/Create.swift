@@ -20,7 +20,7 @@ struct Create: DaemonCommand, StreamCommand {
 
     @OptionGroup var target: StreamArgument
     @Option(help: ArgumentHelp("Events kept: a count, or 'unlimited' (default: the daemon's default).", valueName: "n|unlimited"))
-    var capacity: String?
+    var capacity: CreateOptions.Capacity?
     @Option(name: .customLong("max-bytes"), help: "Payload bytes kept; the oldest go first.") var maxBytes: Int?
     @Option(name: .customLong("max-age"), help: ArgumentHelp("Events older than this are removed: 90s, 15m, 12h, 7d.", valueName: "duration"))
     var maxAge: String?
@@ -58,9 +58,6 @@ struct Create: DaemonCommand, StreamCommand {
         for (name, value) in [("--restart-delay", restartDelay), ("--grace", grace)] {
             if let value, Duration.seconds(value) == nil { throw ValidationError("\(name) takes a duration such as 500ms, 2s or 1m") }
         }
-        if let capacity, capacity.lowercased() != "unlimited", Int(capacity).map({ $0 >= 0 }) != true {
-            throw ValidationError("--capacity takes a count (0 or more) or 'unlimited'")
-        }
         if let maxAge, Duration.seconds(maxAge) == nil {
             throw ValidationError("--max-age takes a duration such as 90s, 15m, 12h or 7d")
         }
@@ -69,7 +66,7 @@ struct Create: DaemonCommand, StreamCommand {
 
     func run(with client: ReplayClient) async throws {
         try await client.create(
-            stream, capacity: capacity.flatMap { Int($0) }, unlimited: capacity?.lowercased() == "unlimited",
+            stream, capacity: capacity?.limit, unlimited: capacity == .unlimited,
             maxBytes: maxBytes, maxAge: maxAge.flatMap(Duration.seconds),
             source: source, connect: connect, sourceOptions: sourceOptions)
     }
@@ -86,4 +83,8 @@ extension Duration {
         if let value = Double(text), value > 0 { return value }
         return nil
     }
+}
+
+extension CreateOptions.Capacity: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
 }

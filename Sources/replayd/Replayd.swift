@@ -32,7 +32,7 @@ struct Replayd: AsyncParsableCommand {
     var sync: Durability = .full
 
     @Option(name: .customLong("default-capacity"), help: "Capacity of streams created by their first use: a count, or 'unlimited'.")
-    var defaultCapacity: CapacityArgument = .count(ServerConfiguration.Defaults.capacity)
+    var defaultCapacity: CreateOptions.Capacity = .count(ServerConfiguration.Defaults.capacity)
 
     @Flag(name: .customLong("no-auto-create"), help: "Refuse PUB and SUB to streams that were not created first.")
     var noAutoCreate = false
@@ -86,7 +86,7 @@ struct Replayd: AsyncParsableCommand {
         }
         let logger = Logger(label: "replayd")
         var configuration = ServerConfiguration(socketPath: socket, databasePath: db, durability: sync)
-        configuration.defaultCapacity = defaultCapacity.value
+        configuration.defaultCapacity = defaultCapacity.limit
         configuration.autoCreate = !noAutoCreate
         configuration.maxPayload = maxPayload
         configuration.maxLineLength = maxLine
@@ -121,23 +121,6 @@ extension Durability: ExpressibleByArgument {}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// A capacity: a count, or `unlimited`.
-enum CapacityArgument: ExpressibleByArgument {
-    case count(Int)
-    case unlimited
-
-    init?(argument: String) {
-        if argument.lowercased() == "unlimited" {
-            self = .unlimited
-        } else if let count = Int(argument), count >= 0 {
-            self = .count(count)
-        } else {
-            return nil
-        }
-    }
-
-    var value: Int? {
-        if case .count(let n) = self { return n }
-        return nil
-    }
+extension CreateOptions.Capacity: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
 }
