@@ -80,35 +80,28 @@ public final class TestDaemon: @unchecked Sendable {
                 throw TestFailure("replayd exited with \(process.terminationStatus) during start-up: \(log)")
             }
             let socketPath = self.socketPath
-            if FileManager.default.fileExists(atPath: socketPath), await blockingCall({ Self.accepts(socketPath) }) { return }
+            if FileManager.default.fileExists(atPath: socketPath), await Self.accepts(socketPath) { return }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestFailure("replayd did not accept connections within a minute: \(log)")
     }
 
-    /// Whether the daemon answers on `path` (a blocking exchange: call it off the pool). The probe then closes its side and
-    /// reads until the daemon closes too, so that once it returns its connection no longer
-    /// counts against `--max-connections` (the daemon frees the place before it closes).
-    static func accepts(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard connectUnixSocket(fd, path) else { return false }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard write(fd, "PING\r\n", 6) == 6 else { return false }
-        shutdown(fd, Int32(SHUT_WR))
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 512)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            guard count > 0 else { break }
-            received += chunk[0..<count]
+    /// Whether the daemon answers on `path`: served (HELLO … PONG) or turned away by
+    /// design (`forbidden`, `too_many_connections`). The probe closes its side and reads
+    /// until the daemon closes too, so that once it returns its connection no longer counts
+    /// against `--max-connections` (the daemon frees the place before it closes).
+    static func accepts(_ path: String) async -> Bool {
+        let frames = try? await withWireClient(path) { client in
+            try await client.send(.ping)
+            client.finishSending()
+            return try await client.framesUntilClose()
         }
-        // Served (HELLO … PONG) or turned away by design (`forbidden`, `too_many_connections`):
-        // either way the daemon is up and answering.
-        let text = String(decoding: received, as: UTF8.self)
-        return text.contains("PONG\r\n") || text.hasPrefix("-ERR")
+        return frames?.contains { frame in
+            switch frame {
+            case .pong, .error: true
+            default: false
+            }
+        } == true
     }
 
     /// Sends `signal` and waits for the process to exit; returns its exit status (or the
