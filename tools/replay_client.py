@@ -6,14 +6,22 @@ As a library:
         seqs = conn.publish("orders", [b'{"id":1}', b'{"id":2}'])   # pipelined
         for event in conn.subscribe("orders", start="all", count=2):
             print(event.seq, event.payload)
+        conn.publish("account-7", [b"opened"], expect=0)            # only onto an empty stream
+        conn.publish("payments", [b"p"], producer="billing", epoch=1, pseq=0)   # retry-safe
+        conn.publish_atomically([("a", b"x", None), ("b", b"y", 4)])   # all or none
+        for event in conn.subscribe("orders", durable="mailer", count=1):
+            print(event.seq)                                         # acknowledged when the next is asked for
 
 A connection that ends, cleanly or in the middle of a frame (the daemon killed), raises
 ConnectionError; a refusal by the daemon raises ReplayError.
 
 As a command:
     replay_client.py [--socket PATH] pub STREAM [PAYLOAD ...]   (no payload: lines of stdin)
-    replay_client.py [--socket PATH] sub STREAM [--start all|new|from=N|last=N] [--count N]
+                     [--expect SEQ | --atomic | --producer ID [--epoch N] [--pseq N]]
+    replay_client.py [--socket PATH] sub STREAM [--start all|new|from=N|last=N] [--count N] [--durable NAME]
+    replay_client.py [--socket PATH] consumers STREAM
 """
+import json
 import argparse
 import os
 import socket
@@ -107,12 +115,24 @@ class ReplayConnection:
             raise ReplayError(words[1].decode(), b" ".join(words[2:]).decode())
 
     # -- commands ------------------------------------------------------------------------
-    def publish(self, stream, payloads):
-        """Publishes every payload (bytes or str) pipelined; returns their sequence numbers."""
+    @staticmethod
+    def _pub(stream, payload, options=b""):
+        data = payload.encode() if isinstance(payload, str) else payload
+        return b"PUB %s %s%d\r\n%s\r\n" % (stream.encode(), options, len(data), data)
+
+    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0):
+        """Publishes every payload (bytes or str) pipelined; returns their sequence numbers.
+
+        expect=SEQ: one atomic send, stored only if the stream's last sequence number is SEQ
+        (0: empty or new), else ReplayError("wrong_last_seq", ...).
+        producer=ID: an idempotent producer's events, pseqs from `pseq` in `epoch`: a retry
+        of committed ones is answered with their original sequence numbers."""
+        if expect is not None:
+            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)])
         out = bytearray()
-        for payload in payloads:
-            data = payload.encode() if isinstance(payload, str) else payload
-            out += b"PUB %s %d\r\n%s\r\n" % (stream.encode(), len(data), data)
+        for index, payload in enumerate(payloads):
+            options = b"" if producer is None else b"producer=%s epoch=%d pseq=%d " % (producer.encode(), epoch, pseq + index)
+            out += self._pub(stream, payload, options)
         self.sock.sendall(out)
         seqs = []
         for _ in payloads:
@@ -121,29 +141,68 @@ class ReplayConnection:
             seqs.append(int(words[1]))
         return seqs
 
-    def subscribe(self, stream, start="all", count=None, on_gap=None):
+    def publish_atomically(self, events):
+        """Publishes (stream, payload, expect-or-None) events all or none; returns their
+        sequence numbers. A failed check raises ReplayError and stores nothing."""
+        out = bytearray(b"ATOMIC %d\r\n" % len(events))
+        for stream, payload, expect in events:
+            out += self._pub(stream, payload, b"" if expect is None else b"expect=%d " % expect)
+        self.sock.sendall(out)
+        verb, words, _ = self._frame()
+        self._check(verb, words)
+        return [int(word) for word in words[1:]]
+
+    def consumers(self, stream):
+        """The stream's durable consumers: dicts with name, acked_seq, lag, created_at, updated_at."""
+        self.sock.sendall(f"CONSUMERS {stream}\r\n".encode())
+        verb, words, payload = self._frame()
+        self._check(verb, words)
+        return json.loads(payload)
+
+    def subscribe(self, stream, start="all", count=None, on_gap=None, durable=None):
         """Yields the stream's events; stops after `count`, at COMPLETED, raises at FAILED.
-        Gaps (history removed by retention) go to `on_gap(first, last)`, else to stderr."""
+        Gaps (history removed by retention) go to `on_gap(first, last)`, else to stderr.
+
+        durable=NAME: read as that durable consumer (after its acknowledged position, from
+        `start` on first use); each event is acknowledged once the next one is asked for,
+        and the acknowledgements are confirmed before the generator ends."""
         self._sid += 1
         sid = f"py{self._sid}"
-        self.sock.sendall(f"SUB {stream} {sid} {start}\r\n".encode())
+        suffix = f" durable={durable}" if durable else ""
+        self.sock.sendall(f"SUB {stream} {sid} {start}{suffix}\r\n".encode())
         verb, words, _ = self._frame()
         self._check(verb, words)
         received = 0
-        while count is None or received < count:
-            verb, words, payload = self._frame()
-            if verb == "EVENT" and words[2].decode() == sid:
-                received += 1
-                yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload)
-            elif verb == "COMPLETED":
-                return
-            elif verb == "FAILED":
-                raise ReplayError("stream_failed", payload.decode(errors="replace"))
-            elif verb == "GAP":
-                if on_gap:
-                    on_gap(int(words[3]), int(words[4]))
-                else:
-                    print(f"gap: events {int(words[3])}...{int(words[4])} are no longer retained", file=sys.stderr)
+        unconfirmed = 0
+        try:
+            while count is None or received < count:
+                verb, words, payload = self._frame()
+                if verb == "EVENT" and words[2].decode() == sid:
+                    received += 1
+                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload)
+                    if durable:
+                        self.sock.sendall(b"ACK %s %d\r\n" % (sid.encode(), int(words[3])))
+                        unconfirmed += 1
+                    continue
+                if verb in ("+OK", "-ERR") and unconfirmed:
+                    unconfirmed -= 1
+                    self._check(verb, words)
+                    continue
+                elif verb == "COMPLETED":
+                    return
+                elif verb == "FAILED":
+                    raise ReplayError("stream_failed", payload.decode(errors="replace"))
+                elif verb == "GAP":
+                    if on_gap:
+                        on_gap(int(words[3]), int(words[4]))
+                    else:
+                        print(f"gap: events {int(words[3])}...{int(words[4])} are no longer retained", file=sys.stderr)
+        finally:
+            while unconfirmed:
+                verb, words, _ = self._frame()
+                if verb in ("+OK", "-ERR"):
+                    unconfirmed -= 1
+                    self._check(verb, words)
 
     def ping(self):
         self.sock.sendall(b"PING\r\n")
@@ -159,19 +218,35 @@ def main(argv=None):
     pub = commands.add_parser("pub")
     pub.add_argument("stream")
     pub.add_argument("payloads", nargs="*")
+    pub.add_argument("--expect", type=int, default=None)
+    pub.add_argument("--atomic", action="store_true")
+    pub.add_argument("--producer", default=None)
+    pub.add_argument("--epoch", type=int, default=0)
+    pub.add_argument("--pseq", type=int, default=0)
     sub = commands.add_parser("sub")
     sub.add_argument("stream")
     sub.add_argument("--start", default="all")
     sub.add_argument("--count", type=int, default=None)
+    sub.add_argument("--durable", default=None)
+    consumers = commands.add_parser("consumers")
+    consumers.add_argument("stream")
     args = parser.parse_args(argv)
     try:
         with ReplayConnection(args.socket) as conn:
             if args.command == "pub":
                 payloads = args.payloads or [line.rstrip("\n") for line in sys.stdin]
-                for seq in conn.publish(args.stream, payloads):
+                if args.atomic and args.expect is None:
+                    seqs = conn.publish_atomically([(args.stream, p, None) for p in payloads])
+                else:
+                    seqs = conn.publish(args.stream, payloads, expect=args.expect, producer=args.producer,
+                                        epoch=args.epoch, pseq=args.pseq)
+                for seq in seqs:
                     print(seq)
+            elif args.command == "consumers":
+                for consumer in conn.consumers(args.stream):
+                    print(consumer["name"], consumer["acked_seq"], consumer["lag"])
             else:
-                for event in conn.subscribe(args.stream, args.start, args.count):
+                for event in conn.subscribe(args.stream, args.start, args.count, durable=args.durable):
                     sys.stdout.buffer.write(event.payload + b"\n")
                     sys.stdout.flush()
     except (FileNotFoundError, ConnectionRefusedError) as error:

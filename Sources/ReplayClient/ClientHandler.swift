@@ -36,7 +36,7 @@ final class ClientHandler: ChannelDuplexHandler {
         switch frame {
         case .hello:
             break
-        case .ok, .published, .error, .pong, .info, .list:
+        case .ok, .published, .publishedAll, .error, .pong, .info, .list:
             pending.popFirst()?.succeed(frame)
         case .event(let stream, let sid, let sequence, let time, let payload):
             subscriptions[sid]?.push(.event(ReplayEvent(stream: stream, sequence: sequence, time: time, payload: Data(payload.readableBytesView))))

@@ -104,6 +104,24 @@ public final class ReplayClient: Sendable {
         try await publish(stream, Data(text.utf8))
     }
 
+    /// Publishes one event only if the stream's last sequence number is `expect` (0: empty
+    /// or new) when it commits; otherwise throws `.server` with code `wrong_last_seq`,
+    /// whose message names the actual last sequence number, and nothing is stored.
+    ///
+    /// ```swift
+    /// let seq = try await client.publish("account-7", #"{"deposited":10}"#, expect: 0)   // 1
+    /// try await client.publish("account-7", #"{"withdrew":5}"#, expect: 0)               // throws wrong_last_seq
+    /// ```
+    @discardableResult
+    public func publish(_ stream: String, _ payload: Data, expect: UInt64) async throws -> UInt64 {
+        try await startPublishing(stream, contentsOf: [payload], checks: [PublishChecks(expect: expect)]).results[0].get()
+    }
+
+    @discardableResult
+    public func publish(_ stream: String, _ text: String, expect: UInt64) async throws -> UInt64 {
+        try await publish(stream, Data(text.utf8), expect: expect)
+    }
+
     /// Publishes many events in one pipelined write; one result per event, in order (an
     /// error for one does not stop the others).
     public func publish(_ stream: String, contentsOf payloads: [Data]) async throws -> [Result<UInt64, ReplayClientError>] {
@@ -113,8 +131,31 @@ public final class ReplayClient: Sendable {
     /// Writes the events now and returns without waiting for their acknowledgements, so a
     /// producer can keep several batches in flight while staying in order: batches started
     /// one after the other from one task are stored in that order.
-    public func startPublishing(_ stream: String, contentsOf payloads: [Data]) -> PublishBatch {
-        PublishBatch(replies: write(payloads.map { ClientCommand.publish(stream: stream, payload: ByteBuffer(bytes: $0)) }))
+    ///
+    /// `checks`, if given, has one entry per payload: an expected last sequence number and
+    /// an idempotent producer's stamp (see `IdempotentProducer`).
+    public func startPublishing(_ stream: String, contentsOf payloads: [Data], checks: [PublishChecks]? = nil) -> PublishBatch {
+        let commands = payloads.indices.map { index in
+            let payload = ByteBuffer(bytes: payloads[index])
+            guard let checks, checks[index] != PublishChecks() else { return ClientCommand.publish(stream: stream, payload: payload) }
+            return ClientCommand.publishChecked(stream: stream, payload: payload, checks: checks[index])
+        }
+        return PublishBatch(replies: write(commands))
+    }
+
+    /// Publishes `events`, to one stream or several, all or none: they commit together,
+    /// contiguous in each stream, each checked against its `expect` (the stream's last
+    /// sequence number before it, as the send's earlier events leave it). Returns each
+    /// event's sequence number, in order; throws `.server` (for example `wrong_last_seq`)
+    /// if any check fails, and then nothing is stored. No subscriber ever sees part of one.
+    public func publishAtomically(_ events: [AtomicEvent]) async throws -> [UInt64] {
+        let reply = try await send([.atomic(events)])[0]
+        switch reply {
+        case .published(let sequence): return [sequence]
+        case .publishedAll(let sequences): return sequences
+        case .error(let error): throw ReplayClientError.server(error)
+        default: throw ReplayClientError.unexpectedReply("\(reply)")
+        }
     }
 
     // MARK: Subscribing
@@ -122,8 +163,12 @@ public final class ReplayClient: Sendable {
     /// Subscribes to `stream` from `start`; the result is an `AsyncSequence` of its events
     /// that ends when the stream completes and throws `streamFailed` when it fails. Gaps
     /// (history removed by retention) are reported to `onGap`.
+    ///
+    /// With `durable`, the subscription belongs to that named consumer of the stream: it
+    /// starts right after the consumer's acknowledged position (from `start` on its first
+    /// use), and `acknowledge(_:)` on it moves that position, durably.
     public func subscribe(
-        _ stream: String, from start: StartPosition = .all,
+        _ stream: String, from start: StartPosition = .all, durable consumer: String? = nil,
         onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
         let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
@@ -133,7 +178,9 @@ public final class ReplayClient: Sendable {
             guard let self else { return }
             Task { await self.unsubscribe(sid) }
         }
-        let reply = try await send([.subscribe(stream: stream, sid: sid, start: start)], subscribe: (sid, feed))[0]
+        let command: ClientCommand = consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
+            ?? .subscribe(stream: stream, sid: sid, start: start)
+        let reply = try await send([command], subscribe: (sid, feed))[0]
         switch reply {
         case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap)
         case .error(let error):
@@ -145,6 +192,10 @@ public final class ReplayClient: Sendable {
 
     func unsubscribe(_ sid: String) async {
         _ = try? await send([.unsubscribe(sid: sid)], forget: sid)
+    }
+
+    func acknowledge(_ sequence: UInt64, sid: String) async throws {
+        try await expectOK(.ack(sid: sid, sequence: sequence))
     }
 
     // MARK: Administration
@@ -181,6 +232,15 @@ public final class ReplayClient: Sendable {
 
     public func list() async throws -> [StreamDescription] {
         try await decode(try await send([.list])[0])
+    }
+
+    /// The stream's durable consumers, with their acknowledged positions and lag.
+    public func consumers(_ stream: String) async throws -> [ConsumerDescription] {
+        try await decode(try await send([.consumers(stream: stream)])[0])
+    }
+
+    public func deleteConsumer(_ name: String, of stream: String) async throws {
+        try await expectOK(.deleteConsumer(stream: stream, name: name))
     }
 
     private func decode<T: Decodable>(_ reply: ServerFrame) async throws -> T {

@@ -11,6 +11,13 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     let feed: SubscriptionFeed
     let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
 
+    /// For a durable subscription: acknowledges every event up to `sequence` for its
+    /// consumer, and returns once that position is committed. Cumulative; it never goes
+    /// back (`invalid_ack`), nor past the stream's last event.
+    public func acknowledge(_ sequence: UInt64) async throws {
+        try await client.acknowledge(sequence, sid: sid)
+    }
+
     /// Stops the subscription (UNSUB); iteration ends.
     public func cancel() async {
         feed.finish(.success(()))

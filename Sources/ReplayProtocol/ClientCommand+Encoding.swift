@@ -11,8 +11,25 @@ extension ClientCommand {
             buffer.writeDecimal(UInt(payload.readableBytes))
             buffer.writeStaticString("\r\n")
             Wire.writePayload(payload, into: &buffer)
+        case .publishChecked(let stream, let payload, let checks):
+            Wire.writeLine(["PUB", stream] + checks.words + ["\(payload.readableBytes)"], into: &buffer)
+            Wire.writePayload(payload, into: &buffer)
+        case .atomic(let events):
+            Wire.writeLine(["ATOMIC", "\(events.count)"], into: &buffer)
+            for event in events {
+                ClientCommand.publishChecked(stream: event.stream, payload: event.payload, checks: PublishChecks(expect: event.expect))
+                    .write(into: &buffer)
+            }
         case .subscribe(let stream, let sid, let start):
             Wire.writeLine(["SUB", stream, sid, start.wireText], into: &buffer)
+        case .subscribeDurable(let stream, let sid, let start, let consumer):
+            Wire.writeLine(["SUB", stream, sid, start.wireText, "durable=\(consumer)"], into: &buffer)
+        case .ack(let sid, let sequence):
+            Wire.writeLine(["ACK", sid, "\(sequence)"], into: &buffer)
+        case .consumers(let stream):
+            Wire.writeLine(["CONSUMERS", stream], into: &buffer)
+        case .deleteConsumer(let stream, let name):
+            Wire.writeLine(["DELCONSUMER", stream, name], into: &buffer)
         case .unsubscribe(let sid):
             Wire.writeLine(["UNSUB", sid], into: &buffer)
         case .create(let stream, let options):

@@ -67,8 +67,19 @@ public struct CreateOptions: Sendable, Equatable {
 /// A command a client sends. See docs/PROTOCOL.md for the grammar.
 public enum ClientCommand: Sendable, Equatable {
     case publish(stream: String, payload: ByteBuffer)
+    /// A PUB with `expect=` or producer fields.
+    case publishChecked(stream: String, payload: ByteBuffer, checks: PublishChecks)
+    /// `ATOMIC <n>` and the n PUBs after it: all commit or none.
+    case atomic([AtomicEvent])
     case subscribe(stream: String, sid: String, start: StartPosition)
+    /// A durable consumer's subscription: after its acknowledged position, or from `start`
+    /// on first use.
+    case subscribeDurable(stream: String, sid: String, start: StartPosition, consumer: String)
     case unsubscribe(sid: String)
+    /// Acknowledges every event up to `sequence` for a durable subscription.
+    case ack(sid: String, sequence: UInt64)
+    case consumers(stream: String)
+    case deleteConsumer(stream: String, name: String)
     case create(stream: String, options: CreateOptions)
     case delete(stream: String)
     case info(stream: String)
@@ -81,9 +92,13 @@ public enum ClientCommand: Sendable, Equatable {
     /// The verb, as written on the wire.
     public var verb: String {
         switch self {
-        case .publish: "PUB"
-        case .subscribe: "SUB"
+        case .publish, .publishChecked: "PUB"
+        case .atomic: "ATOMIC"
+        case .subscribe, .subscribeDurable: "SUB"
         case .unsubscribe: "UNSUB"
+        case .ack: "ACK"
+        case .consumers: "CONSUMERS"
+        case .deleteConsumer: "DELCONSUMER"
         case .create: "CREATE"
         case .delete: "DELETE"
         case .info: "INFO"

@@ -25,9 +25,19 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         case skippingLineEnd
     }
 
+    /// An `ATOMIC` send being read: its PUBs so far, how many are still to come, and the
+    /// first problem (the whole send is then refused, once all its commands are read).
+    struct AtomicSend: Equatable {
+        var remaining: Int
+        var events: [AtomicEvent] = []
+        var bytes = 0
+        var problem: ReplayError?
+    }
+
     public let maxLineLength: Int
     public let maxPayload: Int
     private(set) var state = State.line
+    private(set) var atomic: AtomicSend?
 
     public init(maxLineLength: Int = ProtocolLimits.maxLineLength, maxPayload: Int = ProtocolLimits.maxPayload) {
         self.maxLineLength = maxLineLength
@@ -35,8 +45,33 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
     }
 
     /// Decodes the next command from `buffer`, or returns `nil` when more bytes are needed.
-    /// Throws only fatal errors.
+    /// Throws only fatal errors. The PUBs of an `ATOMIC` send come out as one command.
     public mutating func next(_ buffer: inout ByteBuffer) throws(ReplayError) -> InboundCommand? {
+        while let inbound = try nextSingle(&buffer) {
+            guard var send = atomic else { return inbound }
+            switch inbound {
+            case .command(.publish(let stream, let payload)):
+                send.add(AtomicEvent(stream: stream, payload: payload))
+            case .command(.publishChecked(let stream, let payload, let checks)) where checks.producer == nil:
+                send.add(AtomicEvent(stream: stream, payload: payload, expect: checks.expect))
+            case .command(let command):
+                send.refuse(CommandParser.bad("an ATOMIC send holds only PUB commands (without producer fields), not \(command.verb)"))
+            case .invalid(let error):
+                send.refuse(error)
+            }
+            send.remaining -= 1
+            guard send.remaining == 0 else {
+                atomic = send
+                continue
+            }
+            atomic = nil
+            if let problem = send.problem { return .invalid(problem) }
+            return .command(.atomic(send.events))
+        }
+        return nil
+    }
+
+    private mutating func nextSingle(_ buffer: inout ByteBuffer) throws(ReplayError) -> InboundCommand? {
         while true {
             switch state {
             case .line:
@@ -53,6 +88,9 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
                     switch parsed {
                     case .command(let command):
                         return .command(command)
+                    case .beginAtomic(let count):
+                        guard atomic == nil else { return .invalid(CommandParser.bad("ATOMIC sends do not nest")) }
+                        atomic = AtomicSend(remaining: count)
                     case .needsPayload(let awaiting, let size):
                         guard size <= maxPayload else {
                             state = .skipping(remaining: size)
@@ -117,5 +155,21 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         }
         buffer.clear()
         return .needMoreData
+    }
+}
+
+extension CommandDecoder.AtomicSend {
+    mutating func add(_ event: AtomicEvent) {
+        bytes += event.payload.readableBytes
+        guard problem == nil else { return }
+        guard bytes <= ProtocolLimits.maxAtomicBytes else {
+            return refuse(ReplayError(.payloadTooLarge, "an ATOMIC send carries at most \(ProtocolLimits.maxAtomicBytes) payload bytes"))
+        }
+        events.append(event)
+    }
+
+    mutating func refuse(_ error: ReplayError) {
+        if problem == nil { problem = error }
+        events = []
     }
 }

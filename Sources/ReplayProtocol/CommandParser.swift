@@ -8,6 +8,7 @@ enum CommandParser {
     /// A command whose control line announced a payload still to be read.
     enum AwaitingPayload: Equatable {
         case publish(stream: String)
+        case publishChecked(stream: String, checks: PublishChecks)
         case fail(stream: String)
         case create(stream: String, options: CreateOptions)
 
@@ -15,6 +16,8 @@ enum CommandParser {
             switch self {
             case .publish(let stream):
                 return ClientCommand.publish(stream: stream, payload: payload)
+            case .publishChecked(let stream, let checks):
+                return ClientCommand.publishChecked(stream: stream, payload: payload, checks: checks)
             case .fail(let stream):
                 return ClientCommand.fail(stream: stream, message: String(decoding: payload.readableBytesView, as: UTF8.self))
             case .create(let stream, var options):
@@ -27,6 +30,8 @@ enum CommandParser {
     enum Parsed: Equatable {
         case command(ClientCommand)
         case needsPayload(AwaitingPayload, size: Int)
+        /// `ATOMIC <n>`: the next n commands are the send's PUBs.
+        case beginAtomic(count: Int)
     }
 
     static func parse(_ words: [Substring]) throws(ReplayError) -> Parsed {
@@ -34,15 +39,44 @@ enum CommandParser {
         let args = words.dropFirst().map(String.init)
         switch verb {
         case "PUB":
-            try expect(args, count: 2, usage: "PUB <stream> <bytes>")
-            return .needsPayload(.publish(stream: args[0]), size: try size(args[1]))
-        case "SUB":
-            guard args.count == 2 || args.count == 3 else {
-                throw bad("usage: SUB <stream> <sid> [all|new|from=<seq>|last=<n>|since=<time>]")
+            guard args.count >= 2 else { throw bad("usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] <bytes>") }
+            let size = try size(args[args.count - 1])
+            guard args.count > 2 else { return .needsPayload(.publish(stream: args[0]), size: size) }
+            return .needsPayload(.publishChecked(stream: args[0], checks: try publishChecks(args[1..<(args.count - 1)])), size: size)
+        case "ATOMIC":
+            try expect(args, count: 1, usage: "ATOMIC <count>, then that many PUB commands")
+            guard let count = Int(args[0]), (1...ProtocolLimits.maxAtomicEvents).contains(count) else {
+                throw bad("ATOMIC takes a count of 1 to \(ProtocolLimits.maxAtomicEvents) PUB commands")
             }
+            return .beginAtomic(count: count)
+        case "SUB":
+            let usage = "usage: SUB <stream> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>]"
+            guard (2...4).contains(args.count) else { throw bad(usage) }
             try checkSid(args[1])
-            let start = args.count == 3 ? try startPosition(args[2]) : .all
-            return .command(.subscribe(stream: args[0], sid: args[1], start: start))
+            var start: StartPosition?
+            var consumer: String?
+            for word in args.dropFirst(2) {
+                if word.lowercased().hasPrefix("durable=") {
+                    guard consumer == nil else { throw bad(usage) }
+                    consumer = try name(String(word.dropFirst(8)), "a durable consumer's name")
+                } else {
+                    guard start == nil else { throw bad(usage) }
+                    start = try startPosition(word)
+                }
+            }
+            if let consumer {
+                return .command(.subscribeDurable(stream: args[0], sid: args[1], start: start ?? .all, consumer: consumer))
+            }
+            return .command(.subscribe(stream: args[0], sid: args[1], start: start ?? .all))
+        case "ACK":
+            try expect(args, count: 2, usage: "ACK <sid> <seq>")
+            return .command(.ack(sid: args[0], sequence: try number(args[1], "the acknowledged sequence number")))
+        case "CONSUMERS":
+            try expect(args, count: 1, usage: "CONSUMERS <stream>")
+            return .command(.consumers(stream: args[0]))
+        case "DELCONSUMER":
+            try expect(args, count: 2, usage: "DELCONSUMER <stream> <name>")
+            return .command(.deleteConsumer(stream: args[0], name: args[1]))
         case "UNSUB":
             try expect(args, count: 1, usage: "UNSUB <sid>")
             return .command(.unsubscribe(sid: args[0]))
@@ -94,6 +128,39 @@ enum CommandParser {
     private static func number(_ text: String, _ what: String) throws(ReplayError) -> UInt64 {
         guard let value = UInt64(text) else { throw bad("\(what) must be a whole number, got '\(text.prefix(32))'") }
         return value
+    }
+
+    /// `expect=<seq>` and `producer=<id> epoch=<n> pseq=<n>` (the three together), any order.
+    private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> PublishChecks {
+        var checks = PublishChecks()
+        var producer: String?
+        var epoch: UInt64?
+        var pseq: UInt64?
+        for word in words {
+            let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw bad("PUB options are key=value, got '\(word.prefix(32))'") }
+            switch parts[0].lowercased() {
+            case "expect": checks.expect = try number(parts[1], "expect")
+            case "producer": producer = try name(parts[1], "a producer id")
+            case "epoch": epoch = try number(parts[1], "epoch")
+            case "pseq": pseq = try number(parts[1], "pseq")
+            default: throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch= and pseq=")
+            }
+        }
+        switch (producer, epoch, pseq) {
+        case (nil, nil, nil): break
+        case (let id?, let epoch?, let pseq?): checks.producer = .init(id: id, epoch: epoch, pseq: pseq)
+        default: throw bad("producer=, epoch= and pseq= go together")
+        }
+        return checks
+    }
+
+    /// A producer id or a consumer name: 1 to 200 bytes of one word.
+    private static func name(_ text: String, _ what: String) throws(ReplayError) -> String {
+        guard !text.isEmpty, text.utf8.count <= ProtocolLimits.maxNameLength else {
+            throw bad("\(what) has 1 to \(ProtocolLimits.maxNameLength) bytes")
+        }
+        return text
     }
 
     private static func checkSid(_ sid: String) throws(ReplayError) {

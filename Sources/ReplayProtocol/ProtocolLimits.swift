@@ -5,4 +5,9 @@ public enum ProtocolLimits {
     public static let maxLineLength = 4096
     /// The largest payload, in bytes (`--max-payload`).
     public static let maxPayload = 1 << 20
+    /// Events in one `ATOMIC` send, and their payload bytes together.
+    public static let maxAtomicEvents = 1000
+    public static let maxAtomicBytes = 16 << 20
+    /// Producer ids and consumer names, in bytes.
+    public static let maxNameLength = 200
 }

@@ -19,6 +19,13 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case unknownSubscription = "unknown_sid"
         case tooManySubscriptions = "too_many_subscriptions"
         case forbidden = "forbidden"
+        // Guarantees.
+        case wrongLastSeq = "wrong_last_seq"
+        case staleEpoch = "stale_epoch"
+        case pseqGap = "pseq_gap"
+        case duplicatePseq = "duplicate_pseq"
+        case unknownConsumer = "unknown_consumer"
+        case invalidAck = "invalid_ack"
         // The server.
         case storageFull = "storage_full"
         /// A limit of the store's layout: stream ids or a stream's sequence numbers.

@@ -12,6 +12,13 @@ extension ServerFrame {
             buffer.writeStaticString("+OK ")
             buffer.writeDecimal(sequence)
             buffer.writeStaticString("\r\n")
+        case .publishedAll(let sequences):
+            buffer.writeStaticString("+OK")
+            for sequence in sequences {
+                buffer.writeSpace()
+                buffer.writeDecimal(sequence)
+            }
+            buffer.writeStaticString("\r\n")
         case .error(let error):
             // The message is the rest of the line: keep it on one line.
             let message = error.message.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")

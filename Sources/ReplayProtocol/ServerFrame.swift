@@ -9,6 +9,8 @@ public enum ServerFrame: Sendable, Equatable {
     case ok
     /// The reply to PUB: the event is committed with this sequence number.
     case published(sequence: UInt64)
+    /// The reply to an ATOMIC send of more than one event: each event's sequence number.
+    case publishedAll([UInt64])
     case error(ReplayError)
     case pong
     /// The reply to INFO: one stream, as JSON.
@@ -27,7 +29,7 @@ public enum ServerFrame: Sendable, Equatable {
     /// Whether this frame answers a command (as opposed to a subscription's frames).
     public var isReply: Bool {
         switch self {
-        case .ok, .published, .error, .pong, .info, .list: true
+        case .ok, .published, .publishedAll, .error, .pong, .info, .list: true
         case .hello, .event, .completed, .failed, .gap: false
         }
     }

@@ -95,8 +95,10 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
         }
         if LineWords.matches(verb, "+OK") {
             guard let sequence = words.next() else { return .frame(.ok) }
-            guard words.atEnd() else { return .other }
-            return .frame(.published(sequence: try number(sequence)))
+            guard !words.atEnd() else { return .frame(.published(sequence: try number(sequence))) }
+            var sequences: [UInt64] = [try number(sequence)]
+            while let next = words.next() { sequences.append(try number(next)) }
+            return .frame(.publishedAll(sequences))
         }
         return .other
     }

@@ -92,3 +92,29 @@ public struct SourceDescription: Codable, Sendable, Equatable {
         self.reason = reason
     }
 }
+
+/// A durable consumer as CONSUMERS describes it.
+public struct ConsumerDescription: Codable, Sendable, Equatable {
+    public var name: String
+    /// Every event up to this one is acknowledged.
+    public var ackedSeq: UInt64
+    /// Events committed after the acknowledged position.
+    public var lag: UInt64
+    public var createdAt: String
+    public var updatedAt: String
+
+    public init(name: String, ackedSeq: UInt64, lag: UInt64, createdAt: String, updatedAt: String) {
+        self.name = name
+        self.ackedSeq = ackedSeq
+        self.lag = lag
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, lag
+        case ackedSeq = "acked_seq"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+}

@@ -12,15 +12,26 @@ final class Catalog: Sendable {
         /// The time (ms) of the stream's newest event: the next commit's time is never
         /// earlier, so times rise with seq and can be binary-searched.
         var lastTime: Int64 = 0
+        /// Its durable consumers, by name (few per stream: loaded with it).
+        var consumers: [String: ConsumerInfo] = [:]
     }
 
     private let records: Locked<[String: Record]>
 
     init(loadingFrom db: Database) throws {
         var records: [String: Record] = [:]
+        var names: [Int64: String] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT * FROM streams") {
             let record = try Record(row: row)
             records[record.info.name] = record
+            names[record.id] = record.info.name
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM consumers") {
+            guard let stream = names[row["stream_id"]] else { continue }
+            let consumer = ConsumerInfo(
+                name: row["name"], ackedSequence: UInt64(row["acked_seq"] as Int64),
+                createdAt: Timestamp.date(millis: row["created_at"]), updatedAt: Timestamp.date(millis: row["updated_at"]))
+            records[stream]?.consumers[consumer.name] = consumer
         }
         self.records = Locked(records)
     }

@@ -108,8 +108,42 @@ public final class EventStore: Sendable {
     /// Appends an event; its result goes to `sink`, with the other results the sink is owed
     /// from the same group commit, once that transaction committed. `token` comes back
     /// with the result. An unknown stream is created with `Options.autoCreate` if set.
-    public func append(_ payload: Data, to stream: String, sink: any AppendSink, token: UInt64) {
-        writer.submit(.publish(stream: stream, payload: payload, autoCreate: options.autoCreate, sink: sink, token: token))
+    public func append(_ payload: Data, to stream: String, conditions: AppendConditions = .none, sink: any AppendSink, token: UInt64) {
+        writer.submit(.publish(
+            stream: stream, payload: payload, autoCreate: options.autoCreate, conditions: conditions, sink: sink, token: token))
+    }
+
+    /// Appends `events` all together or not at all (contiguous in each stream); one result
+    /// goes to `sink`, with every event's sequence number in order. Unknown streams are
+    /// created with `Options.autoCreate` if set.
+    public func appendAtomically(_ events: [AtomicAppend], sink: any AppendSink, token: UInt64) {
+        writer.submit(.atomic(events: events, autoCreate: options.autoCreate, sink: sink, token: token))
+    }
+
+    // MARK: Durable consumers (positions kept with the durability of publishes)
+
+    /// Where the durable consumer `name` of `stream` resumes; on first use it is created
+    /// acknowledged up to `initialNext(info) - 1`, computed from the stream as it then is.
+    public func openConsumer(
+        _ name: String, of stream: String, initialNext: @escaping @Sendable (StreamInfo) -> UInt64,
+        completion: @escaping @Sendable (Result<ConsumerStart, StoreError>) -> Void
+    ) {
+        writer.submit(.openConsumer(stream: stream, name: name, initialNext: initialNext, completion))
+    }
+
+    /// Acknowledges every event up to `sequence` for the consumer; completes once that is
+    /// committed. Never backwards, never past the stream's last sequence number.
+    public func acknowledge(_ sequence: UInt64, consumer: String, of stream: String, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.acknowledge(stream: stream, consumer: consumer, sequence: sequence, completion))
+    }
+
+    public func deleteConsumer(_ name: String, of stream: String, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.deleteConsumer(stream: stream, name: name, completion))
+    }
+
+    /// The stream's durable consumers as last committed, by name; `nil` for no such stream.
+    public func consumers(of stream: String) -> [ConsumerInfo]? {
+        catalog[stream].map { $0.consumers.values.sorted { $0.name < $1.name } }
     }
 
     /// Creates a stream. Creating an existing stream with the same settings succeeds and

@@ -24,6 +24,18 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case storageFull
     /// A limit of the store's layout was reached (stream ids, sequence numbers).
     case limitReached(String)
+    /// An expected last sequence number did not hold: nothing was stored.
+    case wrongLastSequence(stream: String, last: UInt64, expected: UInt64)
+    /// A producer's epoch is lower than the one the stream knows: an older instance, fenced.
+    case staleEpoch(stream: String, producer: String, epoch: UInt64, current: UInt64)
+    /// A producer skipped producer sequence numbers (or started a new epoch above 0).
+    case producerSequenceGap(stream: String, producer: String, expected: UInt64, received: UInt64)
+    /// A retry of a publish committed so long ago that its sequence number is forgotten.
+    case forgottenDuplicate(stream: String, producer: String, pseq: UInt64)
+    /// The stream has no durable consumer of that name.
+    case unknownConsumer(stream: String, name: String)
+    /// An acknowledgement that would move a consumer backwards or past the stream's end.
+    case invalidAck(String)
     /// The store was closed.
     case closed
     /// SQLite reported an error.
@@ -53,6 +65,18 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "storage full: the database's disk has no room left; nothing was stored; free space and retry"
         case .limitReached(let reason):
             "limit reached: \(reason)"
+        case .wrongLastSequence(let stream, let last, let expected):
+            "stream '\(stream)' is at last_seq=\(last), not the expected \(expected); nothing was stored: read from \(last + 1) and retry"
+        case .staleEpoch(let stream, let producer, let epoch, let current):
+            "producer '\(producer)' of stream '\(stream)' is at epoch=\(current); epoch \(epoch) is fenced and nothing was stored (a newer instance took over)"
+        case .producerSequenceGap(let stream, let producer, let expected, let received):
+            "producer '\(producer)' of stream '\(stream)' expects pseq=\(expected), got pseq=\(received); nothing was stored: resend from pseq \(expected)"
+        case .forgottenDuplicate(let stream, let producer, let pseq):
+            "pseq \(pseq) of producer '\(producer)' was already stored in stream '\(stream)', too long ago for its sequence number to be remembered; nothing was stored again"
+        case .unknownConsumer(let stream, let name):
+            "stream '\(stream)' has no durable consumer named '\(name)'"
+        case .invalidAck(let reason):
+            "invalid acknowledgement: \(reason); nothing changed"
         case .closed:
             "the store is closed"
         case .sqlite(let code, let message):

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayClient
+import ReplayProtocol
 
 struct Send: DaemonCommand, StreamCommand {
     static let configuration = CommandConfiguration(
@@ -10,6 +11,14 @@ struct Send: DaemonCommand, StreamCommand {
             event, sent pipelined (many in flight), so `seq 1 1000000 | replayctl send s` is fast. \
             Prints the sequence number of each acknowledged event, one per line, in order. Exits 0 \
             only when every event was acknowledged as stored.
+
+            --atomic sends all events of the invocation as one atomic send: all are stored, \
+            contiguous, or none. --expect SEQ does too, and stores them only if the stream's \
+            last sequence number is SEQ (0: empty or new); otherwise it exits 1 and says \
+            wrong_last_seq with the actual one. --producer ID makes the events an idempotent \
+            producer's, with pseqs from --pseq (default 0), one per event, in --epoch (default \
+            0): repeating an identical invocation stores nothing again and prints the same \
+            sequence numbers.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -18,12 +27,27 @@ struct Send: DaemonCommand, StreamCommand {
     @OptionGroup var target: StreamArgument
     @Argument(help: "Payloads, one event each (default: lines of standard input).") var payloads: [String] = []
     @Flag(name: .shortAndLong, help: "Print nothing on success.") var quiet = false
+    @Flag(help: "Store every event, or none: one atomic send.") var atomic = false
+    @Option(help: ArgumentHelp("Store the events (atomically) only if the stream's last sequence number is SEQ.", valueName: "seq"))
+    var expect: UInt64?
+    @Option(help: ArgumentHelp("Publish as this idempotent producer.", valueName: "id")) var producer: String?
+    @Option(help: "The producer's epoch (with --producer).") var epoch: UInt64?
+    @Option(help: "The first event's producer sequence number (with --producer).") var pseq: UInt64?
+
+    func validate() throws {
+        if producer == nil, epoch != nil || pseq != nil { throw ValidationError("--epoch and --pseq need --producer") }
+        if producer != nil, atomic || expect != nil {
+            throw ValidationError("--producer publishes event by event: it does not combine with --atomic or --expect")
+        }
+    }
 
     /// Lines per pipelined write; two writes are in flight while the next is read.
     static let chunk = 4096
 
     func run(with client: ReplayClient) async throws {
+        if atomic || expect != nil { return try await sendAtomically(with: client) }
         var failures = 0
+        var nextPseq = pseq ?? 0
         var pending: PublishBatch?
         func report(_ results: [Result<UInt64, ReplayClientError>]) {
             var out = ""
@@ -48,13 +72,36 @@ struct Send: DaemonCommand, StreamCommand {
             }
             if batch.isEmpty { break }
             // Written now, in order; acknowledged while the next batch is read.
-            let sending = client.startPublishing(stream, contentsOf: batch)
+            let stamps = producer.map { id in
+                batch.indices.map { PublishChecks(producer: .init(id: id, epoch: epoch ?? 0, pseq: nextPseq + UInt64($0))) }
+            }
+            nextPseq += UInt64(batch.count)
+            let sending = client.startPublishing(stream, contentsOf: batch, checks: stamps)
             if let previous = pending { report(try await previous.results) }
             pending = sending
             if payloads.isEmpty == false, input?.isEmpty == true { break }
         }
         if let last = pending { report(try await last.results) }
         if failures > 0 { throw Exit.refused }
+    }
+
+    /// Every event of the invocation in one ATOMIC send, the first expecting `--expect`.
+    private func sendAtomically(with client: ReplayClient) async throws {
+        let all = payloads.isEmpty ? Self.readLines(max: ProtocolLimits.maxAtomicEvents + 1) : payloads.map { Data($0.utf8) }
+        guard !all.isEmpty else { return }
+        guard all.count <= ProtocolLimits.maxAtomicEvents else {
+            printError("replayctl: an atomic send holds at most \(ProtocolLimits.maxAtomicEvents) events")
+            throw Exit.refused
+        }
+        let events = all.enumerated().map { AtomicEvent(stream: stream, $1, expect: $0 == 0 ? expect : nil) }
+        let sequences: [UInt64]
+        do {
+            sequences = try await client.publishAtomically(events)
+        } catch let error as ReplayClientError {
+            printError("replayctl: not stored: \(error)")
+            throw Exit.refused
+        }
+        if !quiet { printOut(Data(sequences.map { "\($0)\n" }.joined().utf8)) }
     }
 
     static func readLines(max: Int) -> [Data] {

@@ -13,6 +13,11 @@ struct Subscribe: DaemonCommand, StreamCommand {
             Exits 0 after --count events or when the stream completes; exits 2 with the \
             failure message on standard error when it fails. Gaps (history removed by \
             retention) are reported on standard error. Ctrl-C ends it.
+
+            --durable NAME reads as that durable consumer of the stream: it starts after the \
+            consumer's acknowledged position (from the start option on its first use), \
+            acknowledges each event after printing it, and waits for those acknowledgements \
+            to be stored before it exits.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -26,6 +31,8 @@ struct Subscribe: DaemonCommand, StreamCommand {
     var since: String?
     @Option(help: "Exit after this many events.") var count: Int?
     @Flag(help: "One JSON object per line.") var json = false
+    @Option(help: ArgumentHelp("Read as this durable consumer, acknowledging each event printed.", valueName: "name"))
+    var durable: String?
 
     func validate() throws {
         let starts = [from != nil, last != nil, new, since != nil].filter { $0 }.count
@@ -45,15 +52,30 @@ struct Subscribe: DaemonCommand, StreamCommand {
     }
 
     func run(with client: ReplayClient) async throws {
-        let subscription = try await client.subscribe(stream, from: start) { gap in
+        let subscription = try await client.subscribe(stream, from: start, durable: durable) { gap in
             printError("replayctl: gap: events \(gap.lowerBound)...\(gap.upperBound) are no longer retained")
         }
         var received = 0
-        for try await event in subscription {
+        var acknowledging: Task<Void, any Error>?
+        defer { acknowledging?.cancel() }
+        var events = subscription.makeAsyncIterator()
+        while let event = try await events.next() {
             printOut(json ? Self.jsonLine(event) : event.payload + Data([0x0A]))
             received += 1
-            if let count, received >= count { return }
+            if durable != nil {
+                // In order, pipelined: each waits for the one before, none for the next event.
+                acknowledging = Task { [previous = acknowledging] in
+                    try await previous?.value
+                    try await subscription.acknowledge(event.sequence)
+                }
+            }
+            // Acknowledgements are awaited while the subscription is still being read: leaving
+            // the loop unsubscribes, and an ACK after that has no subscription to move.
+            if let count, received >= count { break }
         }
+        try await acknowledging?.value
+        acknowledging = nil
+        withExtendedLifetime(events) {}  // the subscription lives until its ACKs are stored
     }
 
     static func jsonLine(_ event: ReplayEvent) -> Data {

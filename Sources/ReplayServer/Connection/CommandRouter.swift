@@ -75,6 +75,10 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         switch inbound {
         case .command(.publish(let stream, let payload)) where inTask == 0:
             store.append(Data(payload.readableBytesView), to: stream, sink: sink, token: slot)
+        case .command(.publishChecked(let stream, let payload, let checks)) where inTask == 0:
+            store.append(Data(payload.readableBytesView), to: stream, conditions: checks.conditions, sink: sink, token: slot)
+        case .command(.atomic(let events)) where inTask == 0:
+            store.appendAtomically(events.map(\.append), sink: sink, token: slot)
         case .command(.ping):
             fill(slot, with: .pong)  // no effect to order: answered here
         case .invalid(let error) where !error.isFatal:
@@ -146,7 +150,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     func committed(_ results: [AppendResult]) {
         for result in results {
             let frame: ServerFrame = switch result.sequence {
-            case .success(let sequence): .published(sequence: sequence)
+            case .success(let sequence) where result.more.isEmpty: .published(sequence: sequence)
+            case .success(let sequence): .publishedAll([sequence] + result.more)
             case .failure(let error): .error(ReplayError(error))
             }
             order.fill(result.token, with: frame)

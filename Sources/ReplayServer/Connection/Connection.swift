@@ -40,6 +40,8 @@ final class Connection: Sendable {
         let token: UInt64
         let task: Task<Void, Never>
         let phase: SubscriptionPhase
+        /// A durable subscription's consumer, whose position ACK moves.
+        let consumer: String?
     }
 
     private struct SubscriptionTable {
@@ -126,13 +128,23 @@ final class Connection: Sendable {
         case .publish(let stream, let payload):
             // A PUB that followed other commands through this task (see CommandRouter).
             context.store.append(Data(payload.readableBytesView), to: stream, sink: replies.sink, token: slot)
+        case .publishChecked(let stream, let payload, let checks):
+            context.store.append(Data(payload.readableBytesView), to: stream, conditions: checks.conditions, sink: replies.sink, token: slot)
+        case .atomic(let events):
+            context.store.appendAtomically(events.map(\.append), sink: replies.sink, token: slot)
+        case .ack(let sid, let sequence):
+            acknowledge(sid: sid, sequence: sequence, slot: slot)
         case .admin(let command):
             context.admin.submit(command) { replies.fill(slot, with: $0) }
         case .unsubscribe(let sid):
             subscriptions.withLock { $0.bySid.removeValue(forKey: sid) }?.task.cancel()
             replies.fill(slot, with: .ok)
         case .subscribe(let stream, let sid, let start):
-            subscribe(stream: stream, sid: sid, start: start, slot: slot, output: output)
+            subscribe(stream: stream, sid: sid, position: resolve(stream: stream, start: start), consumer: nil, slot: slot, output: output)
+        case .subscribeDurable(let stream, let sid, let start, let consumer):
+            subscribe(
+                stream: stream, sid: sid, position: resolveDurable(stream: stream, start: start, consumer: consumer),
+                consumer: consumer, slot: slot, output: output)
         }
     }
 
@@ -140,13 +152,12 @@ final class Connection: Sendable {
     /// the event), answers, and only once `+OK` is written starts the cursor, so a client
     /// sees its subscription confirmed before its events.
     private func subscribe(
-        stream: String, sid: String, start: StartPosition, slot: ReplyOrder.Slot,
-        output: SubscriberOutput
+        stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
+        slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
         // Finished once the `+OK` is written; the standard library's stream remembers a
         // finish that comes before the wait, and ends the wait if the task is cancelled.
         let written = AsyncStream.makeStream(of: Void.self)
-        let position = resolve(stream: stream, start: start)
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
         let phase = SubscriptionPhase(stream: stream)
@@ -160,7 +171,7 @@ final class Connection: Sendable {
                 phase.enter(.finished)
                 subscriptionFinished(sid, token: token)
             }
-            subscriptions.bySid[sid] = Registered(token: token, task: task, phase: phase)
+            subscriptions.bySid[sid] = Registered(token: token, task: task, phase: phase, consumer: consumer)
         }
     }
 
@@ -221,6 +232,49 @@ final class Connection: Sendable {
             }
         }
         return pending
+    }
+
+    /// A durable consumer's start, decided now in command order by the writer: after its
+    /// acknowledged position, or from `start` on first use (for `since`, once the read pool
+    /// has found that position).
+    private func resolveDurable(stream: String, start: StartPosition, consumer: String) -> Pending<Result<StartPoint, ReplayError>> {
+        let pending = Pending<Result<StartPoint, ReplayError>>()
+        let store = context.store
+        let open: @Sendable (_ initialNext: @escaping @Sendable (StreamInfo) -> UInt64) -> Void = { initialNext in
+            store.openConsumer(consumer, of: stream, initialNext: initialNext) { result in
+                pending.fulfil(result.map { StartPoint(next: $0.ackedSequence + 1, liveAfter: $0.lastSequence) }.mapError(ReplayError.init))
+            }
+        }
+        if context.hubs[stream] == nil {
+            guard context.configuration.autoCreate else { return Pending(.failure(ReplayError(StoreError.unknownStream(stream)))) }
+            store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { _ in }
+        }
+        guard case .since(let seconds) = start else {
+            open { info in start.next(in: info) ?? info.firstSequence }
+            return pending
+        }
+        let reads = context.reads
+        Task {
+            let first = try? await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
+            open { info in first ?? info.lastSequence + 1 }
+        }
+        return pending
+    }
+
+    /// ACK for a durable subscription: the consumer's position moves once committed.
+    private func acknowledge(sid: String, sequence: UInt64, slot: ReplyOrder.Slot) {
+        let (registered, stream) = subscriptions.withLock { ($0.bySid[sid], $0.bySid[sid]?.phase.stream) }
+        guard let stream, let consumer = registered?.consumer else {
+            let reason = registered == nil ? "subscription '\(sid)' has ended" : "subscription '\(sid)' is not durable (SUB … durable=<name>)"
+            return replies.fill(slot, with: .error(ReplayError(.invalidAck, "\(reason); nothing changed")))
+        }
+        let replies = self.replies
+        context.store.acknowledge(sequence, consumer: consumer, of: stream) { result in
+            switch result {
+            case .success: replies.fill(slot, with: .ok)
+            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
+            }
+        }
     }
 
     /// A `since` start: the first retained event at or after the time, found on the read pool.

@@ -4,7 +4,7 @@ import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
-/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL and RESET.
+/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL, RESET, CONSUMERS and DELCONSUMER.
 ///
 /// `submit` hands the command to the store's writer before it returns, so a connection's
 /// commands take effect in the order they were sent (a PUB after a COMPLETE is refused,
@@ -52,7 +52,23 @@ struct StreamAdmin: Sendable {
                 guard case .success = result else { return answer(result) }
                 reply(json(store.streams.map(describe)).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
             }
-        case .publish, .subscribe, .unsubscribe, .ping:
+        case .consumers(let stream):
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                guard let info = store.info(stream), let consumers = store.consumers(of: stream) else {
+                    return reply(.error(ReplayError(StoreError.unknownStream(stream))))
+                }
+                let described = consumers.map { consumer in
+                    ConsumerDescription(
+                        name: consumer.name, ackedSeq: consumer.ackedSequence,
+                        lag: info.lastSequence - min(info.lastSequence, consumer.ackedSequence),
+                        createdAt: Timestamp.format(consumer.createdAt), updatedAt: Timestamp.format(consumer.updatedAt))
+                }
+                reply(json(described).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+            }
+        case .deleteConsumer(let stream, let name):
+            store.deleteConsumer(name, of: stream, completion: answer)
+        case .publish, .publishChecked, .atomic, .subscribe, .subscribeDurable, .unsubscribe, .ack, .ping:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
         }
     }

@@ -73,16 +73,7 @@ final class StreamHub: Sendable {
     /// `nil` for `since`, which needs the store to find its first sequence number.
     func start(_ start: StartPosition) -> StartPoint? {
         state.withLock { state in
-            let info = state.info
-            let next: UInt64
-            switch start {
-            case .all: next = info.firstSequence
-            case .new: next = info.lastSequence + 1
-            case .from(let sequence): next = max(1, sequence)
-            case .last(let count): next = info.firstSequence(ofLast: count)
-            case .since: return nil
-            }
-            return StartPoint(next: next, liveAfter: info.lastSequence)
+            start.next(in: state.info).map { StartPoint(next: $0, liveAfter: state.info.lastSequence) }
         }
     }
 

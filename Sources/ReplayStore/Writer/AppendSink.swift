@@ -14,12 +14,16 @@ public protocol AppendSink: AnyObject, Sendable {
 public struct AppendResult: Sendable {
     /// What the submitter passed along, to match the result to its request.
     public let token: UInt64
-    /// The sequence number the event was stored with, or why it was not.
+    /// The sequence number the event was stored with (for an atomic send, its first
+    /// event's), or why it was not.
     public let sequence: Result<UInt64, StoreError>
+    /// An atomic send's other events' sequence numbers, in order.
+    public let more: [UInt64]
 
-    public init(token: UInt64, sequence: Result<UInt64, StoreError>) {
+    public init(token: UInt64, sequence: Result<UInt64, StoreError>, more: [UInt64] = []) {
         self.token = token
         self.sequence = sequence
+        self.more = more
     }
 }
 

@@ -12,10 +12,11 @@ struct BatchCommitter: Sendable {
     let pool: DatabasePool
     let catalog: Catalog
     let listeners: CommitListeners
+    let producers = ProducerTable()
     let now: @Sendable () -> Date
 
     func commit(_ batch: [WriteRequest]) {
-        var transaction = Transaction(catalog: catalog, time: now())
+        var transaction = Transaction(catalog: catalog, producers: producers, time: now())
         do {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
@@ -33,6 +34,7 @@ struct BatchCommitter: Sendable {
             return
         }
         catalog.apply(transaction.changedRecords)
+        producers.apply(transaction.producerChanges, deletedStreams: transaction.deletedIDs)
         listeners.notify(transaction.commitBatch)
         transaction.sinks.deliver()
         for completion in transaction.completions { completion() }
@@ -46,9 +48,13 @@ private struct Transaction {
     struct Touched {
         var record: Catalog.Record
         var appended: [StoredEvent] = []
+        /// Durable consumers written (added or moved) and removed.
+        var consumersWritten: Set<String> = []
+        var consumersRemoved: Set<String> = []
     }
 
     let catalog: Catalog
+    let producers: ProducerTable
     let time: Date
     /// The commit's time in ms; a stream whose newest event is later (the clock was set
     /// back) keeps its own time instead, so times never decrease within a stream.
@@ -59,14 +65,18 @@ private struct Transaction {
     /// was a measurable share of the writer's time).
     var streams: [Touched] = []
     var indexByName: [String: Int] = [:]
-    /// Streams this transaction deleted (and did not create again).
+    /// Streams this transaction deleted (and did not create again), and their ids.
     var deleted: Set<String> = []
+    var deletedIDs: [Int64] = []
+    /// Producer states as this transaction leaves them.
+    var producerChanges: [ProducerTable.Key: ProducerState] = [:]
     var completions: [@Sendable () -> Void] = []
     /// The results of `publish` requests, told to their sinks once per batch.
     var sinks = SinkResults()
 
-    init(catalog: Catalog, time: Date) {
+    init(catalog: Catalog, producers: ProducerTable, time: Date) {
         self.catalog = catalog
+        self.producers = producers
         // One commit time for the whole batch: cheap, and times never go backwards in it.
         self.millis = Timestamp.millis(time)
         self.time = Timestamp.date(millis: millis)
@@ -79,6 +89,8 @@ private struct Transaction {
         streams = []
         indexByName = [:]
         deleted = []
+        deletedIDs = []
+        producerChanges = [:]
         completions = []
         sinks = SinkResults()
     }
@@ -104,12 +116,64 @@ private struct Transaction {
     mutating func perform(_ request: WriteRequest, _ db: Database) throws {
         switch request {
         case .append(let name, let payload, let autoCreate, let done):
-            let result = try appendResult(payload, to: name, autoCreate: autoCreate, db)
-            completions.append { done(result) }
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none, db)
+            completions.append {
+                done(result.flatMap { appended in
+                    guard case .stored(let event) = appended else { return .failure(.invalidConfig("a plain append has no duplicate")) }
+                    return .success(event)
+                })
+            }
 
-        case .publish(let name, let payload, let autoCreate, let sink, let token):
-            let result = try appendResult(payload, to: name, autoCreate: autoCreate, db)
+        case .publish(let name, let payload, let autoCreate, let conditions, let sink, let token):
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions, db)
             sinks.add(sink, AppendResult(token: token, sequence: result.map(\.sequence)))
+
+        case .atomic(let events, let autoCreate, let sink, let token):
+            sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token, db))
+
+        case .openConsumer(let name, let consumer, let initialNext, let done):
+            guard let index = touch(name) else {
+                return completions.append { done(.failure(.unknownStream(name))) }
+            }
+            let info = streams[index].record.info
+            if streams[index].record.consumers[consumer] == nil {
+                let acked = min(info.lastSequence, max(initialNext(info), 1) - 1)
+                streams[index].record.consumers[consumer] = ConsumerInfo(name: consumer, ackedSequence: acked, createdAt: time, updatedAt: time)
+                streams[index].consumersWritten.insert(consumer)
+                streams[index].consumersRemoved.remove(consumer)
+            }
+            let start = ConsumerStart(ackedSequence: streams[index].record.consumers[consumer]!.ackedSequence, lastSequence: info.lastSequence)
+            completions.append { done(.success(start)) }
+
+        case .acknowledge(let name, let consumer, let sequence, let done):
+            guard let index = touch(name) else {
+                return completions.append { done(.failure(.unknownStream(name))) }
+            }
+            guard let current = streams[index].record.consumers[consumer] else {
+                return completions.append { done(.failure(.unknownConsumer(stream: name, name: consumer))) }
+            }
+            let last = streams[index].record.info.lastSequence
+            guard sequence <= last else {
+                return completions.append { done(.failure(.invalidAck("\(sequence) is beyond the last sequence number of '\(name)', \(last)"))) }
+            }
+            guard sequence >= current.ackedSequence else {
+                return completions.append {
+                    done(.failure(.invalidAck("consumer '\(consumer)' already acknowledged up to \(current.ackedSequence); acknowledgements are cumulative and never go back")))
+                }
+            }
+            // Acknowledgements coalesce: the row is written once per transaction, the last wins.
+            streams[index].record.consumers[consumer]?.ackedSequence = sequence
+            streams[index].record.consumers[consumer]?.updatedAt = time
+            streams[index].consumersWritten.insert(consumer)
+            completions.append { done(.success(())) }
+
+        case .deleteConsumer(let name, let consumer, let done):
+            guard let index = touch(name), streams[index].record.consumers.removeValue(forKey: consumer) != nil else {
+                return completions.append { done(.failure(.unknownConsumer(stream: name, name: consumer))) }
+            }
+            streams[index].consumersWritten.remove(consumer)
+            streams[index].consumersRemoved.insert(consumer)
+            completions.append { done(.success(())) }
 
         case .create(let name, let config, let done):
             do throws(StoreError) {
@@ -140,9 +204,11 @@ private struct Transaction {
             }
             try deleteEvents(of: record.id, db)
             try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
-            // Its working copy (if any) stays in `streams`, unreachable by name.
+            // Its working copy (if any) stays in `streams`, unreachable by name; its producers
+            // and consumers go with its row (ON DELETE CASCADE).
             indexByName[name] = nil
             deleted.insert(name)
+            deletedIDs.append(record.id)
             completions.append { done(.success(())) }
 
         case .terminate(let name, let terminal, let done):
@@ -178,17 +244,38 @@ private struct Transaction {
             for record in catalog.all where record.info.config.maxAge != nil {
                 _ = touch(record.info.name)
             }
+            try producers.expire(now: millis, db)
             completions.append { done(.success(())) }
         }
     }
 
-    /// Appends to the stream (creating it with `autoCreate` if it is new and that is set):
-    /// the stored event, or why it was refused. Throws only what fails the transaction.
+    /// Appends to the stream (creating it with `autoCreate` if it is new and that is set),
+    /// if `conditions` hold against the stream as this transaction has left it so far: the
+    /// stored event, a producer's duplicate, or why it was refused. Throws only what fails
+    /// the transaction.
     private mutating func appendResult(
-        _ payload: Data, to name: String, autoCreate: StreamConfig?, _ db: Database
-    ) throws -> Result<StoredEvent, StoreError> {
+        _ payload: Data, to name: String, autoCreate: StreamConfig?, conditions: AppendConditions, _ db: Database
+    ) throws -> Result<Appended, StoreError> {
+        let existing = touch(name)
+        if let expected = conditions.expectedLastSequence {
+            let last = existing.map { streams[$0].record.info.lastSequence } ?? 0
+            guard last == expected else { return .failure(.wrongLastSequence(stream: name, last: last, expected: expected)) }
+        }
+        var producer: (key: ProducerTable.Key, state: ProducerState?)?
+        if let stamp = conditions.producer, let existing {
+            let key = ProducerTable.Key(stream: streams[existing].record.id, producer: stamp.id)
+            let state = try producerChanges[key] ?? producers.state(key, db)
+            switch ProducerState.judge(state, stamp, stream: name) {
+            case .accept: producer = (key, state)
+            case .duplicate(let sequence?): return .success(.duplicate(sequence))
+            case .duplicate(nil): return .failure(.forgottenDuplicate(stream: name, producer: stamp.id, pseq: stamp.sequence))
+            case .refuse(let error): return .failure(error)
+            }
+        } else if let stamp = conditions.producer, stamp.sequence != 0 {
+            return .failure(.producerSequenceGap(stream: name, producer: stamp.id, expected: 0, received: stamp.sequence))
+        }
         let index: Int
-        if let existing = touch(name) {
+        if let existing {
             index = existing
         } else {
             guard let autoCreate else { return .failure(.unknownStream(name)) }
@@ -205,7 +292,40 @@ private struct Transaction {
             return .failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); publish to a new stream"))
         }
         guard let event = try append(payload, to: index, db) else { return .failure(.terminated(stream: name)) }
-        return .success(event)
+        if let stamp = conditions.producer {
+            let key = producer?.key ?? ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)
+            producerChanges[key] = ProducerState.after(producer?.state, stamp, sequence: event.sequence, now: millis)
+        }
+        return .success(.stored(event))
+    }
+
+    /// An atomic send: every event, or none. A savepoint undoes the rows of a send that
+    /// fails part-way; a copy of this transaction's working state undoes the rest.
+    private mutating func appendAtomically(
+        _ events: [AtomicAppend], autoCreate: StreamConfig?, token: UInt64, _ db: Database
+    ) throws -> AppendResult {
+        let before = self
+        try db.execute(sql: "SAVEPOINT atomic_send")
+        var sequences: [UInt64] = []
+        sequences.reserveCapacity(events.count)
+        for event in events {
+            let result = try appendResult(
+                event.payload, to: event.stream, autoCreate: autoCreate,
+                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence), db)
+            switch result {
+            case .success(let appended):
+                sequences.append(appended.sequence)
+            case .failure(let error):
+                try db.execute(sql: "ROLLBACK TO atomic_send; RELEASE atomic_send")
+                self = before
+                return AppendResult(token: token, sequence: .failure(error))
+            }
+        }
+        try db.execute(sql: "RELEASE atomic_send")
+        guard let first = sequences.first else {
+            return AppendResult(token: token, sequence: .failure(.invalidConfig("an atomic send needs at least one event")))
+        }
+        return AppendResult(token: token, sequence: .success(first), more: Array(sequences.dropFirst()))
     }
 
     /// Numbers and inserts one event; `nil` if the stream has ended.
@@ -284,7 +404,21 @@ private struct Transaction {
                 Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
                 info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime, record.id,
             ])
+            for name in streams[index].consumersWritten {
+                guard let consumer = record.consumers[name] else { continue }
+                try db.cachedStatement(sql: """
+                    INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (stream_id, name) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+                    """
+                ).execute(arguments: [
+                    record.id, name, Int64(consumer.ackedSequence), Timestamp.millis(consumer.createdAt), Timestamp.millis(consumer.updatedAt),
+                ])
+            }
+            for name in streams[index].consumersRemoved {
+                try db.execute(sql: "DELETE FROM consumers WHERE stream_id = ? AND name = ?", arguments: [record.id, name])
+            }
         }
+        try ProducerTable.write(producerChanges, db)
     }
 
     var changedRecords: [String: Catalog.Record?] {
@@ -301,5 +435,18 @@ private struct Transaction {
             changes[name] = CommitBatch.Change(info: streams[index].record.info, appended: streams[index].appended)
         }
         return CommitBatch(changes: changes)
+    }
+}
+
+/// What an append did: stored a new event, or recognised a producer's retry.
+enum Appended {
+    case stored(StoredEvent)
+    case duplicate(UInt64)
+
+    var sequence: UInt64 {
+        switch self {
+        case .stored(let event): event.sequence
+        case .duplicate(let sequence): sequence
+        }
     }
 }

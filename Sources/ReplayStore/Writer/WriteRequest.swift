@@ -7,7 +7,13 @@ enum WriteRequest: Sendable {
 
     case append(stream: String, payload: Data, autoCreate: StreamConfig?, Completion<StoredEvent>)
     /// An append whose result goes to `sink` with the batch's others (see `AppendSink`).
-    case publish(stream: String, payload: Data, autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
+    case publish(stream: String, payload: Data, autoCreate: StreamConfig?, conditions: AppendConditions, sink: any AppendSink, token: UInt64)
+    /// Appends that commit all or none; one result, with every sequence number.
+    case atomic(events: [AtomicAppend], autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
+    /// A durable consumer's position, created after `initialNext(info) - 1` on first use.
+    case openConsumer(stream: String, name: String, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<ConsumerStart>)
+    case acknowledge(stream: String, consumer: String, sequence: UInt64, Completion<Void>)
+    case deleteConsumer(stream: String, name: String, Completion<Void>)
     case create(stream: String, config: StreamConfig, Completion<StreamInfo>)
     case delete(stream: String, Completion<Void>)
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
@@ -18,14 +24,17 @@ enum WriteRequest: Sendable {
 
     var payloadSize: Int {
         switch self {
-        case .append(_, let payload, _, _), .publish(_, let payload, _, _, _): payload.count
+        case .append(_, let payload, _, _), .publish(_, let payload, _, _, _, _): payload.count
+        case .atomic(let events, _, _, _): events.reduce(0) { $0 + $1.payload.count }
         default: 0
         }
     }
 
     /// Fails the request; a `publish` joins `sinks`, to be told with its batch.
     func fail(_ error: StoreError, sinks: inout SinkResults) {
-        if case .publish(_, _, _, let sink, let token) = self {
+        if case .publish(_, _, _, _, let sink, let token) = self {
+            sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
+        } else if case .atomic(_, _, let sink, let token) = self {
             sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
         } else {
             fail(error)
@@ -34,7 +43,11 @@ enum WriteRequest: Sendable {
 
     func fail(_ error: StoreError) {
         switch self {
-        case .publish(_, _, _, let sink, let token): sink.appended([AppendResult(token: token, sequence: .failure(error))])
+        case .publish(_, _, _, _, let sink, let token), .atomic(_, _, let sink, let token):
+            sink.appended([AppendResult(token: token, sequence: .failure(error))])
+        case .openConsumer(_, _, _, let done): done(.failure(error))
+        case .acknowledge(_, _, _, let done): done(.failure(error))
+        case .deleteConsumer(_, _, let done): done(.failure(error))
         case .append(_, _, _, let done): done(.failure(error))
         case .create(_, _, let done): done(.failure(error))
         case .delete(_, let done): done(.failure(error))
@@ -44,4 +57,11 @@ enum WriteRequest: Sendable {
         case .barrier(let done): done(.failure(error))
         }
     }
+}
+
+/// Where a durable consumer resumes: after `ackedSequence`; `lastSequence` is the stream's
+/// when it was opened (later events are live).
+public struct ConsumerStart: Sendable, Equatable {
+    public let ackedSequence: UInt64
+    public let lastSequence: UInt64
 }

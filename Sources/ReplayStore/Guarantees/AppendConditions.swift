@@ -1,0 +1,51 @@
+import Foundation
+
+/// What a publish asks beyond "append": checks made inside the writer's transaction,
+/// against each stream as the earlier requests of the same batch left it. They need no
+/// lock of their own: the writer owns every stream's last sequence number.
+public struct AppendConditions: Sendable, Equatable {
+    /// Commit only if the stream's last sequence number is this (0: the stream is empty or
+    /// new); otherwise `StoreError.wrongLastSequence`, and nothing is stored.
+    public var expectedLastSequence: UInt64?
+    /// An idempotent producer's stamp: a retry of a committed stamp is answered with the
+    /// sequence number it got, and not stored again.
+    public var producer: ProducerStamp?
+
+    public static let none = AppendConditions()
+
+    public init(expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil) {
+        self.expectedLastSequence = expectedLastSequence
+        self.producer = producer
+    }
+}
+
+/// An idempotent producer's identity and position, on the Durable Streams protocol's model:
+/// `id` names the producer, `epoch` rises when it restarts (fencing older instances), and
+/// `sequence` (pseq) numbers its publishes within an epoch from 0.
+public struct ProducerStamp: Sendable, Hashable {
+    public var id: String
+    public var epoch: UInt64
+    public var sequence: UInt64
+
+    public init(id: String, epoch: UInt64, sequence: UInt64) {
+        self.id = id
+        self.epoch = epoch
+        self.sequence = sequence
+    }
+}
+
+/// One event of an atomic send: all of a send's events commit together or none does,
+/// contiguous in each stream.
+public struct AtomicAppend: Sendable, Equatable {
+    public var stream: String
+    public var payload: Data
+    /// As `AppendConditions.expectedLastSequence`, checked against the stream as the
+    /// send's earlier events left it.
+    public var expectedLastSequence: UInt64?
+
+    public init(stream: String, payload: Data, expectedLastSequence: UInt64? = nil) {
+        self.stream = stream
+        self.payload = payload
+        self.expectedLastSequence = expectedLastSequence
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+/// One idempotent producer of one stream, as the writer keeps it: its epoch, the last
+/// producer sequence number (pseq) committed, and the sequence numbers the most recent
+/// pseqs got, as runs, so that a retry is answered with its original sequence number.
+struct ProducerState: Sendable, Equatable {
+    /// pseqs `pseq ..< pseq + count` got sequence numbers `sequence ..< sequence + count`.
+    struct Run: Sendable, Equatable {
+        var pseq: UInt64
+        var sequence: UInt64
+        var count: UInt64
+    }
+
+    /// How many of the latest pseqs keep their sequence number (a retry of an older one is
+    /// still refused as a duplicate, without its number), and in how many runs at most.
+    static let rememberedPseqs: UInt64 = 65_536
+    static let maxRuns = 64
+
+    var epoch: UInt64
+    var lastPseq: UInt64
+    var runs: [Run] = []
+    /// When it last published (ms since 1970): idle producers are forgotten.
+    var updatedAt: Int64
+
+    enum Verdict: Equatable {
+        /// A new publish: store it.
+        case accept
+        /// Already committed: answer with its sequence number (`nil`: too old to remember).
+        case duplicate(UInt64?)
+        case refuse(StoreError)
+    }
+
+    /// The Durable Streams protocol's validation (§5.2.1): a lower epoch is fenced; a higher
+    /// one starts again at pseq 0; within an epoch, pseqs come one by one.
+    static func judge(_ state: ProducerState?, _ stamp: ProducerStamp, stream: String) -> Verdict {
+        let gap = { (expected: UInt64) in
+            Verdict.refuse(.producerSequenceGap(stream: stream, producer: stamp.id, expected: expected, received: stamp.sequence))
+        }
+        guard let state else { return stamp.sequence == 0 ? .accept : gap(0) }
+        if stamp.epoch < state.epoch {
+            return .refuse(.staleEpoch(stream: stream, producer: stamp.id, epoch: stamp.epoch, current: state.epoch))
+        }
+        if stamp.epoch > state.epoch { return stamp.sequence == 0 ? .accept : gap(0) }
+        if stamp.sequence <= state.lastPseq { return .duplicate(state.sequence(ofPseq: stamp.sequence)) }
+        return stamp.sequence == state.lastPseq + 1 ? .accept : gap(state.lastPseq + 1)
+    }
+
+    func sequence(ofPseq pseq: UInt64) -> UInt64? {
+        runs.last { pseq >= $0.pseq && pseq - $0.pseq < $0.count }.map { $0.sequence + (pseq - $0.pseq) }
+    }
+
+    /// The state after an accepted publish of `stamp` that got `sequence`.
+    static func after(_ state: ProducerState?, _ stamp: ProducerStamp, sequence: UInt64, now: Int64) -> ProducerState {
+        var next = state ?? ProducerState(epoch: stamp.epoch, lastPseq: 0, updatedAt: now)
+        if stamp.epoch != next.epoch { next.runs = [] }
+        next.epoch = stamp.epoch
+        next.lastPseq = stamp.sequence
+        next.updatedAt = now
+        if let last = next.runs.last, last.pseq + last.count == stamp.sequence, last.sequence + last.count == sequence {
+            next.runs[next.runs.count - 1].count += 1
+        } else {
+            next.runs.append(Run(pseq: stamp.sequence, sequence: sequence, count: 1))
+        }
+        // Forget what falls out of the window, and the oldest runs beyond `maxRuns`.
+        let oldest = stamp.sequence + 1 > rememberedPseqs ? stamp.sequence + 1 - rememberedPseqs : 0
+        while let first = next.runs.first {
+            if next.runs.count > maxRuns || first.pseq + first.count <= oldest {
+                next.runs.removeFirst()
+            } else {
+                if first.pseq < oldest {
+                    let forget = oldest - first.pseq
+                    next.runs[0] = Run(pseq: oldest, sequence: first.sequence + forget, count: first.count - forget)
+                }
+                break
+            }
+        }
+        return next
+    }
+
+    /// The runs as stored: little-endian (pseq, sequence, count) triples.
+    var packedRuns: Data {
+        var data = Data(capacity: runs.count * 24)
+        for run in runs {
+            for value in [run.pseq, run.sequence, run.count] { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+        }
+        return data
+    }
+
+    static func unpack(_ data: Data) -> [Run] {
+        let values = stride(from: data.startIndex, to: data.endIndex - 7, by: 8).map { offset in
+            data[offset..<offset + 8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        }
+        return stride(from: 0, to: values.count - 2, by: 3).map { Run(pseq: values[$0], sequence: values[$0 + 1], count: values[$0 + 2]) }
+    }
+}

@@ -1,0 +1,209 @@
+import Dispatch
+import Foundation
+import ReplayCore
+@testable import ReplayStore
+import ReplayTesting
+import Testing
+
+/// Expected sequence, idempotent producers, atomic sends and durable consumers: checks
+/// inside the writer's transaction, on a real SQLite file.
+@Suite("Guarantees")
+struct GuaranteeTests {
+    /// Collects the results a sink is told, and lets a test wait for them.
+    final class Results: AppendSink, Sendable {
+        private let results = Locked<[UInt64: AppendResult]>([:])
+
+        func appended(_ results: [AppendResult]) {
+            self.results.withLock { for result in results { $0[result.token] = result } }
+        }
+
+        func wait(for count: Int) async throws -> [UInt64: AppendResult] {
+            try await eventually("\(count) results") { self.results.withLock { $0.count } >= count }
+            return results.withLock { $0 }
+        }
+    }
+
+    /// Holds the writer's thread in a completion until released, so that the requests
+    /// submitted meanwhile are certain to share the next transaction.
+    static func holdingTheWriter(_ store: EventStore, _ body: () -> Void) async throws {
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        store.barrier { _ in
+            held.signal()
+            release.wait()
+        }
+        await blockingCall { held.wait() }
+        body()
+        release.signal()
+    }
+
+    @Test func ofTwoPublishesInOneBatchExpectingTheSameLastSequenceTheFirstWins() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            _ = try await store.appendAll(["a", "b"], to: "s")
+            let results = Results()
+            try await Self.holdingTheWriter(store) {
+                for token in UInt64(0)..<3 {
+                    store.append(Data("c\(token)".utf8), to: "s", conditions: .init(expectedLastSequence: 2), sink: results, token: token)
+                }
+            }
+            let got = try await results.wait(for: 3)
+            #expect(got[0]?.sequence == .success(3))
+            for token in UInt64(1)..<3 {
+                #expect(got[token]?.sequence == .failure(.wrongLastSequence(stream: "s", last: 3, expected: 2)))
+            }
+            #expect(try store.texts("s") == ["a", "b", "c0"])
+        }
+    }
+
+    @Test func expectingZeroMeansEmptyOrNewAndARefusalCreatesNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            let results = Results()
+            store.append(Data("x".utf8), to: "new", conditions: .init(expectedLastSequence: 5), sink: results, token: 0)
+            store.append(Data("y".utf8), to: "fresh", conditions: .init(expectedLastSequence: 0), sink: results, token: 1)
+            let got = try await results.wait(for: 2)
+            #expect(got[0]?.sequence == .failure(.wrongLastSequence(stream: "new", last: 0, expected: 5)))
+            #expect(got[1]?.sequence == .success(1))
+            #expect(store.info("new") == nil, "a refused publish does not create its stream")
+        }
+    }
+
+    @Test func aProducersRetryGetsItsOriginalSequenceAcrossARestartAndIsNotStoredAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            let stamp = { (pseq: UInt64) in AppendConditions(producer: ProducerStamp(id: "billing", epoch: 1, sequence: pseq)) }
+            do {
+                let store = try openStore(directory, autoCreate: .unlimited)
+                defer { store.close() }
+                _ = try await store.appendAll(["other"], to: "pay")
+                let results = Results()
+                for pseq in UInt64(0)..<3 {
+                    store.append(Data("p\(pseq)".utf8), to: "pay", conditions: stamp(pseq), sink: results, token: pseq)
+                }
+                let got = try await results.wait(for: 3)
+                #expect((0..<3).map { got[$0]?.sequence } == [.success(2), .success(3), .success(4)])
+            }
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            let results = Results()
+            for pseq in UInt64(0)..<4 {
+                store.append(Data("p\(pseq)".utf8), to: "pay", conditions: stamp(pseq), sink: results, token: pseq)
+            }
+            let got = try await results.wait(for: 4)
+            #expect((0..<4).map { got[$0]?.sequence } == [.success(2), .success(3), .success(4), .success(5)])
+            #expect(try store.texts("pay") == ["other", "p0", "p1", "p2", "p3"])
+        }
+    }
+
+    @Test func aStaleEpochIsFencedAndAGapIsRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            let results = Results()
+            let send = { (token: UInt64, epoch: UInt64, pseq: UInt64) in
+                store.append(Data("e\(epoch)p\(pseq)".utf8), to: "s", conditions: .init(producer: .init(id: "w", epoch: epoch, sequence: pseq)), sink: results, token: token)
+            }
+            send(0, 0, 0)
+            send(1, 0, 2)  // pseq 1 skipped
+            send(2, 1, 0)  // a new instance
+            send(3, 0, 1)  // the old one again
+            send(4, 2, 5)  // a new epoch starts at 0
+            send(5, 1, 1)
+            let got = try await results.wait(for: 6)
+            #expect(got[0]?.sequence == .success(1))
+            #expect(got[1]?.sequence == .failure(.producerSequenceGap(stream: "s", producer: "w", expected: 1, received: 2)))
+            #expect(got[2]?.sequence == .success(2))
+            #expect(got[3]?.sequence == .failure(.staleEpoch(stream: "s", producer: "w", epoch: 0, current: 1)))
+            #expect(got[4]?.sequence == .failure(.producerSequenceGap(stream: "s", producer: "w", expected: 0, received: 5)))
+            #expect(got[5]?.sequence == .success(3))
+            #expect(try store.texts("s") == ["e0p0", "e1p0", "e1p1"])
+        }
+    }
+
+    @Test func producerRunsRememberRecentPseqsAndSurviveTheirPacking() {
+        var state: ProducerState?
+        var sequence: UInt64 = 10
+        for pseq in UInt64(0)..<100 {
+            sequence += pseq % 10 == 0 ? 5 : 1  // another publisher interleaves now and then
+            state = ProducerState.after(state, ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence, now: 0)
+        }
+        let remembered = try! #require(state)
+        #expect(remembered.runs.count == 10)
+        #expect(remembered.sequence(ofPseq: 0) == 15 && remembered.sequence(ofPseq: 99) == sequence)
+        #expect(ProducerState.unpack(remembered.packedRuns) == remembered.runs)
+        #expect(ProducerState.judge(remembered, ProducerStamp(id: "p", epoch: 0, sequence: 42), stream: "s") == .duplicate(remembered.sequence(ofPseq: 42)))
+
+        var long = remembered
+        for pseq in UInt64(100)..<(ProducerState.rememberedPseqs + 200) {
+            long = ProducerState.after(long, ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence + pseq * 2, now: 0)
+        }
+        #expect(long.runs.count <= ProducerState.maxRuns)
+        #expect(ProducerState.judge(long, ProducerStamp(id: "p", epoch: 0, sequence: 3), stream: "s") == .duplicate(nil),
+                "a retry older than the window is still a duplicate, without its number")
+    }
+
+    @Test func anAtomicSendAcrossTwoStreamsWithOneFailingCheckStoresNothingInEither() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            _ = try await store.appendAll(["a1"], to: "a")
+            _ = try await store.appendAll(["b1", "b2"], to: "b")
+            let results = Results()
+            store.appendAtomically([
+                AtomicAppend(stream: "a", payload: Data("a2".utf8), expectedLastSequence: 1),
+                AtomicAppend(stream: "c", payload: Data("c1".utf8)),  // a stream the send would create
+                AtomicAppend(stream: "b", payload: Data("b3".utf8), expectedLastSequence: 1),  // wrong: b is at 2
+            ], sink: results, token: 0)
+            store.appendAtomically([
+                AtomicAppend(stream: "a", payload: Data("a2".utf8), expectedLastSequence: 1),
+                AtomicAppend(stream: "b", payload: Data("b3".utf8), expectedLastSequence: 2),
+                AtomicAppend(stream: "a", payload: Data("a3".utf8)),
+            ], sink: results, token: 1)
+            let got = try await results.wait(for: 2)
+            #expect(got[0]?.sequence == .failure(.wrongLastSequence(stream: "b", last: 2, expected: 1)))
+            #expect(got[1]?.sequence == .success(2) && got[1]?.more == [3, 3])
+            #expect(try store.texts("a") == ["a1", "a2", "a3"])
+            #expect(try store.texts("b") == ["b1", "b2", "b3"])
+            #expect(store.info("c") == nil, "the failed send's new stream was rolled back too")
+        }
+    }
+
+    @Test func aDurableConsumerKeepsItsPositionAcrossARestartAndRefusesBadAcks() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let store = try openStore(directory, autoCreate: .unlimited)
+                defer { store.close() }
+                _ = try await store.appendAll(["1", "2", "3", "4"], to: "s")
+                let start = try await withCheckedThrowingContinuation { continuation in
+                    store.openConsumer("mailer", of: "s", initialNext: { $0.firstSequence }) { continuation.resume(with: $0) }
+                }
+                #expect(start == ConsumerStart(ackedSequence: 0, lastSequence: 4))
+                let ack = { (sequence: UInt64) in
+                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                        store.acknowledge(sequence, consumer: "mailer", of: "s") { continuation.resume(with: $0.mapError { $0 }) }
+                    }
+                }
+                try await ack(2)
+                await #expect(throws: StoreError.invalidAck("consumer 'mailer' already acknowledged up to 2; acknowledgements are cumulative and never go back")) { try await ack(1) }
+                await #expect(throws: StoreError.invalidAck("9 is beyond the last sequence number of 's', 4")) { try await ack(9) }
+                await #expect(throws: StoreError.unknownConsumer(stream: "s", name: "other")) {
+                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                        store.acknowledge(1, consumer: "other", of: "s") { continuation.resume(with: $0.mapError { $0 }) }
+                    }
+                }
+                #expect(store.consumers(of: "s")?.map(\.ackedSequence) == [2])
+            }
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            #expect(store.consumers(of: "s")?.map(\.name) == ["mailer"])
+            let resumed = try await withCheckedThrowingContinuation { continuation in
+                store.openConsumer("mailer", of: "s", initialNext: { $0.lastSequence + 1 }) { continuation.resume(with: $0) }
+            }
+            #expect(resumed == ConsumerStart(ackedSequence: 2, lastSequence: 4), "the acknowledged position, not the first-use start")
+            try await store.delete("s")
+            #expect(try store.query { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM consumers") } == 0)
+        }
+    }
+}
