@@ -2,11 +2,13 @@
 """Crash loop: mixed load against the real replayd, killed with SIGKILL at random moments.
 
 Each round starts replayd on the same database, runs pipelined publishers, live
-subscribers that resume from their last sequence + 1, a catch-up reader and an eager
-source, then kills the daemon with SIGKILL at a random moment. After every kill it checks
-that every acknowledged event is stored with its payload, that sequence numbers are
-contiguous and unique per stream, that no resuming subscriber saw a gap or a duplicate,
-and that PRAGMA integrity_check says ok. Exits non-zero if anything was lost.
+subscribers that resume from their last sequence + 1, a catch-up reader, an eager source
+and an idempotent producer that resends its unacknowledged batch after each restart, then
+kills the daemon with SIGKILL at a random moment. After every kill it checks that every
+acknowledged event is stored with its payload, that sequence numbers are contiguous and
+unique per stream, that no resuming subscriber saw a gap or a duplicate, that the
+producer's events are stored once each, in order, and that PRAGMA integrity_check says
+ok. Exits non-zero if anything was lost or duplicated.
 
     tools/crash_loop.py [--replayd PATH] [--kills N] [--seconds S] [--publishers P]
 """
@@ -24,7 +26,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_client import ReplayConnection  # noqa: E402
 
-STREAMS = ["orders", "metrics"]
+PUBLISHED = ["orders", "metrics"]  # by plain publishers
+STREAMS = PUBLISHED + ["payments"]  # "payments": the idempotent producer's alone
 
 
 class Ledger:
@@ -43,9 +46,9 @@ class Ledger:
             with self.lock:
                 self.cut_mid_frame += 1
 
-    def ack(self, stream, seq, payload):
+    def ack(self, stream, seq, payload, again=False):
         with self.lock:
-            if seq in self.acked[stream]:
+            if seq in self.acked[stream] and not again:
                 self.violations.append(f"{stream}: sequence {seq} acknowledged twice")
             self.acked[stream][seq] = payload
 
@@ -59,7 +62,7 @@ def publisher(socket_path, ledger, ident, stop):
     try:
         with ReplayConnection(socket_path) as conn:
             while not stop.is_set():
-                stream = random.choice(STREAMS)
+                stream = random.choice(PUBLISHED)
                 batch = [f"p{ident}-{counter + i}".encode() for i in range(random.randint(1, 64))]
                 counter += len(batch)
                 for seq, payload in zip(conn.publish(stream, batch), batch):
@@ -68,6 +71,44 @@ def publisher(socket_path, ledger, ident, stop):
         ledger.cut(error)  # the daemon was killed
     except OSError:
         pass
+
+
+class Retrier:
+    """An idempotent producer (id "crash", epoch 0) that resends its batch, with the same
+    pseqs, until the daemon answers it: a retry of what was committed before a kill must
+    get its original sequence numbers and not be stored again."""
+
+    STREAM = "payments"
+
+    def __init__(self):
+        self.next = 0
+        self.pending = None
+        self.acked = {}  # pseq -> seq
+        self.retries = 0
+
+    def run(self, socket_path, ledger, stop):
+        try:
+            with ReplayConnection(socket_path) as conn:
+                while not stop.is_set():
+                    if self.pending is None:
+                        self.pending = list(range(self.next, self.next + random.randint(1, 32)))
+                    else:
+                        self.retries += 1
+                    batch = [f"r-{pseq}".encode() for pseq in self.pending]
+                    seqs = conn.publish(self.STREAM, batch, producer="crash", epoch=0, pseq=self.pending[0])
+                    for pseq, seq in zip(self.pending, seqs):
+                        if self.acked.get(pseq, seq) != seq:
+                            ledger.violation(f"producer: pseq {pseq} got {seq}, earlier {self.acked[pseq]}")
+                        self.acked[pseq] = seq
+                        ledger.ack(self.STREAM, seq, f"r-{pseq}".encode(), again=pseq in self.acked)
+                    self.next = self.pending[-1] + 1
+                    self.pending = None
+        except ConnectionError as error:
+            ledger.cut(error)
+        except OSError:
+            pass
+        except Exception as error:  # a refusal (pseq_gap, stale_epoch) is a violation
+            ledger.violation(f"producer: {error}")
 
 
 class Follower:
@@ -141,6 +182,10 @@ def verify(directory, ledger):
         for seq, payload in ledger.acked.get(stream, {}).items():
             if rows.get(seq) != payload:
                 lost += 1
+    produced = [row[0] for row in db.execute("SELECT payload FROM events WHERE stream = 'payments' ORDER BY seq")]
+    if produced != [f"r-{pseq}".encode() for pseq in range(len(produced))]:
+        duplicates = len(produced) - len(set(produced))
+        ledger.violation(f"payments: the producer's events are not each stored once in order ({duplicates} duplicated)")
     ticks = db.execute("SELECT count(*) FROM events WHERE stream = 'ticks'").fetchone()[0]
     if ticks == 0:
         ledger.violation("the eager source stored nothing")
@@ -165,6 +210,7 @@ def main(argv=None):
 
     ledger = Ledger()
     followers = [Follower(s) for s in STREAMS]
+    retrier = Retrier()
     lost_total = 0
     with tempfile.TemporaryDirectory(prefix="replay-crash-") as directory:
         for round_number in range(1, args.kills + 1):
@@ -178,6 +224,7 @@ def main(argv=None):
                         raise SystemExit(f"could not create the source stream: {words}")
             stop = threading.Event()
             threads = [threading.Thread(target=publisher, args=(sock, ledger, i, stop)) for i in range(args.publishers)]
+            threads.append(threading.Thread(target=retrier.run, args=(sock, ledger, stop)))
             threads += [threading.Thread(target=f.run, args=(sock, ledger, stop)) for f in followers]
             threads.append(threading.Thread(target=catch_up, args=(sock, ledger, stop)))
             for thread in threads:
@@ -200,6 +247,7 @@ def main(argv=None):
     print(f"kills survived: {args.kills}")
     print(f"events lost: {lost_total}")
     print(f"connections cut mid-frame: {ledger.cut_mid_frame}")
+    print(f"producer events acknowledged: {len(retrier.acked)}, batches resent after a kill: {retrier.retries}")
     for text in ledger.violations[:20]:
         print(f"violation: {text}")
     return 0 if lost_total == 0 and not ledger.violations else 1

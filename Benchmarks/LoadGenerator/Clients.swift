@@ -6,6 +6,8 @@ import ReplayProtocol
 protocol BenchClient: AnyObject {
     /// Queues one publish (call `flush` to send).
     func queuePublish(_ stream: String, _ payload: ByteBuffer)
+    /// Queues one publish with replay's checks (expected sequence, producer stamp).
+    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: PublishChecks) throws
     func flush() throws
     /// Reads one publish acknowledgement.
     func readAck() throws
@@ -38,6 +40,10 @@ final class ReplayBenchClient: BenchClient {
 
     func queuePublish(_ stream: String, _ payload: ByteBuffer) {
         socket.write { ClientCommand.publish(stream: stream, payload: payload).write(into: &$0) }
+    }
+
+    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: PublishChecks) {
+        socket.write { ClientCommand.publishChecked(stream: stream, payload: payload, checks: checks).write(into: &$0) }
     }
 
     func flush() throws { try socket.flush() }
@@ -134,6 +140,10 @@ final class RedisBenchClient: BenchClient {
             return .array(try (0..<count).map { _ in try reply() })
         default: throw BenchError("bad RESP line: \(header)")
         }
+    }
+
+    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: PublishChecks) throws {
+        throw BenchError("Redis 7 has no expected-sequence or idempotent-producer XADD")
     }
 
     func queuePublish(_ stream: String, _ payload: ByteBuffer) {

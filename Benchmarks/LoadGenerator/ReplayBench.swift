@@ -16,7 +16,7 @@ struct ReplayBench: ParsableCommand {
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
-    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, catch-up, fan-out, restart-memory.")
+    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, restart-memory.")
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,restart-memory"
 
     @Option(help: "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike.")
@@ -34,8 +34,12 @@ struct ReplayBench: ParsableCommand {
         for scenario in scenarios.split(separator: ",").map(String.init) {
             // The restart and memory runs load 10 million events: once each is enough.
             let rounds = scenario == "restart-memory" ? 1 : max(1, self.rounds)
+            // The guarantees' cost is replay against itself: its variants take turns.
+            let turns = scenario == "publish-checks"
+                ? ["checks-plain", "checks-expect", "checks-producer"].map { ($0, "replay") }
+                : systems.map { (scenario, $0) }
             for round in 1...rounds {
-                for name in systems {
+                for (scenario, name) in turns {
                     for figure in try measure(scenario, on: name) {
                         if results[figure.scenario] == nil { order.append(figure.scenario) }
                         results[figure.scenario, default: [:]][name, default: []].append(figure)
@@ -64,6 +68,11 @@ struct ReplayBench: ParsableCommand {
         switch scenario {
         case "publish-seq": return try run.publishSequential()
         case "publish-pipelined": return [try run.publishPipelined(connections: 1), try run.publishPipelined(connections: 8)]
+        // The guarantees' cost: the same load plain, with expect= and with producer stamps,
+        // one stream per connection (expect= needs a sole writer). Redis 7 has neither.
+        case "checks-plain": return [try run.publishPipelined(connections: 8, ownStreams: true)]
+        case "checks-expect": return [try run.publishPipelined(connections: 8, checks: .expect)]
+        case "checks-producer": return [try run.publishPipelined(connections: 8, checks: .producer)]
         case "catch-up": return try run.catchUp()
         case "fan-out": return try run.fanOut(subscribers: 10) + run.fanOut(subscribers: 100)
         case "restart-memory": return try run.restartAndMemory()

@@ -3,6 +3,7 @@ import Foundation
 import Histogram
 import NIOCore
 import ReplayCore
+import ReplayProtocol
 
 /// One measured figure, printed as a table row and as a JSON line.
 struct Figure {
@@ -51,8 +52,18 @@ struct Scenarios {
                        serverRSS: system.residentBytes)]
     }
 
-    /// `connections` publishers, `window` publishes in flight on each.
-    func publishPipelined(connections: Int, window: Int = 100) throws -> Figure {
+    /// What each publish of `publishPipelined` carries.
+    enum Checks: String {
+        case none = ""
+        /// `expect=` the stream's last sequence (each connection writes a stream of its own).
+        case expect = " expect="
+        /// An idempotent producer's stamp (one producer per connection).
+        case producer = " producer"
+    }
+
+    /// `connections` publishers, `window` publishes in flight on each. With `checks`, or
+    /// with `ownStreams`, each connection publishes to a stream of its own.
+    func publishPipelined(connections: Int, window: Int = 100, checks: Checks = .none, ownStreams: Bool = false) throws -> Figure {
         let perConnection = n(400_000) / connections
         let clients = try (0..<connections).map { _ in try system.client() }
         let group = DispatchGroup()
@@ -68,9 +79,23 @@ struct Scenarios {
                     let client = unsafeClient.value
                     var acked = 0
                     var sent = 0
+                    let stream = switch checks {
+                    case .none: ownStreams ? "own\(index)" : "pipe\(index % 2)"
+                    case .expect: "expecting\(index)"
+                    case .producer: "producing\(index)"
+                    }
+                    let producer = "bench\(index)"
                     while acked < perConnection {
                         while sent < perConnection && sent - acked < window {
-                            client.queuePublish("pipe\(index % 2)", payload(size: size))
+                            switch checks {
+                            case .none:
+                                client.queuePublish(stream, payload(size: size))
+                            case .expect:
+                                try client.queuePublish(stream, payload(size: size), checks: PublishChecks(expect: UInt64(sent)))
+                            case .producer:
+                                try client.queuePublish(
+                                    stream, payload(size: size), checks: PublishChecks(producer: .init(id: producer, epoch: 0, pseq: UInt64(sent))))
+                            }
                             sent += 1
                         }
                         try client.flush()
@@ -85,7 +110,8 @@ struct Scenarios {
         group.wait()
         guard failures.value == 0 else { throw BenchError("a publisher failed") }
         let seconds = Double(now() - start) / 1e9
-        return Figure(scenario: "publish-pipelined x\(connections)", system: system.name,
+        let variant = checks == .none && ownStreams ? " own streams" : checks.rawValue
+        return Figure(scenario: "publish-pipelined x\(connections)\(variant)", system: system.name,
                       value: Double(perConnection * connections) / seconds, unit: "events/s", serverRSS: system.residentBytes)
     }
 

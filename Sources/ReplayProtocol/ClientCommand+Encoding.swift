@@ -12,7 +12,24 @@ extension ClientCommand {
             buffer.writeStaticString("\r\n")
             Wire.writePayload(payload, into: &buffer)
         case .publishChecked(let stream, let payload, let checks):
-            Wire.writeLine(["PUB", stream] + checks.words + ["\(payload.readableBytes)"], into: &buffer)
+            // Written in place like a plain PUB: a producer sends one per event.
+            buffer.writeStaticString("PUB ")
+            buffer.writeString(stream)
+            if let expect = checks.expect {
+                buffer.writeStaticString(" expect=")
+                buffer.writeDecimal(expect)
+            }
+            if let producer = checks.producer {
+                buffer.writeStaticString(" producer=")
+                buffer.writeString(producer.id)
+                buffer.writeStaticString(" epoch=")
+                buffer.writeDecimal(producer.epoch)
+                buffer.writeStaticString(" pseq=")
+                buffer.writeDecimal(producer.pseq)
+            }
+            buffer.writeSpace()
+            buffer.writeDecimal(UInt(payload.readableBytes))
+            buffer.writeStaticString("\r\n")
             Wire.writePayload(payload, into: &buffer)
         case .atomic(let events):
             Wire.writeLine(["ATOMIC", "\(events.count)"], into: &buffer)

@@ -129,16 +129,46 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         }
     }
 
-    /// A well-formed `PUB <stream> <bytes>` line, read without splitting it into strings
-    /// (it comes once per event); anything else, including a malformed PUB, goes through
-    /// `CommandParser` and its error messages.
+    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] <bytes>`
+    /// line, read without splitting it into strings (it comes once per event); anything
+    /// else, including a malformed PUB, goes through `CommandParser` and its error messages.
     private static func publishLine(_ line: ByteBuffer) -> CommandParser.Parsed? {
-        var words = LineWords(line)
-        guard let verb = words.next(), LineWords.matches(verb, "PUB"),
-            let stream = words.next(), let sizeWord = words.next(), words.atEnd(),
-            let size = LineWords.integer(sizeWord, as: UInt32.self)
+        try? LineWords.reading(line) { words in publishLine(&words) }
+    }
+
+    private static func publishLine(_ words: inout LineWords) -> CommandParser.Parsed? {
+        guard let verb = words.next(), LineWords.matches(verb, "PUB"), let stream = words.next(),
+            var last = words.next()
         else { return nil }
-        return .needsPayload(.publish(stream: LineWords.string(stream)), size: Int(size))
+        var checks = PublishChecks()
+        var producerID: LineWords.Word?
+        var epoch: UInt64?
+        var pseq: UInt64?
+        while let word = words.next() {
+            // `last` was an option: every word but the last is one.
+            guard let (key, value) = LineWords.keyValue(last) else { return nil }
+            if LineWords.matches(key, "expect"), checks.expect == nil, let n = LineWords.integer(value, as: UInt64.self) {
+                checks.expect = n
+            } else if LineWords.matches(key, "producer"), producerID == nil, !value.isEmpty, value.count <= ProtocolLimits.maxNameLength {
+                producerID = value
+            } else if LineWords.matches(key, "epoch"), epoch == nil, let n = LineWords.integer(value, as: UInt64.self) {
+                epoch = n
+            } else if LineWords.matches(key, "pseq"), pseq == nil, let n = LineWords.integer(value, as: UInt64.self) {
+                pseq = n
+            } else {
+                return nil
+            }
+            last = word
+        }
+        guard let size = LineWords.integer(last, as: UInt32.self) else { return nil }
+        switch (producerID, epoch, pseq) {
+        case (nil, nil, nil): break
+        case (let id?, let epoch?, let pseq?): checks.producer = .init(id: LineWords.string(id), epoch: epoch, pseq: pseq)
+        default: return nil
+        }
+        let name = LineWords.string(stream)
+        if checks == PublishChecks() { return .needsPayload(.publish(stream: name), size: Int(size)) }
+        return .needsPayload(.publishChecked(stream: name, checks: checks), size: Int(size))
     }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {

@@ -24,14 +24,6 @@ public struct PublishChecks: Sendable, Equatable {
         self.expect = expect
         self.producer = producer
     }
-
-    /// The words of a PUB line between the stream and the byte count.
-    var words: [String] {
-        var words: [String] = []
-        if let expect { words.append("expect=\(expect)") }
-        if let producer { words += ["producer=\(producer.id)", "epoch=\(producer.epoch)", "pseq=\(producer.pseq)"] }
-        return words
-    }
 }
 
 /// One event of an atomic send.

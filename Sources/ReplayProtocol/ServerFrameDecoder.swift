@@ -82,7 +82,10 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
     /// Decodes the lines that come once per event (`EVENT`, `+OK <seq>`) without making
     /// strings, and reuses the stream, sid and time strings of the previous event.
     private mutating func decodeHot(_ line: ByteBuffer) throws(ReplayError) -> HotLine {
-        var words = LineWords(line)
+        try LineWords.reading(line) { (words) throws(ReplayError) in try decodeHot(&words) }
+    }
+
+    private mutating func decodeHot(_ words: inout LineWords) throws(ReplayError) -> HotLine {
         guard let verb = words.next() else { return .other }
         if LineWords.matches(verb, "EVENT") {
             guard let stream = words.next(), let sid = words.next(), let sequence = words.next(),
@@ -103,7 +106,7 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
         return .other
     }
 
-    private func number<T: FixedWidthInteger & UnsignedInteger>(_ word: ByteBufferView, as: T.Type = T.self) throws(ReplayError) -> T {
+    private func number<T: FixedWidthInteger & UnsignedInteger>(_ word: LineWords.Word, as: T.Type = T.self) throws(ReplayError) -> T {
         guard let value = LineWords.integer(word, as: T.self) else {
             throw ReplayError(.badFrame, "bad number '\(LineWords.string(word).prefix(32))' in a server frame")
         }

@@ -48,6 +48,7 @@ struct ReadmeTests {
                 "{\"id\":1}\n{\"id\":2}\n",  // send, then subscribe --count 2
                 "102\n103\n104\n",  // capacity 3
                 "step 1\nstep 2\nexit status 2\n",  // a failed stream
+                "1\n2\n3\nexit status 1\n",  // event sourcing: the stale withdrawal refused
                 "{\"temp\":21}\n{\"temp\":21}\n",  // the lazy source, subscribed twice
                 "started 1 time",  // …ran once
                 "1|",  // sqlite3 query of the events view
@@ -56,6 +57,7 @@ struct ReadmeTests {
                 #expect(output.contains(expected), "the tour's output lacks \(expected.debugDescription)")
             }
             #expect(result.stderr.contains("compiler crashed"))
+            #expect(result.stderr.contains("wrong_last_seq") && result.stderr.contains("last_seq=3"))
             await daemon.stop()
         }
     }

@@ -123,13 +123,12 @@ struct GuaranteeTests {
     }
 
     @Test func producerRunsRememberRecentPseqsAndSurviveTheirPacking() {
-        var state: ProducerState?
+        var remembered = ProducerState(first: ProducerStamp(id: "p", epoch: 0, sequence: 0), now: 0)
         var sequence: UInt64 = 10
         for pseq in UInt64(0)..<100 {
             sequence += pseq % 10 == 0 ? 5 : 1  // another publisher interleaves now and then
-            state = ProducerState.after(state, ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence, now: 0)
+            remembered.record(ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence, now: 0)
         }
-        let remembered = try! #require(state)
         #expect(remembered.runs.count == 10)
         #expect(remembered.sequence(ofPseq: 0) == 15 && remembered.sequence(ofPseq: 99) == sequence)
         #expect(ProducerState.unpack(remembered.packedRuns) == remembered.runs)
@@ -137,7 +136,7 @@ struct GuaranteeTests {
 
         var long = remembered
         for pseq in UInt64(100)..<(ProducerState.rememberedPseqs + 200) {
-            long = ProducerState.after(long, ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence + pseq * 2, now: 0)
+            long.record(ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence + pseq * 2, now: 0)
         }
         #expect(long.runs.count <= ProducerState.maxRuns)
         #expect(ProducerState.judge(long, ProducerStamp(id: "p", epoch: 0, sequence: 3), stream: "s") == .duplicate(nil),

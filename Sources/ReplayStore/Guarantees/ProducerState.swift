@@ -49,32 +49,31 @@ struct ProducerState: Sendable, Equatable {
         runs.last { pseq >= $0.pseq && pseq - $0.pseq < $0.count }.map { $0.sequence + (pseq - $0.pseq) }
     }
 
-    /// The state after an accepted publish of `stamp` that got `sequence`.
-    static func after(_ state: ProducerState?, _ stamp: ProducerStamp, sequence: UInt64, now: Int64) -> ProducerState {
-        var next = state ?? ProducerState(epoch: stamp.epoch, lastPseq: 0, updatedAt: now)
-        if stamp.epoch != next.epoch { next.runs = [] }
-        next.epoch = stamp.epoch
-        next.lastPseq = stamp.sequence
-        next.updatedAt = now
-        if let last = next.runs.last, last.pseq + last.count == stamp.sequence, last.sequence + last.count == sequence {
-            next.runs[next.runs.count - 1].count += 1
-        } else {
-            next.runs.append(Run(pseq: stamp.sequence, sequence: sequence, count: 1))
+    /// Records an accepted publish of `stamp` that got `sequence` (in place: it comes once
+    /// per event, and the runs must not be copied each time).
+    mutating func record(_ stamp: ProducerStamp, sequence: UInt64, now: Int64) {
+        if stamp.epoch != epoch { runs.removeAll() }
+        epoch = stamp.epoch
+        lastPseq = stamp.sequence
+        updatedAt = now
+        if let last = runs.last, last.pseq + last.count == stamp.sequence, last.sequence + last.count == sequence {
+            runs[runs.count - 1].count += 1
+            return
         }
+        runs.append(Run(pseq: stamp.sequence, sequence: sequence, count: 1))
         // Forget what falls out of the window, and the oldest runs beyond `maxRuns`.
-        let oldest = stamp.sequence + 1 > rememberedPseqs ? stamp.sequence + 1 - rememberedPseqs : 0
-        while let first = next.runs.first {
-            if next.runs.count > maxRuns || first.pseq + first.count <= oldest {
-                next.runs.removeFirst()
+        let oldest = stamp.sequence + 1 > Self.rememberedPseqs ? stamp.sequence + 1 - Self.rememberedPseqs : 0
+        while let first = runs.first {
+            if runs.count > Self.maxRuns || first.pseq + first.count <= oldest {
+                runs.removeFirst()
             } else {
                 if first.pseq < oldest {
                     let forget = oldest - first.pseq
-                    next.runs[0] = Run(pseq: oldest, sequence: first.sequence + forget, count: first.count - forget)
+                    runs[0] = Run(pseq: oldest, sequence: first.sequence + forget, count: first.count - forget)
                 }
                 break
             }
         }
-        return next
     }
 
     /// The runs as stored: little-endian (pseq, sequence, count) triples.
@@ -91,5 +90,12 @@ struct ProducerState: Sendable, Equatable {
             data[offset..<offset + 8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         }
         return stride(from: 0, to: values.count - 2, by: 3).map { Run(pseq: values[$0], sequence: values[$0 + 1], count: values[$0 + 2]) }
+    }
+}
+
+extension ProducerState {
+    /// A new producer's state, before its first publish is recorded.
+    init(first stamp: ProducerStamp, now: Int64) {
+        self.init(epoch: stamp.epoch, lastPseq: 0, updatedAt: now)
     }
 }

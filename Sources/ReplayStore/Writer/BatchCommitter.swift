@@ -261,12 +261,18 @@ private struct Transaction {
             let last = existing.map { streams[$0].record.info.lastSequence } ?? 0
             guard last == expected else { return .failure(.wrongLastSequence(stream: name, last: last, expected: expected)) }
         }
-        var producer: (key: ProducerTable.Key, state: ProducerState?)?
+        // The producer's working state, found once per event: its index in `producerChanges`
+        // (nothing is inserted there before it is used again).
+        var producer: Dictionary<ProducerTable.Key, ProducerState>.Index?
         if let stamp = conditions.producer, let existing {
             let key = ProducerTable.Key(stream: streams[existing].record.id, producer: stamp.id)
-            let state = try producerChanges[key] ?? producers.state(key, db)
-            switch ProducerState.judge(state, stamp, stream: name) {
-            case .accept: producer = (key, state)
+            producer = producerChanges.index(forKey: key)
+            if producer == nil, let stored = try producers.state(key, db) {
+                producerChanges[key] = stored
+                producer = producerChanges.index(forKey: key)
+            }
+            switch ProducerState.judge(producer.map { producerChanges.values[$0] }, stamp, stream: name) {
+            case .accept: break
             case .duplicate(let sequence?): return .success(.duplicate(sequence))
             case .duplicate(nil): return .failure(.forgottenDuplicate(stream: name, producer: stamp.id, pseq: stamp.sequence))
             case .refuse(let error): return .failure(error)
@@ -293,8 +299,13 @@ private struct Transaction {
         }
         guard let event = try append(payload, to: index, db) else { return .failure(.terminated(stream: name)) }
         if let stamp = conditions.producer {
-            let key = producer?.key ?? ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)
-            producerChanges[key] = ProducerState.after(producer?.state, stamp, sequence: event.sequence, now: millis)
+            if let producer {
+                producerChanges.values[producer].record(stamp, sequence: event.sequence, now: millis)
+            } else {
+                var first = ProducerState(first: stamp, now: millis)
+                first.record(stamp, sequence: event.sequence, now: millis)
+                producerChanges[ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)] = first
+            }
         }
         return .success(.stored(event))
     }
