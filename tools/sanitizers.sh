@@ -15,7 +15,8 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${REPLAY_SANITIZER_WIDTH:
 for sanitizer in "${@:-thread address}"; do
   for s in $sanitizer; do
     echo "== swift test --sanitize=$s"
-    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=0" \
+    # The daemons the tests start inherit these (and the suppressions, see the file).
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/tsan-suppressions.txt" ASAN_OPTIONS="detect_leaks=0" \
       swift test --sanitize="$s" --scratch-path ".build-$s"
   done
 done
