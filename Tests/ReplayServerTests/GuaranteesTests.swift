@@ -165,6 +165,30 @@ struct GuaranteesTests {
         }
     }
 
+    /// A durable consumer whose position fell behind retention gets the usual GAP, then
+    /// the retained events: capacity wins over unacknowledged events.
+    @Test func aDurableConsumerBehindRetentionGetsAGap() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                try await client.send(.create(stream: "short", options: CreateOptions(capacity: .count(3))))
+                #expect(try await client.expectFrame() == .ok)
+                _ = try await client.publish("short", ["1", "2"])
+                try await client.send(.subscribeDurable(stream: "short", sid: "d", start: .all, consumer: "slow"))
+                #expect(try await client.expectFrame() == .ok)
+                _ = try await client.events(2)
+                try await client.send(.ack(sid: "d", sequence: 1))
+                #expect(try await client.expectFrame() == .ok)
+                try await client.send(.unsubscribe(sid: "d"))
+                #expect(try await client.expectFrame() == .ok)
+                _ = try await client.publish("short", ["3", "4", "5", "6"])  // keeps 4, 5, 6
+                try await client.send(.subscribeDurable(stream: "short", sid: "again", start: .all, consumer: "slow"))
+                #expect(try await client.expectFrame() == .ok)
+                #expect(try await client.expectFrame() == .gap(stream: "short", sid: "again", from: 2, through: 3))
+                #expect(try await client.events(3).map(\.1) == ["4", "5", "6"])
+            }
+        }
+    }
+
     /// ACK of an unknown sid, of a plain subscription, beyond the last sequence, or
     /// backwards: a clear error each, and the position does not move.
     @Test func badAcknowledgementsAreClearErrorsAndChangeNothing() async throws {
