@@ -89,7 +89,7 @@ let package = Package(
         .target(
             name: "ReplayClient",
             dependencies: [
-                "ReplayProtocol", "ReplayCore",
+                "ReplayProtocol", "ReplayCore", "ReplayModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -99,7 +99,7 @@ let package = Package(
             name: "ReplayServerTests",
             dependencies: [
                 "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "ReplayClient", "ReplayCore",
-                "replayd", "replayctl",
+                "ReplayModel", "replayd", "replayctl",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 
 /// A publisher whose retries never store an event twice: each event carries the
@@ -51,7 +52,7 @@ public struct IdempotentProducer: Sendable {
     /// `nextPseq` follows the last stored one.
     public mutating func publish(_ payloads: [Data]) async throws -> [UInt64] {
         let stamps = payloads.indices.map {
-            PublishChecks(producer: .init(id: id, epoch: epoch, pseq: nextPseq + UInt64($0)))
+            AppendConditions(producer: ProducerStamp(id: id, epoch: epoch, sequence: nextPseq + UInt64($0)))
         }
         var backoff = initialBackoff
         while true {

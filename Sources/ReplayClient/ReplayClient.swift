@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import ReplayModel
 import ReplayProtocol
 import Synchronization
 
@@ -114,7 +115,7 @@ public final class ReplayClient: Sendable {
     /// ```
     @discardableResult
     public func publish(_ stream: String, _ payload: Data, expect: UInt64) async throws -> UInt64 {
-        try await startPublishing(stream, contentsOf: [payload], checks: [PublishChecks(expect: expect)]).results[0].get()
+        try await startPublishing(stream, contentsOf: [payload], checks: [AppendConditions(expectedLastSequence: expect)]).results[0].get()
     }
 
     @discardableResult
@@ -134,10 +135,10 @@ public final class ReplayClient: Sendable {
     ///
     /// `checks`, if given, has one entry per payload: an expected last sequence number and
     /// an idempotent producer's stamp (see `IdempotentProducer`).
-    public func startPublishing(_ stream: String, contentsOf payloads: [Data], checks: [PublishChecks]? = nil) -> PublishBatch {
+    public func startPublishing(_ stream: String, contentsOf payloads: [Data], checks: [AppendConditions]? = nil) -> PublishBatch {
         let commands = payloads.indices.map { index in
             let payload = ByteBuffer(bytes: payloads[index])
-            guard let checks, checks[index] != PublishChecks() else { return ClientCommand.publish(stream: stream, payload: payload) }
+            guard let checks, checks[index] != AppendConditions() else { return ClientCommand.publish(stream: stream, payload: payload) }
             return ClientCommand.publishChecked(stream: stream, payload: payload, checks: checks[index])
         }
         return PublishBatch(replies: write(commands))

@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 
 extension ClientCommand {
     /// Appends the command's bytes to `buffer`, as a client sends it.
@@ -15,7 +16,7 @@ extension ClientCommand {
             // Written in place like a plain PUB: a producer sends one per event.
             buffer.writeStaticString("PUB ")
             buffer.writeString(stream)
-            if let expect = checks.expect {
+            if let expect = checks.expectedLastSequence {
                 buffer.writeStaticString(" expect=")
                 buffer.writeDecimal(expect)
             }
@@ -25,7 +26,7 @@ extension ClientCommand {
                 buffer.writeStaticString(" epoch=")
                 buffer.writeDecimal(producer.epoch)
                 buffer.writeStaticString(" pseq=")
-                buffer.writeDecimal(producer.pseq)
+                buffer.writeDecimal(producer.sequence)
             }
             buffer.writeSpace()
             buffer.writeDecimal(UInt(payload.readableBytes))
@@ -34,7 +35,7 @@ extension ClientCommand {
         case .atomic(let events):
             Wire.writeLine(["ATOMIC", "\(events.count)"], into: &buffer)
             for event in events {
-                ClientCommand.publishChecked(stream: event.stream, payload: event.payload, checks: PublishChecks(expect: event.expect))
+                ClientCommand.publishChecked(stream: event.stream, payload: event.payload, checks: AppendConditions(expectedLastSequence: event.expect))
                     .write(into: &buffer)
             }
         case .subscribe(let stream, let sid, let start):

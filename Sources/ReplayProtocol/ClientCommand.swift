@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 
 /// Where a subscription starts reading its stream.
 public enum StartPosition: Sendable, Equatable {
@@ -68,7 +69,7 @@ public struct CreateOptions: Sendable, Equatable {
 public enum ClientCommand: Sendable, Equatable {
     case publish(stream: String, payload: ByteBuffer)
     /// A PUB with `expect=` or producer fields.
-    case publishChecked(stream: String, payload: ByteBuffer, checks: PublishChecks)
+    case publishChecked(stream: String, payload: ByteBuffer, checks: AppendConditions)
     /// `ATOMIC <n>` and the n PUBs after it: all commit or none.
     case atomic([AtomicEvent])
     case subscribe(stream: String, sid: String, start: StartPosition)

@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 
 /// What the server's decoder produces: a command, or a recoverable error to answer in
 /// order while the connection goes on.
@@ -53,7 +54,7 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
             case .command(.publish(let stream, let payload)):
                 send.add(AtomicEvent(stream: stream, payload: payload))
             case .command(.publishChecked(let stream, let payload, let checks)) where checks.producer == nil:
-                send.add(AtomicEvent(stream: stream, payload: payload, expect: checks.expect))
+                send.add(AtomicEvent(stream: stream, payload: payload, expect: checks.expectedLastSequence))
             case .command(let command):
                 send.refuse(CommandParser.bad("an ATOMIC send holds only PUB commands (without producer fields), not \(command.verb)"))
             case .invalid(let error):
@@ -140,15 +141,15 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         guard let verb = words.next(), LineWords.matches(verb, "PUB"), let stream = words.next(),
             var last = words.next()
         else { return nil }
-        var checks = PublishChecks()
+        var checks = AppendConditions()
         var producerID: LineWords.Word?
         var epoch: UInt64?
         var pseq: UInt64?
         while let word = words.next() {
             // `last` was an option: every word but the last is one.
             guard let (key, value) = LineWords.keyValue(last) else { return nil }
-            if LineWords.matches(key, "expect"), checks.expect == nil, let n = LineWords.integer(value, as: UInt64.self) {
-                checks.expect = n
+            if LineWords.matches(key, "expect"), checks.expectedLastSequence == nil, let n = LineWords.integer(value, as: UInt64.self) {
+                checks.expectedLastSequence = n
             } else if LineWords.matches(key, "producer"), producerID == nil, !value.isEmpty, value.count <= ProtocolLimits.maxNameLength {
                 producerID = value
             } else if LineWords.matches(key, "epoch"), epoch == nil, let n = LineWords.integer(value, as: UInt64.self) {
@@ -163,11 +164,11 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         guard let size = LineWords.integer(last, as: UInt32.self) else { return nil }
         switch (producerID, epoch, pseq) {
         case (nil, nil, nil): break
-        case (let id?, let epoch?, let pseq?): checks.producer = .init(id: LineWords.string(id), epoch: epoch, pseq: pseq)
+        case (let id?, let epoch?, let pseq?): checks.producer = ProducerStamp(id: LineWords.string(id), epoch: epoch, sequence: pseq)
         default: return nil
         }
         let name = LineWords.string(stream)
-        if checks == PublishChecks() { return .needsPayload(.publish(stream: name), size: Int(size)) }
+        if checks == AppendConditions() { return .needsPayload(.publish(stream: name), size: Int(size)) }
         return .needsPayload(.publishChecked(stream: name, checks: checks), size: Int(size))
     }
 

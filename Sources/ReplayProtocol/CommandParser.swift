@@ -8,7 +8,7 @@ enum CommandParser {
     /// A command whose control line announced a payload still to be read.
     enum AwaitingPayload: Equatable {
         case publish(stream: String)
-        case publishChecked(stream: String, checks: PublishChecks)
+        case publishChecked(stream: String, checks: AppendConditions)
         case fail(stream: String)
         case create(stream: String, options: CreateOptions)
 
@@ -131,8 +131,8 @@ enum CommandParser {
     }
 
     /// `expect=<seq>` and `producer=<id> epoch=<n> pseq=<n>` (the three together), any order.
-    private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> PublishChecks {
-        var checks = PublishChecks()
+    private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> AppendConditions {
+        var checks = AppendConditions()
         var producer: String?
         var epoch: UInt64?
         var pseq: UInt64?
@@ -140,7 +140,7 @@ enum CommandParser {
             let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw bad("PUB options are key=value, got '\(word.prefix(32))'") }
             switch parts[0].lowercased() {
-            case "expect": checks.expect = try number(parts[1], "expect")
+            case "expect": checks.expectedLastSequence = try number(parts[1], "expect")
             case "producer": producer = try name(parts[1], "a producer id")
             case "epoch": epoch = try number(parts[1], "epoch")
             case "pseq": pseq = try number(parts[1], "pseq")
@@ -149,7 +149,7 @@ enum CommandParser {
         }
         switch (producer, epoch, pseq) {
         case (nil, nil, nil): break
-        case (let id?, let epoch?, let pseq?): checks.producer = .init(id: id, epoch: epoch, pseq: pseq)
+        case (let id?, let epoch?, let pseq?): checks.producer = ProducerStamp(id: id, epoch: epoch, sequence: pseq)
         default: throw bad("producer=, epoch= and pseq= go together")
         }
         return checks

@@ -26,15 +26,6 @@ extension ReplayError {
     }
 }
 
-extension PublishChecks {
-    /// The store's form of a PUB's checks.
-    var conditions: AppendConditions {
-        AppendConditions(
-            expectedLastSequence: expect,
-            producer: producer.map { ProducerStamp(id: $0.id, epoch: $0.epoch, sequence: $0.pseq) })
-    }
-}
-
 extension AtomicEvent {
     var append: AtomicAppend {
         AtomicAppend(stream: stream, payload: Data(payload.readableBytesView), expectedLastSequence: expect)

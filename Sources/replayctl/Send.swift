@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayClient
+import ReplayModel
 import ReplayProtocol
 
 struct Send: DaemonCommand, StreamCommand {
@@ -73,7 +74,7 @@ struct Send: DaemonCommand, StreamCommand {
             if batch.isEmpty { break }
             // Written now, in order; acknowledged while the next batch is read.
             let stamps = producer.map { id in
-                batch.indices.map { PublishChecks(producer: .init(id: id, epoch: epoch ?? 0, pseq: nextPseq + UInt64($0))) }
+                batch.indices.map { AppendConditions(producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0))) }
             }
             nextPseq += UInt64(batch.count)
             let sending = client.startPublishing(stream, contentsOf: batch, checks: stamps)

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import ReplayClient
+import ReplayModel
 import ReplayProtocol
 import ReplayTesting
 import Testing
@@ -24,7 +25,7 @@ struct GuaranteesTests {
                             var last: UInt64 = 0
                             while won < perWriter {
                                 try await client.send(.publishChecked(
-                                    stream: "ledger", payload: ByteBuffer(string: "w\(writer)-\(won)"), checks: PublishChecks(expect: last)))
+                                    stream: "ledger", payload: ByteBuffer(string: "w\(writer)-\(won)"), checks: AppendConditions(expectedLastSequence: last)))
                                 switch try await client.expectFrame() {
                                 case .published(let sequence):
                                     #expect(sequence == last + 1)
@@ -62,7 +63,7 @@ struct GuaranteesTests {
     @Test func aProducersRetryAfterKill9BetweenCommitAndAckIsDeduplicated() async throws {
         try await withTemporaryDirectory { directory in
             let first = try await TestDaemon.start(in: directory)
-            let stamp = PublishChecks(producer: .init(id: "billing", epoch: 4, pseq: 0))
+            let stamp = AppendConditions(producer: ProducerStamp(id: "billing", epoch: 4, sequence: 0))
             let original: UInt64 = try await withWireClient(first.socketPath) { watcher in
                 try await watcher.subscribe("pay", sid: "w")
                 return try await withWireClient(first.socketPath) { publisher in
@@ -78,7 +79,7 @@ struct GuaranteesTests {
                 #expect(try await publisher.expectFrame() == .published(sequence: original))
                 // The old instance (a lower epoch) is fenced.
                 try await publisher.send(.publishChecked(
-                    stream: "pay", payload: ByteBuffer(string: "zombie"), checks: PublishChecks(producer: .init(id: "billing", epoch: 3, pseq: 1))))
+                    stream: "pay", payload: ByteBuffer(string: "zombie"), checks: AppendConditions(producer: ProducerStamp(id: "billing", epoch: 3, sequence: 1))))
                 guard case .error(let error) = try await publisher.expectFrame() else { throw TestFailure("a stale epoch must be refused") }
                 #expect(error.code == .staleEpoch && error.message.contains("epoch=4"))
             }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import ReplayCore
+import ReplayModel
 @testable import ReplayStore
 import ReplayTesting
 import Testing

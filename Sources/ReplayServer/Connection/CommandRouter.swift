@@ -76,7 +76,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         case .command(.publish(let stream, let payload)) where inTask == 0:
             store.append(Data(payload.readableBytesView), to: stream, sink: sink, token: slot)
         case .command(.publishChecked(let stream, let payload, let checks)) where inTask == 0:
-            store.append(Data(payload.readableBytesView), to: stream, conditions: checks.conditions, sink: sink, token: slot)
+            store.append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: sink, token: slot)
         case .command(.atomic(let events)) where inTask == 0:
             store.appendAtomically(events.map(\.append), sink: sink, token: slot)
         case .command(.ping):

@@ -129,7 +129,7 @@ final class Connection: Sendable {
             // A PUB that followed other commands through this task (see CommandRouter).
             context.store.append(Data(payload.readableBytesView), to: stream, sink: replies.sink, token: slot)
         case .publishChecked(let stream, let payload, let checks):
-            context.store.append(Data(payload.readableBytesView), to: stream, conditions: checks.conditions, sink: replies.sink, token: slot)
+            context.store.append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: replies.sink, token: slot)
         case .atomic(let events):
             context.store.appendAtomically(events.map(\.append), sink: replies.sink, token: slot)
         case .ack(let sid, let sequence):

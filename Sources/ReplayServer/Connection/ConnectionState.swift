@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 
 /// The bookkeeping of one connection as a state machine: it takes decoded commands and
@@ -11,7 +12,7 @@ struct ConnectionState {
         /// Append to a stream; answer when committed.
         case publish(stream: String, payload: ByteBuffer)
         /// Append if the checks hold (expected sequence, idempotent producer).
-        case publishChecked(stream: String, payload: ByteBuffer, checks: PublishChecks)
+        case publishChecked(stream: String, payload: ByteBuffer, checks: AppendConditions)
         /// Append every event or none.
         case atomic([AtomicEvent])
         /// Start a subscription; the sid is already reserved.

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// One idempotent producer of one stream, as the writer keeps it: its epoch, the last
 /// producer sequence number (pseq) committed, and the sequence numbers the most recent

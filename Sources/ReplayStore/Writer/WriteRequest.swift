@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// One unit of work for the writer. Each carries its completion, called on the writer's
 /// thread after the transaction that contains it has committed (or failed).

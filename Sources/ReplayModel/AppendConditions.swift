@@ -1,11 +1,11 @@
-import Foundation
-
-/// What a publish asks beyond "append": checks made inside the writer's transaction,
-/// against each stream as the earlier requests of the same batch left it. They need no
-/// lock of their own: the writer owns every stream's last sequence number.
+/// What a publish asks beyond "append" (on the wire: `expect=`, `producer= epoch= pseq=`).
+/// The store checks them inside the writer's transaction, against each stream as the
+/// earlier requests of the same batch left it; they need no lock of their own: the writer
+/// owns every stream's last sequence number. One type for the wire, the clients and the
+/// store, so a check means the same thing at every layer.
 public struct AppendConditions: Sendable, Equatable {
     /// Commit only if the stream's last sequence number is this (0: the stream is empty or
-    /// new); otherwise `StoreError.wrongLastSequence`, and nothing is stored.
+    /// new); otherwise the publish fails (`wrong_last_seq`), and nothing is stored.
     public var expectedLastSequence: UInt64?
     /// An idempotent producer's stamp: a retry of a committed stamp is answered with the
     /// sequence number it got, and not stored again.
@@ -31,21 +31,5 @@ public struct ProducerStamp: Sendable, Hashable {
         self.id = id
         self.epoch = epoch
         self.sequence = sequence
-    }
-}
-
-/// One event of an atomic send: all of a send's events commit together or none does,
-/// contiguous in each stream.
-public struct AtomicAppend: Sendable, Equatable {
-    public var stream: String
-    public var payload: Data
-    /// As `AppendConditions.expectedLastSequence`, checked against the stream as the
-    /// send's earlier events left it.
-    public var expectedLastSequence: UInt64?
-
-    public init(stream: String, payload: Data, expectedLastSequence: UInt64? = nil) {
-        self.stream = stream
-        self.payload = payload
-        self.expectedLastSequence = expectedLastSequence
     }
 }

@@ -1,0 +1,17 @@
+import Foundation
+
+/// One event of an atomic send: all of a send's events commit together or none does,
+/// contiguous in each stream.
+public struct AtomicAppend: Sendable, Equatable {
+    public var stream: String
+    public var payload: Data
+    /// As `AppendConditions.expectedLastSequence`, checked against the stream as the
+    /// send's earlier events left it.
+    public var expectedLastSequence: UInt64?
+
+    public init(stream: String, payload: Data, expectedLastSequence: UInt64? = nil) {
+        self.stream = stream
+        self.payload = payload
+        self.expectedLastSequence = expectedLastSequence
+    }
+}
