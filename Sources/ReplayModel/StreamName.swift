@@ -2,12 +2,15 @@
 /// that keeps it, the daemon that receives it and the clients that send it, so that a bad
 /// name is refused with the same words wherever it is caught.
 ///
-/// Names travel in text control lines and shell commands, so they are kept simple.
+/// Names travel in text control lines, shell commands and URL paths, so they are kept
+/// simple. `/` makes hierarchies (`orders/eu/paris`), the same over the socket and over HTTP
+/// (`/v1/stream/orders/eu/paris`): between slashes there is always a segment, never `.` or `..`,
+/// so a name is never a path that a proxy or a client library would rewrite.
 public enum StreamName {
     public static let maxLength = 200
 
     /// The rule in words, as error messages state it.
-    public static let rule = "use 1 to \(maxLength) characters among letters, digits, '.', '_' and '-'"
+    public static let rule = "use 1 to \(maxLength) characters among letters, digits, '.', '_', '-' and '/' between segments (no empty, '.' or '..' segment)"
 
     /// Whether `name` is a valid stream name.
     public static func isValid(_ name: String) -> Bool {
@@ -24,12 +27,18 @@ public enum StreamName {
                 : "'\(bad)'"
             return "it contains \(shown)"
         }
+        if name.contains("/") {
+            for segment in name.split(separator: "/", omittingEmptySubsequences: false) {
+                if segment.isEmpty { return "it has an empty segment between slashes" }
+                if segment == "." || segment == ".." { return "it has a '\(segment)' segment" }
+            }
+        }
         return nil
     }
 
     private static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar {
-        case "0"..."9", "A"..."Z", "a"..."z", ".", "_", "-": true
+        case "0"..."9", "A"..."Z", "a"..."z", ".", "_", "-", "/": true
         default: false
         }
     }

@@ -14,7 +14,7 @@ extension ReplayError {
         case .storageFull: .storageFull
         case .limitReached: .limitReached
         case .closed: .shuttingDown
-        case .wrongLastSequence: .wrongLastSeq
+        case .wrongLastSequence, .writerSequenceRegression: .wrongLastSeq
         case .staleEpoch: .staleEpoch
         case .producerSequenceGap: .pseqGap
         case .forgottenDuplicate: .duplicatePseq

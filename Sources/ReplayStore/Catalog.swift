@@ -14,9 +14,16 @@ final class Catalog: Sendable {
         var lastTime: Int64 = 0
         /// Its durable consumers, by name (few per stream: loaded with it).
         var consumers: [String: ConsumerInfo] = [:]
+        /// The time (ms) of its last write in this process, events or not (a close): a
+        /// time-to-live counts from it.
+        var lastWrite: Int64 = 0
     }
 
     private let records: Locked<[String: Record]>
+    /// When each stream with a time-to-live was last read (ms): reads do not go through the
+    /// writer, and a read that reset the countdown need not be durable (after a restart the
+    /// countdown starts again from the last write, which only keeps a stream longer).
+    private let reads = Locked<[String: Int64]>([:])
 
     init(loadingFrom db: Database) throws {
         var records: [String: Record] = [:]
@@ -44,10 +51,32 @@ final class Catalog: Sendable {
         records.withLock { Array($0.values) }.sorted { $0.info.name < $1.info.name }
     }
 
+    /// Notes a read of a stream, for its time-to-live.
+    func noteRead(_ name: String, at millis: Int64) {
+        reads.withLock { $0[name] = millis }
+    }
+
+    /// When the stream expires (ms), if it does: a fixed time, or its time-to-live after
+    /// the latest of its creation, its last write and its last read.
+    func deadline(of record: Record) -> Int64? {
+        switch record.info.config.expiry {
+        case .at(let date): return Timestamp.millis(date)
+        case .idle(let seconds):
+            let read = reads.withLock { $0[record.info.name] } ?? 0
+            return max(Timestamp.millis(record.info.createdAt), record.lastTime, read, record.lastWrite) + Int64(seconds) * 1000
+        case nil: return nil
+        }
+    }
+
     /// Applies what a committed transaction changed: `nil` means deleted.
     func apply(_ changes: [String: Record?]) {
         records.withLock { records in
             for (name, record) in changes { records[name] = record }
+        }
+        reads.withLock { reads in
+            for (name, record) in changes {
+                if case .none = record { reads[name] = nil }
+            }
         }
     }
 }
@@ -61,9 +90,15 @@ extension Catalog.Record {
         {
             source = StreamSource(command: command, connect: connect, options: row["source_options"])
         }
+        var expiry: StreamExpiry?
+        if let seconds: Int = row["ttl_seconds"] {
+            expiry = .idle(seconds: seconds)
+        } else if let millis: Int64 = row["expires_at"] {
+            expiry = .at(Timestamp.date(millis: millis))
+        }
         let config = StreamConfig(
             capacity: row["capacity"], maxBytes: row["max_bytes"], maxAge: row["max_age_seconds"],
-            source: source)
+            source: source, contentType: row["content_type"], expiry: expiry)
         let first: Int64 = row["first_seq"]
         let last: Int64 = row["last_seq"]
         self.init(
@@ -73,7 +108,8 @@ extension Catalog.Record {
                 createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
                 firstSequence: UInt64(first), lastSequence: UInt64(last),
                 byteCount: row["byte_count"], terminal: terminal,
-                terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse)),
+                terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse),
+                writerSequence: row["writer_seq"]),
             lastTime: row["last_time"])
     }
 }

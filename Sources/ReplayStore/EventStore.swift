@@ -39,6 +39,7 @@ public final class EventStore: Sendable {
     private let catalog: Catalog
     private let listeners = CommitListeners()
     private let writer: WriteQueue
+    private let clock: @Sendable () -> Date
 
     /// Opens (creating if needed) the database at `path`, upgrading its schema in place.
     ///
@@ -67,6 +68,7 @@ public final class EventStore: Sendable {
         } catch {
             throw StoreError(error, path: path)
         }
+        self.clock = clock
         let committer = BatchCommitter(pool: pool, catalog: catalog, listeners: listeners, now: clock)
         writer = WriteQueue(limits: .init()) { batch in committer.commit(batch) }
     }
@@ -90,6 +92,19 @@ public final class EventStore: Sendable {
     /// Every stream, by name.
     public var streams: [StreamInfo] {
         catalog.all.map(\.info)
+    }
+
+    /// Whether the stream has passed its expiry (`StreamConfig.expiry`); the writer deletes
+    /// it at its next retention pass, and until then it should be treated as gone.
+    public func isExpired(_ name: String) -> Bool {
+        guard let record = catalog[name], let deadline = catalog.deadline(of: record) else { return false }
+        return Timestamp.millis(clock()) >= deadline
+    }
+
+    /// Notes a read, which restarts a time-to-live's countdown.
+    public func noteRead(_ name: String) {
+        guard catalog[name]?.info.config.expiry?.idleSeconds != nil else { return }
+        catalog.noteRead(name, at: Timestamp.millis(clock()))
     }
 
     /// Calls `listener` after every commit, on the writer's thread, in commit order.
@@ -118,6 +133,11 @@ public final class EventStore: Sendable {
     /// created with `Options.autoCreate` if set.
     public func appendAtomically(_ events: [AtomicAppend], sink: any AppendSink, token: UInt64) {
         writer.submit(.atomic(events: events, autoCreate: options.autoCreate, sink: sink, token: token))
+    }
+
+    /// Does `write` as one unit (see `StreamWrite`); completes once it is committed.
+    public func write(_ write: StreamWrite, completion: @escaping @Sendable (Result<StreamWriteOutcome, StoreError>) -> Void) {
+        writer.submit(.streamWrite(write, completion))
     }
 
     // MARK: Durable consumers (positions kept with the durability of publishes)
@@ -294,6 +314,10 @@ extension EventStore {
     @discardableResult
     public func reset(_ stream: String, keepHistory: Bool) async throws(StoreError) -> StreamInfo {
         try await bridge { reset(stream, keepHistory: keepHistory, completion: $0) }
+    }
+
+    public func write(_ write: StreamWrite) async throws(StoreError) -> StreamWriteOutcome {
+        try await bridge { self.write(write, completion: $0) }
     }
 
     public func barrier() async throws(StoreError) {

@@ -30,6 +30,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case staleEpoch(stream: String, producer: String, epoch: UInt64, current: UInt64)
     /// A producer skipped producer sequence numbers (or started a new epoch above 0).
     case producerSequenceGap(stream: String, producer: String, expected: UInt64, received: UInt64)
+    /// A `Stream-Seq` that does not sort after the stream's last one: nothing was stored.
+    case writerSequenceRegression(stream: String, last: String, received: String)
     /// A retry of a publish committed so long ago that its sequence number is forgotten.
     case forgottenDuplicate(stream: String, producer: String, pseq: UInt64)
     /// The stream has no durable consumer of that name.
@@ -71,6 +73,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "producer '\(producer)' of stream '\(stream)' is at epoch=\(current); epoch \(epoch) is fenced and nothing was stored (a newer instance took over)"
         case .producerSequenceGap(let stream, let producer, let expected, let received):
             "producer '\(producer)' of stream '\(stream)' expects pseq=\(expected), got pseq=\(received); nothing was stored: resend from pseq \(expected)"
+        case .writerSequenceRegression(let stream, let last, let received):
+            "Stream-Seq '\(received)' does not sort after the last one of stream '\(stream)', '\(last)'; nothing was stored"
         case .forgottenDuplicate(let stream, let producer, let pseq):
             "pseq \(pseq) of producer '\(producer)' was already stored in stream '\(stream)', too long ago for its sequence number to be remembered; nothing was stored again"
         case .unknownConsumer(let stream, let name):

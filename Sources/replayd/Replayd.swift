@@ -64,6 +64,18 @@ struct Replayd: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A JSON file of stream declarations (with sources) to create at start.", valueName: "path"))
     var config: String?
 
+    @Option(help: ArgumentHelp("Also serve the Durable Streams HTTP protocol on this address (127.0.0.1:8787; port 0 picks one).", valueName: "host:port"))
+    var http: String?
+
+    @Option(name: .customLong("http-token"), help: ArgumentHelp("Require Authorization: Bearer <token> for HTTP writes ($REPLAY_HTTP_TOKEN).", valueName: "token"))
+    var httpToken: String?
+
+    @Flag(name: .customLong("http-token-reads"), help: "Require the token for HTTP reads too (GET, HEAD, /metrics, the page).")
+    var httpTokenReads = false
+
+    @Option(name: .customLong("long-poll-timeout"), help: "Seconds an HTTP long-poll waits for new events before 204 No Content.")
+    var longPollTimeout: Int = 15
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -72,6 +84,13 @@ struct Replayd: AsyncParsableCommand {
         guard maxLine >= 64 else { throw ValidationError("--max-line must be at least 64") }
         guard maxSubscriptions > 0 else { throw ValidationError("--max-subscriptions must be more than 0") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be more than 0") }
+        if let http, HTTPSettings(address: http) == nil {
+            throw ValidationError("--http takes HOST:PORT, such as 127.0.0.1:8787 or [::1]:8787")
+        }
+        if httpTokenReads, httpToken == nil, ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"] == nil {
+            throw ValidationError("--http-token-reads needs --http-token")
+        }
+        guard longPollTimeout > 0 else { throw ValidationError("--long-poll-timeout must be more than 0") }
         guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
             throw ValidationError("--socket-mode takes octal permission bits, such as 0600 or 0660")
         }
@@ -96,6 +115,12 @@ struct Replayd: AsyncParsableCommand {
         configuration.access = AccessPolicy(allowedUIDs: Set(allowUID), allowedGIDs: Set(allowGID))
         configuration.allowSocketSources = !noSocketSources
         configuration.declarationsPath = config
+        if let address = http, var settings = HTTPSettings(address: address) {
+            settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+            settings.tokenForReads = httpTokenReads
+            settings.longPollTimeout = .seconds(longPollTimeout)
+            configuration.http = settings
+        }
 
         do {
             let server = try await ReplayServer(configuration: configuration, logger: logger)

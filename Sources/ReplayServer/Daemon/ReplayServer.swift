@@ -12,7 +12,8 @@ import ServiceLifecycle
 /// ```
 ///
 /// `services` is in dependency order: a `ServiceGroup` starts them together and, at a
-/// graceful shutdown, stops them one by one from the last: the socket listener first (no
+/// graceful shutdown, stops them one by one from the last: the HTTP front door if any (live
+/// reads end, requests in flight finish), then the socket listener (no
 /// new connections; each connection answers what it read and closes), then retention,
 /// then the sources (stopped, not ended), and the store last (it commits what is queued,
 /// checkpoints and closes).
@@ -34,12 +35,16 @@ public struct ReplayServer: Sendable {
         }
         let hubs = StreamHubs(store: store.store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
         let sources = SourceRegistry(store: store.store, logger: logger)
-        services = [
+        var services: [any Service] = [
             store,
             sources,
             RetentionService(store: store.store),
             SocketListener(
                 configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger),
         ]
+        if let http = configuration.http {
+            services.append(HTTPFrontDoor(settings: http, configuration: configuration, store: store.store, hubs: hubs, logger: logger))
+        }
+        self.services = services
     }
 }

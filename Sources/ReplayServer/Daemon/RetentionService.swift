@@ -3,7 +3,8 @@ import ReplayStore
 import ServiceLifecycle
 
 /// Age limits apply to idle streams too: every `interval`, if any stream has a maximum
-/// age, the writer trims what has grown too old (a write like any other, in its queue).
+/// age or an expiry, the writer trims what has grown too old and deletes the streams that
+/// expired (a write like any other, in its queue).
 /// Stops at the group's graceful shutdown.
 final class RetentionService: Service, Sendable {
     private let store: EventStore
@@ -24,7 +25,7 @@ final class RetentionService: Service, Sendable {
         try? await cancelWhenGracefulShutdown {
             while true {
                 try await Task.sleep(for: interval)
-                if store.streams.contains(where: { $0.config.maxAge != nil }) {
+                if store.streams.contains(where: { $0.config.maxAge != nil || $0.config.expiry != nil }) {
                     try? await store.enforceRetention()
                 }
             }

@@ -30,6 +30,8 @@ public struct ServerConfiguration: Sendable {
     public var access = AccessPolicy()
     /// A JSON file of stream declarations (with sources) created at start.
     public var declarationsPath: String?
+    /// The Durable Streams HTTP front door; `nil` (the default): no HTTP.
+    public var http: HTTPSettings?
 
     /// The daemon's defaults, in one place (`replayd`'s flags start from them too).
     public enum Defaults {

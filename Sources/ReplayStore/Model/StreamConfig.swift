@@ -12,12 +12,22 @@ public struct StreamConfig: Sendable, Equatable {
     public var maxAge: TimeInterval?
     /// An upstream command whose output becomes the stream's events.
     public var source: StreamSource?
+    /// The MIME type of its events, as the HTTP front door declares and checks it; `nil` for
+    /// a stream created over the socket (served as `application/octet-stream`).
+    public var contentType: String?
+    /// When the whole stream goes away, if it does.
+    public var expiry: StreamExpiry?
 
-    public init(capacity: Int?, maxBytes: Int? = nil, maxAge: TimeInterval? = nil, source: StreamSource? = nil) {
+    public init(
+        capacity: Int?, maxBytes: Int? = nil, maxAge: TimeInterval? = nil, source: StreamSource? = nil,
+        contentType: String? = nil, expiry: StreamExpiry? = nil
+    ) {
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge
         self.source = source
+        self.contentType = contentType
+        self.expiry = expiry
     }
 
     /// Keeps everything.
@@ -28,6 +38,26 @@ public struct StreamConfig: Sendable, Equatable {
         if let maxBytes, maxBytes < 0 { throw .invalidConfig("max bytes must be 0 or more") }
         if let maxAge, !(maxAge > 0) { throw .invalidConfig("max age must be more than 0 seconds") }
         if let source, source.command.isEmpty { throw .invalidConfig("a source needs a command") }
+        if case .idle(let seconds) = expiry, seconds < 0 { throw .invalidConfig("a time-to-live must be 0 or more seconds") }
+    }
+}
+
+/// When a stream is deleted as a whole (the Durable Streams protocol's `Stream-TTL` and
+/// `Stream-Expires-At`), unlike retention, which trims its oldest events.
+public enum StreamExpiry: Sendable, Equatable {
+    /// After this many seconds without a read or a write.
+    case idle(seconds: Int)
+    /// At this time (millisecond precision).
+    case at(Date)
+
+    public var idleSeconds: Int? {
+        if case .idle(let seconds) = self { return seconds }
+        return nil
+    }
+
+    var deadline: Date? {
+        if case .at(let date) = self { return date }
+        return nil
     }
 }
 

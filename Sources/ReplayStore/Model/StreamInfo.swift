@@ -43,6 +43,8 @@ public struct StreamInfo: Sendable, Equatable {
     public var byteCount: Int
     public var terminal: Terminal?
     public var terminalAt: Date?
+    /// The last `Stream-Seq` an HTTP writer sent (the next must sort after it, byte-wise).
+    public var writerSequence: String? = nil
 
     /// Events retained: the window is contiguous because trimming removes the oldest.
     public var eventCount: Int { Int(lastSequence + 1 - firstSequence) }

@@ -131,6 +131,10 @@ private struct Transaction {
         case .atomic(let events, let autoCreate, let sink, let token):
             sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token, db))
 
+        case .streamWrite(let write, let done):
+            let result = try perform(write, db)
+            completions.append { done(result) }
+
         case .openConsumer(let name, let consumer, let initialNext, let done):
             guard let index = touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
@@ -202,13 +206,7 @@ private struct Transaction {
             guard let record = record(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
-            try deleteEvents(of: record.id, db)
-            try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
-            // Its working copy (if any) stays in `streams`, unreachable by name; its producers
-            // and consumers go with its row (ON DELETE CASCADE).
-            indexByName[name] = nil
-            deleted.insert(name)
-            deletedIDs.append(record.id)
+            try delete(record, db)
             completions.append { done(.success(())) }
 
         case .terminate(let name, let terminal, let done):
@@ -243,6 +241,11 @@ private struct Transaction {
         case .enforceRetention(let done):
             for record in catalog.all where record.info.config.maxAge != nil {
                 _ = touch(record.info.name)
+            }
+            // Streams past their expiry go as a whole (as their working copy in this batch has it).
+            for stored in catalog.all where stored.info.config.expiry != nil {
+                guard let current = record(stored.info.name), let deadline = catalog.deadline(of: current), deadline <= millis else { continue }
+                try delete(current, db)
             }
             try producers.expire(now: millis, db)
             completions.append { done(.success(())) }
@@ -308,6 +311,79 @@ private struct Transaction {
             }
         }
         return .success(.stored(event))
+    }
+
+    /// A write of the HTTP front door (see `StreamWrite`): the checks in the protocol's
+    /// order (a producer's retry is recognised even on a closed stream), then the events
+    /// and the close. Its events cannot fail one by one, so no savepoint is needed.
+    private mutating func perform(_ write: StreamWrite, _ db: Database) throws -> Result<StreamWriteOutcome, StoreError> {
+        let name = write.stream
+        var created = false
+        let index: Int
+        if let existing = touch(name) {
+            if write.create != nil { return .success(.existing(streams[existing].record.info)) }
+            index = existing
+        } else {
+            guard let config = write.create else { return .failure(.unknownStream(name)) }
+            do throws(StoreError) {
+                try StoreError.validateStreamName(name)
+                try config.validate()
+                try checkRoomForAStream(db)
+            } catch {
+                return .failure(error)
+            }
+            index = try insertStream(name, config, db)
+            created = true
+        }
+        var producerKey: ProducerTable.Key?
+        if let stamp = write.producer {
+            let key = ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)
+            if producerChanges[key] == nil, let stored = try producers.state(key, db) { producerChanges[key] = stored }
+            switch ProducerState.judge(producerChanges[key], stamp, stream: name) {
+            case .accept: producerKey = key
+            case .duplicate:
+                let last = producerChanges[key]?.lastPseq ?? stamp.sequence
+                return .success(.duplicate(streams[index].record.info, lastProducerSequence: last))
+            case .refuse(let error): return .failure(error)
+            }
+        }
+        let info = streams[index].record.info
+        if info.terminal != nil {
+            return write.payloads.isEmpty && write.close ? .success(.alreadyClosed(info)) : .failure(.terminated(stream: name))
+        }
+        if let received = write.writerSequence {
+            if let last = info.writerSequence, !last.utf8.lexicographicallyPrecedes(received.utf8) {
+                return .failure(.writerSequenceRegression(stream: name, last: last, received: received))
+            }
+            streams[index].record.info.writerSequence = received
+        }
+        guard info.lastSequence + UInt64(write.payloads.count) <= EventKey.maxSequence else {
+            return .failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); write to a new stream"))
+        }
+        for payload in write.payloads { _ = try append(payload, to: index, db) }
+        if let stamp = write.producer, let producerKey {
+            let first = info.lastSequence + 1
+            if producerChanges[producerKey] == nil { producerChanges[producerKey] = ProducerState(first: stamp, now: millis) }
+            producerChanges[producerKey]?.record(stamp, sequence: first, now: millis)
+        }
+        if write.close {
+            streams[index].record.info.terminal = .completed
+            streams[index].record.info.terminalAt = time
+        }
+        streams[index].record.lastWrite = millis
+        let after = streams[index].record.info
+        return .success(created ? .created(after) : .appended(after))
+    }
+
+    /// Deletes a stream and its events. Its working copy (if any) stays in `streams`,
+    /// unreachable by name; its producers and consumers go with its row (ON DELETE CASCADE).
+    private mutating func delete(_ record: Catalog.Record, _ db: Database) throws {
+        let name = record.info.name
+        try deleteEvents(of: record.id, db)
+        try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
+        indexByName[name] = nil
+        deleted.insert(name)
+        deletedIDs.append(record.id)
     }
 
     /// An atomic send: every event, or none. A savepoint undoes the rows of a send that
@@ -382,12 +458,14 @@ private struct Transaction {
         try db.execute(
             sql: """
                 INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
-                                     source_command, source_connect, source_options)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                                     source_command, source_connect, source_options,
+                                     content_type, ttl_seconds, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 name, config.capacity, config.maxBytes, config.maxAge, timeText,
                 config.source?.command, config.source?.connect.rawValue, config.source?.options,
+                config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
             ])
         let record = Catalog.Record(
             id: db.lastInsertedRowID,
@@ -408,12 +486,13 @@ private struct Transaction {
             try db.cachedStatement(
                 sql: """
                     UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
-                        terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?
+                        terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?
                     WHERE id = ?
                     """
             ).execute(arguments: [
                 Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
-                info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime, record.id,
+                info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
+                info.writerSequence, record.id,
             ])
             for name in streams[index].consumersWritten {
                 guard let consumer = record.consumers[name] else { continue }

@@ -11,6 +11,8 @@ enum WriteRequest: Sendable {
     case publish(stream: String, payload: Data, autoCreate: StreamConfig?, conditions: AppendConditions, sink: any AppendSink, token: UInt64)
     /// Appends that commit all or none; one result, with every sequence number.
     case atomic(events: [AtomicAppend], autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
+    /// A write of the HTTP front door: one unit, all or none.
+    case streamWrite(StreamWrite, Completion<StreamWriteOutcome>)
     /// A durable consumer's position, created after `initialNext(info) - 1` on first use.
     case openConsumer(stream: String, name: String, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<ConsumerStart>)
     case acknowledge(stream: String, consumer: String, sequence: UInt64, Completion<Void>)
@@ -27,6 +29,7 @@ enum WriteRequest: Sendable {
         switch self {
         case .append(_, let payload, _, _), .publish(_, let payload, _, _, _, _): payload.count
         case .atomic(let events, _, _, _): events.reduce(0) { $0 + $1.payload.count }
+        case .streamWrite(let write, _): write.payloads.reduce(0) { $0 + $1.count }
         default: 0
         }
     }
@@ -46,6 +49,7 @@ enum WriteRequest: Sendable {
         switch self {
         case .publish(_, _, _, _, let sink, let token), .atomic(_, _, let sink, let token):
             sink.appended([AppendResult(token: token, sequence: .failure(error))])
+        case .streamWrite(_, let done): done(.failure(error))
         case .openConsumer(_, _, _, let done): done(.failure(error))
         case .acknowledge(_, _, _, let done): done(.failure(error))
         case .deleteConsumer(_, _, let done): done(.failure(error))

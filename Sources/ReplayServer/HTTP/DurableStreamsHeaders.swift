@@ -1,0 +1,25 @@
+import HTTPTypes
+
+/// The Durable Streams protocol's headers (PROTOCOL.md §13.2), and replay's own extension.
+extension HTTPField.Name {
+    static let streamNextOffset = Self("Stream-Next-Offset")!
+    static let streamUpToDate = Self("Stream-Up-To-Date")!
+    static let streamClosed = Self("Stream-Closed")!
+    static let streamCursor = Self("Stream-Cursor")!
+    static let streamSeq = Self("Stream-Seq")!
+    static let streamTTL = Self("Stream-TTL")!
+    static let streamExpiresAt = Self("Stream-Expires-At")!
+    static let streamSSEDataEncoding = Self("Stream-SSE-Data-Encoding")!
+    static let streamForkedFrom = Self("Stream-Forked-From")!
+    static let streamForkOffset = Self("Stream-Fork-Offset")!
+    static let producerID = Self("Producer-Id")!
+    static let producerEpoch = Self("Producer-Epoch")!
+    static let producerSeq = Self("Producer-Seq")!
+    static let producerExpectedSeq = Self("Producer-Expected-Seq")!
+    static let producerReceivedSeq = Self("Producer-Received-Seq")!
+    /// replay's extension: a stream that ended with a failure is closed, and says why.
+    static let replayFailure = Self("Replay-Stream-Failed")!
+    static let crossOriginResourcePolicy = Self("Cross-Origin-Resource-Policy")!
+    static let xContentTypeOptions = Self("X-Content-Type-Options")!
+    static let accessControlExposeHeaders = Self("Access-Control-Expose-Headers")!
+}

@@ -1,0 +1,97 @@
+import Foundation
+import ReplayStore
+
+/// A reader of the HTTP front door: a cursor over one stream, moved by the stream's
+/// `StreamHub` exactly as a socket subscription is (recent events from the tail ring, older
+/// ones from SQLite on the read pool, parking until the next commit), only framed for HTTP.
+/// A catch-up or long-poll response takes one `chunk`; an SSE response takes chunks until
+/// the stream ends, each written before the next is read, so a stalled reader costs its
+/// position, not a buffer.
+struct HTTPCursor: Sendable {
+    let hub: StreamHub
+    let store: EventStore
+    let reads: ReadPool
+    /// The last event delivered (the offset's sequence number).
+    private(set) var position: UInt64
+
+    init(hub: StreamHub, store: EventStore, reads: ReadPool, after position: UInt64) {
+        self.hub = hub
+        self.store = store
+        self.reads = reads
+        self.position = position
+    }
+
+    /// Events read by one `chunk`, and where the stream stood.
+    struct Chunk: Sendable {
+        var payloads: [Data] = []
+        /// Nothing more was committed after the chunk's last event.
+        var upToDate = false
+        /// The stream ended, and the chunk reaches its end.
+        var terminal: Terminal?
+    }
+
+    enum Failure: Error {
+        /// Events after the position are no longer retained (410 Gone).
+        case gone
+        /// The stream was deleted.
+        case deleted
+    }
+
+    static let chunkEvents = 2048
+    static let chunkBytes = 1 << 20
+
+    /// The events after the position, up to a chunk's size; empty and `upToDate` at the tail.
+    mutating func chunk() async throws -> Chunk {
+        var chunk = Chunk()
+        var budget = Self.chunkBytes
+        while budget > 0 {
+            let next = position + 1
+            switch hub.step(at: next, liveAfter: .max, limit: Self.chunkEvents - chunk.payloads.count, byteBudget: budget) {
+            case .send(let entries):
+                for entry in entries {
+                    chunk.payloads.append(entry.payload)
+                    budget -= entry.payload.count
+                }
+                position = entries.last?.sequence ?? position
+            case .read(let through):
+                let (store, name, limit, bytes) = (store, hub.name, Self.chunkEvents - chunk.payloads.count, budget)
+                let page = try await reads.run { () -> [(UInt64, Data)] in
+                    var page: [(UInt64, Data)] = []
+                    try store.forEachEvent(in: name, from: next, through: through, limit: limit, byteBudget: bytes) { sequence, _, payload in
+                        page.append((sequence, Data(payload)))
+                    }
+                    return page
+                }
+                // Retention trimmed what the hub still listed: the position is gone.
+                guard let first = page.first, first.0 == next else {
+                    if chunk.payloads.isEmpty { throw Failure.gone }
+                    return chunk
+                }
+                for (sequence, payload) in page {
+                    chunk.payloads.append(payload)
+                    budget -= payload.count
+                    position = sequence
+                }
+            case .gap:
+                if chunk.payloads.isEmpty { throw Failure.gone }
+                return chunk
+            case .wait:
+                chunk.upToDate = true
+                return chunk
+            case .end(let terminal, _):
+                chunk.upToDate = true
+                chunk.terminal = terminal
+                return chunk
+            case .deleted:
+                throw Failure.deleted
+            }
+            if chunk.payloads.count >= Self.chunkEvents { break }
+        }
+        return chunk
+    }
+
+    /// Returns once something may follow the position, or when the task is cancelled.
+    func waitForCommit() async {
+        await hub.waitForCommit(after: position)
+    }
+}

@@ -1,0 +1,53 @@
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ReplayStore
+import ServiceLifecycle
+
+/// The Durable Streams HTTP front door (`replayd --http HOST:PORT`): one more service of
+/// the daemon's group, over the same store and the same hubs as the socket, so what one
+/// protocol appends the other reads, live. Built on hummingbird 2, whose `Application` is
+/// itself a swift-service-lifecycle service: at a graceful shutdown it stops accepting,
+/// finishes the requests in flight, and live reads end at once (`LiveWait`).
+public struct HTTPFrontDoor: Service {
+    let settings: HTTPSettings
+    let endpoint: StreamEndpoint
+    let logger: Logger
+    private let readThreads: NIOThreadPool
+
+    init(settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+        readThreads = NIOThreadPool(numberOfThreads: 2)
+        endpoint = StreamEndpoint(
+            store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
+            defaultCapacity: configuration.defaultCapacity, maxPayload: configuration.maxPayload)
+    }
+
+    public func run() async throws {
+        readThreads.start()
+        let router = Router()
+        router.add(middleware: FrontDoorMiddleware(settings: settings))
+        let endpoint = self.endpoint
+        for method in [HTTPRequest.Method.get, .head, .put, .post, .delete] {
+            router.on("/v1/stream/**", method: method) { request, _ in try await endpoint.respond(to: request) }
+        }
+        let logger = self.logger
+        let host = settings.host
+        let app = Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: settings.port), serverName: nil),
+            onServerRunning: { channel in
+                logger.info("http listening on \(host):\(channel.localAddress?.port ?? 0)")
+            },
+            logger: logger)
+        do {
+            try await app.run()
+        } catch {
+            try? await readThreads.shutdownGracefully()
+            throw error
+        }
+        try? await readThreads.shutdownGracefully()
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import ReplayModel
+import ReplayStore
+
+/// GET: catch-up (§5.6), long-poll (§5.7) and SSE (§5.8), all over an `HTTPCursor`.
+extension StreamEndpoint {
+    /// A GET's query: `offset`, `live` and `cursor`, each at most once.
+    struct ReadQuery {
+        var offset: StreamOffset.Request
+        var live: Live
+        var cursor: UInt64?
+
+        enum Live: Equatable {
+            case catchUp
+            case longPoll
+            case sse
+        }
+
+        init(_ query: String?) throws {
+            var values: [Substring: [String]] = [:]
+            for pair in (query ?? "").split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+                guard let value else { throw HTTPError(.badRequest, message: "a query parameter is not valid percent-encoding") }
+                values[parts[0], default: []].append(value)
+            }
+            func single(_ key: Substring) throws -> String? {
+                guard let found = values[key] else { return nil }
+                guard found.count == 1 else { throw HTTPError(.badRequest, message: "give '\(key)' once") }
+                return found[0]
+            }
+            guard let offset = StreamOffset.parse(try single("offset").map { Substring($0) }) else {
+                throw HTTPError(.badRequest, message: "offset takes -1, now, or a Stream-Next-Offset this server returned")
+            }
+            self.offset = offset
+            switch try single("live") {
+            case nil: live = .catchUp
+            case "long-poll": live = .longPoll
+            case "sse": live = .sse
+            default: throw HTTPError(.badRequest, message: "live takes long-poll or sse")
+            }
+            if live != .catchUp, values["offset"] == nil {
+                throw HTTPError(.badRequest, message: "a live read needs an offset (-1 for the beginning, now for the tail)")
+            }
+            cursor = try single("cursor").flatMap { UInt64($0) }
+        }
+    }
+
+    func read(_ name: String, _ request: Request) async throws -> Response {
+        let query = try ReadQuery(request.uri.query)
+        let hub = try await hub(name)
+        store.noteRead(name)
+        let info = hub.info
+        let position: UInt64
+        switch query.offset {
+        case .start: position = info.firstSequence - 1
+        case .now: position = info.lastSequence
+        case .after(let sequence):
+            guard sequence <= info.lastSequence else {
+                throw HTTPError(.badRequest, message: "offset \(StreamOffset.text(after: sequence)) is beyond the stream's tail, \(info.tailOffset)")
+            }
+            guard sequence + 1 >= info.firstSequence else { throw gone(info) }
+            position = sequence
+        }
+        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position)
+        switch query.live {
+        case .sse:
+            return sse(cursor, info: info, clientCursor: query.cursor)
+        case .catchUp where query.offset == .now:
+            var fields = readHeaders(info, next: info.lastSequence, upToDate: true, closed: info.terminal != nil)
+            fields[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: emptyBody(info)))
+        case .catchUp:
+            let chunk = try await chunk(&cursor, info)
+            return catchUpResponse(chunk, from: position, cursor: cursor, info: info, request: request)
+        case .longPoll:
+            var chunk = try await chunk(&cursor, info)
+            if chunk.payloads.isEmpty, chunk.terminal == nil {
+                if await LiveWait.wait(cursor, timeout: settings.longPollTimeout) == .committed {
+                    chunk = try await self.chunk(&cursor, info)
+                }
+            }
+            let latest = hub.info
+            var fields = readHeaders(latest, next: cursor.position, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
+            if chunk.terminal == nil { fields[.streamCursor] = String(LiveCursor.next(after: query.cursor)) }
+            if chunk.payloads.isEmpty {
+                fields[.contentType] = nil
+                return Response(status: .noContent, headers: fields)
+            }
+            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk.payloads, info)))
+        }
+    }
+
+    private func chunk(_ cursor: inout HTTPCursor, _ info: StreamInfo) async throws -> HTTPCursor.Chunk {
+        do {
+            return try await cursor.chunk()
+        } catch HTTPCursor.Failure.gone {
+            throw gone(info)
+        } catch HTTPCursor.Failure.deleted {
+            throw HTTPError(.notFound, message: "stream '\(info.name)' was deleted")
+        }
+    }
+
+    private func gone(_ info: StreamInfo) -> HTTPError {
+        HTTPError(
+            .gone, headers: [.streamNextOffset: StreamOffset.text(after: info.firstSequence - 1)],
+            message: "events before offset \(StreamOffset.text(after: info.firstSequence - 1)) of stream '\(info.name)' are no longer retained")
+    }
+
+    private func catchUpResponse(
+        _ chunk: HTTPCursor.Chunk, from position: UInt64, cursor: HTTPCursor, info: StreamInfo, request: Request
+    ) -> Response {
+        let closed = chunk.terminal != nil
+        var fields = readHeaders(info, next: cursor.position, upToDate: chunk.upToDate, closed: closed)
+        // The same range of an immutable log is the same bytes; closing changes the tag (§10.1).
+        let etag = "\"\(info.name)@\(Timestamp.millis(info.createdAt)):\(position):\(cursor.position)\(closed ? ":c" : "")\""
+        fields[.eTag] = etag
+        fields[.cacheControl] = settings.token != nil && settings.tokenForReads
+            ? "private, max-age=60, stale-while-revalidate=300" : "public, max-age=60, stale-while-revalidate=300"
+        if request.headers[.ifNoneMatch] == etag {
+            fields[.contentType] = nil
+            return Response(status: .notModified, headers: fields)
+        }
+        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk.payloads, info)))
+    }
+
+    func readHeaders(_ info: StreamInfo, next: UInt64, upToDate: Bool, closed: Bool) -> HTTPFields {
+        var fields = HTTPFields()
+        fields[.contentType] = info.httpContentType
+        fields[.streamNextOffset] = StreamOffset.text(after: next)
+        if upToDate { fields[.streamUpToDate] = "true" }
+        if closed {
+            fields[.streamClosed] = "true"
+            if let message = info.terminal?.message { fields[.replayFailure] = message.replacingOccurrences(of: "\n", with: " ") }
+        }
+        return fields
+    }
+
+    private func emptyBody(_ info: StreamInfo) -> ByteBuffer {
+        info.isJSON ? ByteBuffer(string: "[]") : ByteBuffer()
+    }
+
+    /// A response body: the events' bytes one after another, or a JSON array of messages.
+    func body(_ payloads: [Data], _ info: StreamInfo) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(payloads.reduce(2) { $0 + $1.count + 1 })
+        if info.isJSON { buffer.writeStaticString("[") }
+        for (index, payload) in payloads.enumerated() {
+            if info.isJSON, index > 0 { buffer.writeStaticString(",") }
+            buffer.writeBytes(payload)
+        }
+        if info.isJSON { buffer.writeStaticString("]") }
+        return buffer
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import ReplayStore
+
+/// SSE (PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
+/// streams), each followed by a `control` event with the next offset. The response is a
+/// cursor: a chunk is written, and the next is read only once the write is done, so a
+/// reader that stalls holds its position and nothing else.
+extension StreamEndpoint {
+    func sse(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?) -> Response {
+        var fields = HTTPFields()
+        fields[.contentType] = "text/event-stream"
+        fields[.cacheControl] = "no-cache"
+        if !info.isText { fields[.streamSSEDataEncoding] = "base64" }
+        let duration = settings.sseDuration
+        let body = ResponseBody { writer in
+            var cursor = start
+            let deadline = ContinuousClock.now.advanced(by: duration)
+            while !Task.isCancelled {
+                let chunk: HTTPCursor.Chunk
+                do {
+                    chunk = try await cursor.chunk()
+                } catch {
+                    // Gone or deleted mid-stream: end; the client's reconnect gets the status.
+                    break
+                }
+                var buffer = ByteBuffer()
+                if !chunk.payloads.isEmpty { SSEFrame.data(chunk.payloads, info: info, into: &buffer) }
+                let closed = chunk.terminal != nil
+                SSEFrame.control(
+                    next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),
+                    upToDate: chunk.upToDate, closed: closed, into: &buffer)
+                try await writer.write(buffer)
+                if closed { break }
+                if chunk.upToDate {
+                    let remaining = deadline - ContinuousClock.now
+                    if remaining <= .zero { break }
+                    if await LiveWait.wait(cursor, timeout: remaining) != .committed { break }
+                }
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: fields, body: body)
+    }
+}
+
+/// The text of SSE events.
+enum SSEFrame {
+    /// One `data` event: JSON messages as one array, text as its lines, binary as base64.
+    static func data(_ payloads: [Data], info: StreamInfo, into buffer: inout ByteBuffer) {
+        buffer.writeStaticString("event: data\n")
+        if info.isJSON {
+            buffer.writeStaticString("data:[\n")
+            for (index, payload) in payloads.enumerated() {
+                writeLines(payload, suffix: index < payloads.count - 1 ? "," : "", into: &buffer)
+            }
+            buffer.writeStaticString("data:]\n")
+        } else if info.isText {
+            var joined = Data()
+            for payload in payloads { joined.append(payload) }
+            writeLines(joined, suffix: "", into: &buffer)
+        } else {
+            var joined = Data()
+            for payload in payloads { joined.append(payload) }
+            buffer.writeString("data:\(joined.base64EncodedString())\n")
+        }
+        buffer.writeStaticString("\n")
+    }
+
+    /// Each line of `text` as a `data:` line: CR, LF and CRLF all end a line in SSE, so a
+    /// payload's line breaks become separate `data:` lines, which the client joins with LF.
+    private static func writeLines(_ text: Data, suffix: String, into buffer: inout ByteBuffer) {
+        var lineStart = text.startIndex
+        var index = text.startIndex
+        var lines: [Data] = []
+        while index < text.endIndex {
+            let byte = text[index]
+            if byte == 0x0A || byte == 0x0D {
+                lines.append(text[lineStart..<index])
+                if byte == 0x0D, text.index(after: index) < text.endIndex, text[text.index(after: index)] == 0x0A {
+                    index = text.index(after: index)
+                }
+                lineStart = text.index(after: index)
+            }
+            index = text.index(after: index)
+        }
+        lines.append(text[lineStart..<text.endIndex])
+        for (number, line) in lines.enumerated() {
+            // SSE drops one space after "data:": a line that starts with one gets another.
+            if line.first == 0x20 { buffer.writeStaticString("data: ") } else { buffer.writeStaticString("data:") }
+            buffer.writeBytes(line)
+            if number == lines.count - 1 { buffer.writeString(suffix) }
+            buffer.writeStaticString("\n")
+        }
+    }
+
+    static func control(next: UInt64, cursor: UInt64?, upToDate: Bool, closed: Bool, into buffer: inout ByteBuffer) {
+        var json = "{\"streamNextOffset\":\"\(StreamOffset.text(after: next))\""
+        if let cursor { json += ",\"streamCursor\":\"\(cursor)\"" }
+        if upToDate || closed { json += ",\"upToDate\":true" }
+        if closed { json += ",\"streamClosed\":true" }
+        json += "}"
+        buffer.writeString("event: control\ndata:\(json)\n\n")
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import ReplayModel
+import ReplayStore
+
+/// The Durable Streams protocol on `/v1/stream/<name>`: PUT creates, POST appends (and
+/// closes), GET reads (catch-up, long-poll, SSE), HEAD describes, DELETE deletes. Every
+/// write is one `StreamWrite` to the store's writer; every read is an `HTTPCursor` over
+/// the stream's hub. Nothing here touches SQLite on an event loop or in the cooperative
+/// pool: writes complete on the writer's thread, reads run on the read pool.
+struct StreamEndpoint: Sendable {
+    static let prefix = "/v1/stream/"
+
+    let store: EventStore
+    let hubs: StreamHubs
+    let reads: ReadPool
+    let settings: HTTPSettings
+    let defaultCapacity: Int?
+    let maxPayload: Int
+
+    func respond(to request: Request) async throws -> Response {
+        let name = try streamName(request.uri.path)
+        switch request.method {
+        case .put: return try await create(name, request)
+        case .post: return try await append(name, request)
+        case .get: return try await read(name, request)
+        case .head: return try await head(name)
+        case .delete: return try await delete(name)
+        default:
+            throw HTTPError(.methodNotAllowed, headers: [.allow: "GET, HEAD, PUT, POST, DELETE"], message: "use GET, HEAD, PUT, POST or DELETE")
+        }
+    }
+
+    /// The stream's name: the path after the prefix, percent-decoded, by the stream-name rule.
+    private func streamName(_ path: String) throws -> String {
+        guard path.hasPrefix(Self.prefix), let name = String(path.dropFirst(Self.prefix.count)).removingPercentEncoding else {
+            throw HTTPError(.notFound)
+        }
+        if let problem = StreamName.problem(with: name) {
+            throw HTTPError(.badRequest, message: "'\(name)' is not a valid stream name (\(problem)): \(StreamName.rule)")
+        }
+        return name
+    }
+
+    /// The stream's hub; a stream past its expiry is deleted now (rather than at the next
+    /// retention pass) and is not found.
+    func hub(_ name: String) async throws -> StreamHub {
+        guard let hub = hubs[name] else { throw HTTPError(.notFound, message: "no stream named '\(name)'") }
+        if store.isExpired(name) {
+            try? await store.delete(name)
+            throw HTTPError(.notFound, message: "stream '\(name)' expired")
+        }
+        return hub
+    }
+
+    private func body(of request: Request) async throws -> Data {
+        var request = request
+        do {
+            let buffer = try await request.collectBody(upTo: maxPayload)
+            return Data(buffer.readableBytesView)
+        } catch let error as NIOTooManyBytesError {
+            _ = error
+            throw HTTPError(.contentTooLarge, message: "the body is over the largest payload accepted, \(maxPayload) bytes (--max-payload)")
+        }
+    }
+
+    // MARK: PUT
+
+    private func create(_ name: String, _ request: Request) async throws -> Response {
+        let headers = RequestHeaders(fields: request.headers)
+        if request.headers[.streamForkedFrom] != nil {
+            throw HTTPError(.notImplemented, message: "forks are not supported yet")
+        }
+        let expiry = try headers.expiry()
+        let contentType = request.headers[.contentType] ?? "application/octet-stream"
+        let closed = headers.closes
+        if hubs[name] != nil, store.isExpired(name) { try? await store.delete(name) }
+        if let existing = hubs[name]?.info {
+            return try declared(existing, contentType: contentType, expiry: expiry, closed: closed)
+        }
+        let body = try await body(of: request)
+        let payloads = try messages(body, json: RequestHeaders.mediaType(contentType) == "application/json", creating: true)
+        let config = StreamConfig(capacity: defaultCapacity, contentType: contentType, expiry: expiry)
+        let outcome = try await write(StreamWrite(stream: name, payloads: payloads, create: config, close: closed))
+        switch outcome {
+        case .created(let info):
+            var fields = HTTPFields()
+            fields[.location] = location(of: request)
+            fields[.contentType] = info.httpContentType
+            fields[.streamNextOffset] = info.tailOffset
+            info.addState(to: &fields)
+            return Response(status: .created, headers: fields)
+        case .existing(let info), .appended(let info), .alreadyClosed(let info), .duplicate(let info, _):
+            return try declared(info, contentType: contentType, expiry: expiry, closed: closed)
+        }
+    }
+
+    /// The stream's absolute URL, from the Host the client used.
+    private func location(of request: Request) -> String {
+        let host = request.head.authority ?? "\(settings.host):\(settings.port)"
+        return "http://\(host)\(request.uri.path)"
+    }
+
+    /// A PUT of a stream that exists: `200 OK` if it declares the same settings.
+    private func declared(_ info: StreamInfo, contentType: String, expiry: StreamExpiry?, closed: Bool) throws -> Response {
+        guard info.matches(contentType: contentType, expiry: expiry, closed: closed) else {
+            throw HTTPError(.conflict, message: "stream '\(info.name)' exists with other settings (content type, expiry or closure)")
+        }
+        var fields = HTTPFields()
+        fields[.contentType] = info.httpContentType
+        fields[.streamNextOffset] = info.tailOffset
+        info.addState(to: &fields)
+        return Response(status: .ok, headers: fields)
+    }
+
+    /// A body's events: JSON mode splits an array into messages; otherwise the body is one.
+    private func messages(_ body: Data, json: Bool, creating: Bool) throws -> [Data] {
+        guard json else { return body.isEmpty ? [] : [body] }
+        if body.isEmpty { return [] }
+        do {
+            return try JSONMessages.split(body, allowEmpty: creating)
+        } catch .emptyArray {
+            throw HTTPError(.badRequest, message: "an empty JSON array appends nothing")
+        } catch {
+            throw HTTPError(.badRequest, message: "the body is not valid JSON, which an application/json stream requires")
+        }
+    }
+
+    // MARK: POST
+
+    private func append(_ name: String, _ request: Request) async throws -> Response {
+        let headers = RequestHeaders(fields: request.headers)
+        let producer = try headers.producer()
+        let info = try await hub(name).info
+        let body = try await body(of: request)
+        let closes = headers.closes
+        if body.isEmpty, !closes {
+            throw HTTPError(.badRequest, message: "an append needs a body (an empty one only with Stream-Closed: true)")
+        }
+        if !body.isEmpty {
+            // A closed stream is said first, so the client sees Stream-Closed (§5.2).
+            if info.terminal != nil, producer == nil { throw closedConflict(info) }
+            guard let contentType = headers.contentType else {
+                throw HTTPError(.badRequest, message: "an append with a body needs a Content-Type")
+            }
+            if let declared = info.config.contentType, RequestHeaders.mediaType(declared) != contentType {
+                throw HTTPError(.conflict, message: "stream '\(name)' holds \(declared), not \(contentType)")
+            }
+        }
+        let payloads = try messages(body, json: info.isJSON, creating: false)
+        let write = StreamWrite(
+            stream: name, payloads: payloads, producer: producer, writerSequence: request.headers[.streamSeq], close: closes)
+        let outcome: StreamWriteOutcome
+        do {
+            outcome = try await self.write(write)
+        } catch let error as StoreError {
+            throw appendError(error, producer: producer, info: hubs[name]?.info ?? info)
+        }
+        var fields = HTTPFields()
+        let status: HTTPResponse.Status
+        switch outcome {
+        case .appended(let after), .created(let after):
+            fields[.streamNextOffset] = after.tailOffset
+            after.addState(to: &fields)
+            // 200 tells a producer its request was new; a close-only request stores nothing.
+            status = producer == nil || payloads.isEmpty ? .noContent : .ok
+        case .alreadyClosed(let after), .duplicate(let after, _), .existing(let after):
+            fields[.streamNextOffset] = after.tailOffset
+            after.addState(to: &fields)
+            status = .noContent
+        }
+        if let producer {
+            // The highest pseq accepted for this producer and epoch (a retry learns where it stands).
+            fields[.producerEpoch] = String(producer.epoch)
+            fields[.producerSeq] = String(outcome.producerSequence ?? producer.sequence)
+        }
+        return Response(status: status, headers: fields)
+    }
+
+    private func closedConflict(_ info: StreamInfo) -> HTTPError {
+        var fields = HTTPFields()
+        fields[.streamNextOffset] = info.tailOffset
+        info.addState(to: &fields)
+        return HTTPError(.conflict, headers: fields, message: "stream '\(info.name)' is closed")
+    }
+
+    private func appendError(_ error: StoreError, producer: ProducerStamp?, info: StreamInfo) -> HTTPError {
+        switch error {
+        case .terminated: return closedConflict(info)
+        case .staleEpoch(_, _, _, let current):
+            return HTTPError(.forbidden, headers: [.producerEpoch: String(current)], message: error.description)
+        case .producerSequenceGap(_, _, let expected, let received):
+            // A new producer or a new epoch must start at 0: that is a bad request, not a gap.
+            if expected == 0 { return HTTPError(.badRequest, message: error.description) }
+            return HTTPError(
+                .conflict, headers: [.producerExpectedSeq: String(expected), .producerReceivedSeq: String(received)],
+                message: error.description)
+        default: return Self.httpError(error)
+        }
+    }
+
+    // MARK: DELETE and HEAD
+
+    private func delete(_ name: String) async throws -> Response {
+        _ = try await hub(name)
+        try await withStoreErrors { () async throws(StoreError) in try await store.delete(name) }
+        return Response(status: .noContent)
+    }
+
+    private func head(_ name: String) async throws -> Response {
+        let info = try await hub(name).info
+        var fields = HTTPFields()
+        fields[.contentType] = info.httpContentType
+        fields[.streamNextOffset] = info.tailOffset
+        fields[.cacheControl] = "no-store"
+        info.addState(to: &fields)
+        return Response(status: .ok, headers: fields)
+    }
+
+    // MARK: Store errors
+
+    func write(_ write: StreamWrite) async throws -> StreamWriteOutcome {
+        try await store.write(write)
+    }
+
+    private func withStoreErrors<T>(_ body: () async throws(StoreError) -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw Self.httpError(error)
+        }
+    }
+
+    static func httpError(_ error: StoreError) -> HTTPError {
+        let status: HTTPResponse.Status = switch error {
+        case .unknownStream: .notFound
+        case .streamExists, .terminated, .wrongLastSequence, .writerSequenceRegression: .conflict
+        case .invalidStreamName, .invalidConfig, .producerSequenceGap: .badRequest
+        case .staleEpoch: .forbidden
+        case .storageFull: .init(code: 507, reasonPhrase: "Insufficient Storage")
+        case .closed: .serviceUnavailable
+        case .limitReached: .init(code: 507, reasonPhrase: "Insufficient Storage")
+        case .forgottenDuplicate: .noContent
+        case .unknownConsumer: .notFound
+        case .invalidAck: .badRequest
+        case .notADatabase, .readOnly, .locked, .newerSchema, .sqlite: .internalServerError
+        }
+        return HTTPError(status, message: error.description)
+    }
+}

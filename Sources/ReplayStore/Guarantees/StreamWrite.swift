@@ -1,0 +1,54 @@
+import Foundation
+import ReplayModel
+
+/// One write of the Durable Streams front door, done as one unit in the writer's
+/// transaction: create the stream if asked, check the request's producer stamp and
+/// `Stream-Seq`, append its events (all or none, contiguous), and close the stream if asked.
+/// One request of that protocol is one `StreamWrite`, so its checks, its events and its
+/// close commit together or not at all.
+public struct StreamWrite: Sendable {
+    public var stream: String
+    /// The events, in order (a JSON array is several; an empty list only closes or creates).
+    public var payloads: [Data]
+    /// Create the stream with these settings if it does not exist (`PUT`); `nil`: it must.
+    public var create: StreamConfig?
+    /// One stamp for the whole write: the protocol numbers requests, not events.
+    public var producer: ProducerStamp?
+    /// `Stream-Seq`: must sort after the stream's last one, byte-wise.
+    public var writerSequence: String?
+    /// Close (complete) the stream after the events.
+    public var close: Bool
+
+    public init(
+        stream: String, payloads: [Data], create: StreamConfig? = nil, producer: ProducerStamp? = nil,
+        writerSequence: String? = nil, close: Bool = false
+    ) {
+        self.stream = stream
+        self.payloads = payloads
+        self.create = create
+        self.producer = producer
+        self.writerSequence = writerSequence
+        self.close = close
+    }
+}
+
+/// What a `StreamWrite` did.
+public enum StreamWriteOutcome: Sendable, Equatable {
+    /// The stream was created by this write (with its events, closed if asked).
+    case created(StreamInfo)
+    /// It existed and `create` was set: nothing was written; the caller compares settings.
+    case existing(StreamInfo)
+    /// The events were appended (and the stream closed if asked).
+    case appended(StreamInfo)
+    /// A close-only write to a stream that was already closed: nothing changed.
+    case alreadyClosed(StreamInfo)
+    /// The producer's stamp was already committed: nothing was written again.
+    /// `lastProducerSequence` is the highest pseq the producer has committed in its epoch.
+    case duplicate(StreamInfo, lastProducerSequence: UInt64)
+
+    /// For a duplicate, the producer's highest committed pseq.
+    public var producerSequence: UInt64? {
+        if case .duplicate(_, let last) = self { return last }
+        return nil
+    }
+}
