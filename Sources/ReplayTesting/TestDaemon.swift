@@ -126,6 +126,21 @@ public final class TestDaemon: @unchecked Sendable {
         }
     }
 
+    /// The address of the HTTP front door (`--http host:0` picks a port; the daemon logs the
+    /// one it bound), once it listens.
+    public func httpAddress() async throws -> String {
+        for _ in 0..<3000 {
+            if let line = log.split(separator: "\n").last(where: { $0.contains("http listening on ") }),
+                let address = line.split(separator: " ").last
+            {
+                return String(address)
+            }
+            guard process.isRunning else { throw TestFailure("replayd exited before its HTTP front door listened: \(log)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestFailure("replayd's HTTP front door did not listen within a minute: \(log)")
+    }
+
     /// Whether the process ended by a signal rather than by exiting.
     public var wasKilledBySignal: Bool { process.terminationReason == .uncaughtSignal }
 

@@ -75,7 +75,7 @@ struct BadInputTests {
                 #expect(limit.code == .tooManySubscriptions)
                 try await client.send(.unsubscribe(sid: "1"))
                 #expect(try await client.expectFrame() == .ok)
-                try await client.send(.subscribe(stream: "bad/name", sid: "3", start: .all))
+                try await client.send(.subscribe(stream: "bad//name", sid: "3", start: .all))
                 guard case .error(let name) = try await client.expectFrame() else { throw TestFailure("expected an error") }
                 #expect(name.code == .invalidName)
                 try await client.subscribe("c", sid: "3")

@@ -56,4 +56,33 @@ struct RetentionTests {
             #expect(store.info("s")?.lastSequence == 3, "expiry never resets sequence numbers")
         }
     }
+
+    /// A stream's time-to-live slides with every read and write (on virtual time); a fixed
+    /// expiry does not. The writer deletes expired streams at its retention pass.
+    @Test func aTimeToLiveSlidesWithReadsAndWritesAndAFixedExpiryDoesNot() async throws {
+        try await withTemporaryDirectory { directory in
+            let start = Date(timeIntervalSince1970: 1_800_000_000)
+            let now = Locked(start)
+            let store = try openStore(directory, clock: { now.value })
+            defer { store.close() }
+            _ = try await store.write(StreamWrite(stream: "idle", payloads: [], create: StreamConfig(capacity: nil, expiry: .idle(seconds: 10))))
+            _ = try await store.write(StreamWrite(stream: "fixed", payloads: [], create: StreamConfig(capacity: nil, expiry: .at(start + 15))))
+            now.withLock { $0 += 9 }
+            #expect(!store.isExpired("idle"))
+            store.noteRead("idle")
+            now.withLock { $0 += 9 }
+            #expect(!store.isExpired("idle"), "the read at 9 s moved the deadline to 19 s")
+            _ = try await store.write(StreamWrite(stream: "idle", payloads: [Data("x".utf8)]))
+            now.withLock { $0 += 9 }
+            #expect(!store.isExpired("idle"), "the write at 18 s moved it to 28 s")
+            #expect(store.isExpired("fixed"))
+            try await store.enforceRetention()
+            #expect(store.info("fixed") == nil)
+            #expect(store.info("idle") != nil)
+            now.withLock { $0 += 2 }
+            #expect(store.isExpired("idle"))
+            try await store.enforceRetention()
+            #expect(store.info("idle") == nil)
+        }
+    }
 }

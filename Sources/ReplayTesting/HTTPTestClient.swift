@@ -1,0 +1,92 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A real HTTP/1.1 client for tests (NIO's own codec over a TCP connection), one
+/// connection per request: enough to drive the daemon's HTTP front door the way a browser
+/// or `curl` would, including reading an SSE response as it streams.
+public struct HTTPTestClient: Sendable {
+    public let host: String
+    public let port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `host:port`, as the daemon logs it.
+    public init(address: String) throws {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
+            throw TestFailure("not a host:port: \(address)")
+        }
+        self.init(host: String(address[..<colon]), port: port)
+    }
+
+    public struct Response: Sendable {
+        public let status: Int
+        public let headers: HTTPHeaders
+        public let body: Data
+
+        public var text: String { String(decoding: body, as: UTF8.self) }
+
+        public subscript(header: String) -> String? { headers.first(name: header) }
+    }
+
+    /// Sends one request and reads the whole response.
+    public func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: String? = nil) async throws -> Response {
+        try await request(method, path, headers: headers, bytes: body.map { Data($0.utf8) })
+    }
+
+    public func request(_ method: String, _ path: String, headers: [(String, String)] = [], bytes: Data?) async throws -> Response {
+        try await exchange(method, path, headers: headers, body: bytes) { _, _ in false }
+    }
+
+    /// Sends a GET and reads the response's body as it streams until `enough` says so (or
+    /// the server ends it); the connection is then closed, as a client that leaves.
+    public func stream(_ path: String, headers: [(String, String)] = [], until enough: @escaping @Sendable (String) -> Bool) async throws -> Response {
+        try await exchange("GET", path, headers: headers, body: nil) { _, text in enough(text) }
+    }
+
+    private func exchange(
+        _ method: String, _ path: String, headers: [(String, String)], body: Data?,
+        stopEarly: @escaping @Sendable (Int, String) -> Bool
+    ) async throws -> Response {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: host, port: port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+            }
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path)
+            head.headers.add(name: "Host", value: "\(host):\(port)")
+            head.headers.add(name: "Connection", value: "close")
+            for (name, value) in headers { head.headers.add(name: name, value: value) }
+            if let body, !headers.contains(where: { $0.0.lowercased() == "transfer-encoding" }) {
+                head.headers.add(name: "Content-Length", value: String(body.count))
+            }
+            try await outbound.write(.head(head))
+            if let body, !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+            try await outbound.write(.end(nil))
+            var status = 0
+            var responseHeaders = HTTPHeaders()
+            var received = Data()
+            for try await part in inbound {
+                switch part {
+                case .head(let head):
+                    status = Int(head.status.code)
+                    responseHeaders = head.headers
+                case .body(let buffer):
+                    received.append(contentsOf: buffer.readableBytesView)
+                    if stopEarly(status, String(decoding: received, as: UTF8.self)) {
+                        return Response(status: status, headers: responseHeaders, body: received)
+                    }
+                case .end:
+                    return Response(status: status, headers: responseHeaders, body: received)
+                }
+            }
+            throw TestFailure("the server closed the connection before the response ended (\(received.count) bytes read)")
+        }
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import NIOCore
+import ReplayProtocol
+import ReplayTesting
+import Testing
+
+/// The Durable Streams HTTP front door, over real HTTP, against the real daemon: every
+/// operation, both protocols on one stream, a restart, closure, expiry and SSE resume.
+@Suite("replayd: the Durable Streams HTTP front door", .timeLimit(.minutes(5)))
+struct HTTPFrontDoorTests {
+    /// Starts the daemon with `--http 127.0.0.1:0` and hands over a client for the port it bound.
+    func withHTTP<T: Sendable>(
+        arguments: [String] = [], _ body: (TestDaemon, HTTPTestClient) async throws -> T
+    ) async throws -> T {
+        try await withDaemon(arguments: ["--http", "127.0.0.1:0"] + arguments) { daemon in
+            try await body(daemon, try HTTPTestClient(address: try await daemon.httpAddress()))
+        }
+    }
+
+    @Test func everyOperationOnOneStream() async throws {
+        try await withHTTP { _, http in
+            let path = "/v1/stream/orders"
+            let created = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")], body: "a")
+            #expect(created.status == 201)
+            #expect(created["Location"] == "http://\(http.host):\(http.port)\(path)")
+            #expect(created["Stream-Next-Offset"] == "00000000000000000001")
+            // Declaring it again with the same settings is fine; with others, a conflict.
+            #expect(try await http.request("PUT", path, headers: [("Content-Type", "text/plain")]).status == 200)
+            #expect(try await http.request("PUT", path, headers: [("Content-Type", "application/json")]).status == 409)
+
+            let appended = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "b")
+            #expect(appended.status == 204)
+            #expect(appended["Stream-Next-Offset"] == "00000000000000000002")
+
+            let all = try await http.request("GET", path + "?offset=-1")
+            #expect(all.status == 200)
+            #expect(all.text == "ab")
+            #expect(all["Content-Type"] == "text/plain")
+            #expect(all["Stream-Up-To-Date"] == "true")
+            #expect(all["Stream-Closed"] == nil)
+            #expect(all["X-Content-Type-Options"] == "nosniff")
+            let etag = try #require(all["ETag"])
+            #expect(try await http.request("GET", path + "?offset=-1", headers: [("If-None-Match", etag)]).status == 304)
+
+            let after = try await http.request("GET", path + "?offset=00000000000000000001")
+            #expect(after.text == "b")
+            let head = try await http.request("HEAD", path)
+            #expect(head.status == 200)
+            #expect(head["Stream-Next-Offset"] == "00000000000000000002")
+            #expect(head["Cache-Control"] == "no-store")
+
+            // Close with a final append; then appends are refused, reads end with EOF.
+            let closed = try await http.request("POST", path, headers: [("Content-Type", "text/plain"), ("Stream-Closed", "true")], body: "c")
+            #expect(closed.status == 204)
+            #expect(closed["Stream-Closed"] == "true")
+            let refused = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "d")
+            #expect(refused.status == 409)
+            #expect(refused["Stream-Closed"] == "true")
+            #expect(refused["Stream-Next-Offset"] == "00000000000000000003")
+            let end = try await http.request("GET", path + "?offset=00000000000000000003")
+            #expect(end.status == 200)
+            #expect(end.text.isEmpty)
+            #expect(end["Stream-Closed"] == "true")
+            // The etag changed with the closure, so a cached copy cannot hide it.
+            #expect(try await http.request("GET", path + "?offset=-1", headers: [("If-None-Match", etag)]).status == 200)
+
+            #expect(try await http.request("DELETE", path).status == 204)
+            #expect(try await http.request("GET", path).status == 404)
+            #expect(try await http.request("DELETE", path).status == 404)
+        }
+    }
+
+    /// One log, two protocols: what HTTP appends a socket subscriber gets live, what the
+    /// socket publishes an HTTP long-poll gets, on a name with '/' segments in both.
+    @Test func bothProtocolsShareOneStream() async throws {
+        try await withHTTP { daemon, http in
+            let name = "shop/eu/orders"
+            #expect(try await http.request("PUT", "/v1/stream/\(name)", headers: [("Content-Type", "text/plain")]).status == 201)
+            try await withWireClient(daemon.socketPath) { socket in
+                try await socket.subscribe(name, sid: "s")
+                #expect(try await http.request("POST", "/v1/stream/\(name)", headers: [("Content-Type", "text/plain")], body: "from-http").status == 204)
+                let events = try await socket.events(1)
+                #expect(events.map(\.0) == [1])
+                #expect(events.map(\.1) == ["from-http"])
+
+                async let poll = http.request("GET", "/v1/stream/\(name)?offset=00000000000000000001&live=long-poll")
+                #expect(try await socket.publish(name, ["from-socket"]) == [2])
+                let polled = try await poll
+                #expect(polled.status == 200)
+                #expect(polled.text == "from-socket")
+                #expect(polled["Stream-Next-Offset"] == "00000000000000000002")
+                #expect(polled["Stream-Cursor"] != nil)
+            }
+            // A stream made over the socket has no content type: HTTP serves it as bytes.
+            try await withWireClient(daemon.socketPath) { socket in
+                _ = try await socket.publish("plain", ["x"])
+            }
+            let plain = try await http.request("GET", "/v1/stream/plain")
+            #expect(plain["Content-Type"] == "application/octet-stream")
+            #expect(plain.text == "x")
+        }
+    }
+
+    @Test func aRestartKeepsStreamsOffsetsAndClosure() async throws {
+        try await withTemporaryDirectory { directory in
+            let arguments = ["--http", "127.0.0.1:0"]
+            var daemon = try await TestDaemon.start(in: directory, arguments: arguments)
+            var http = try HTTPTestClient(address: try await daemon.httpAddress())
+            _ = try await http.request("PUT", "/v1/stream/log", headers: [("Content-Type", "application/json"), ("Stream-TTL", "3600")], body: #"[{"n":1},{"n":2}]"#)
+            _ = try await http.request("PUT", "/v1/stream/done", headers: [("Content-Type", "text/plain"), ("Stream-Closed", "true")], body: "final")
+            await daemon.stop()
+
+            daemon = try await TestDaemon.start(in: directory, arguments: arguments)
+            http = try HTTPTestClient(address: try await daemon.httpAddress())
+            let log = try await http.request("GET", "/v1/stream/log?offset=-1")
+            #expect(log.text == #"[{"n":1},{"n":2}]"#)
+            #expect(log["Stream-Next-Offset"] == "00000000000000000002")
+            let head = try await http.request("HEAD", "/v1/stream/log")
+            #expect(head["Stream-TTL"] == "3600")
+            #expect(head["Content-Type"] == "application/json")
+            let appended = try await http.request("POST", "/v1/stream/log", headers: [("Content-Type", "application/json")], body: #"{"n":3}"#)
+            #expect(appended["Stream-Next-Offset"] == "00000000000000000003")
+            let done = try await http.request("GET", "/v1/stream/done")
+            #expect(done.text == "final")
+            #expect(done["Stream-Closed"] == "true")
+            await daemon.stop()
+        }
+    }
+
+    /// An SSE reader that leaves and comes back with its last offset gets exactly what it
+    /// missed: no duplicate, no gap. A closed stream ends the SSE response.
+    @Test func sseResumesFromItsLastOffset() async throws {
+        try await withHTTP { _, http in
+            let path = "/v1/stream/tail"
+            _ = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")], body: "one\n")
+            let first = try await http.stream(path + "?offset=-1&live=sse") { $0.contains("\"upToDate\":true") }
+            #expect(first["Content-Type"] == "text/event-stream")
+            #expect(first.text.contains("event: data\ndata:one\n"))
+            let offset = try #require(Self.lastOffset(in: first.text))
+            #expect(offset == "00000000000000000001")
+
+            _ = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "two\n")
+            _ = try await http.request("POST", path, headers: [("Content-Type", "text/plain"), ("Stream-Closed", "true")], body: "three\n")
+            let resumed = try await http.stream(path + "?offset=\(offset)&live=sse") { $0.contains("streamClosed") }
+            #expect(!resumed.text.contains("one"))
+            #expect(resumed.text.contains("data:two\n"))
+            #expect(resumed.text.contains("data:three\n"))
+            #expect(resumed.text.contains(#""streamNextOffset":"00000000000000000003""#))
+            #expect(resumed.text.contains(#""streamClosed":true"#))
+
+            // Binary streams travel as base64.
+            _ = try await http.request("PUT", "/v1/stream/bin", headers: [("Content-Type", "application/octet-stream")], bytes: Data([0, 1, 2, 255]))
+            let binary = try await http.stream("/v1/stream/bin?offset=-1&live=sse") { $0.contains("upToDate") }
+            #expect(binary["Stream-SSE-Data-Encoding"] == "base64")
+            #expect(binary.text.contains("data:AAEC/w==\n"))
+        }
+    }
+
+    static func lastOffset(in sse: String) -> String? {
+        sse.components(separatedBy: "\"streamNextOffset\":\"").last.map { String($0.prefix(20)) }
+    }
+
+    @Test func jsonModeKeepsMessagesApart() async throws {
+        try await withHTTP { _, http in
+            let path = "/v1/stream/json"
+            #expect(try await http.request("PUT", path, headers: [("Content-Type", "application/json")], body: "[]").status == 201)
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: #"[{"a": [1, 2]}, "x,]"]"#).status == 204)
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: "[[3]]").status == 204)
+            let all = try await http.request("GET", path + "?offset=-1")
+            #expect(all.text == #"[{"a": [1, 2]},"x,]",[3]]"#)
+            #expect(all["Stream-Next-Offset"] == "00000000000000000003")
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: "[]").status == 400)
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: "{nope").status == 400)
+            let now = try await http.request("GET", path + "?offset=now")
+            #expect(now.text == "[]")
+            #expect(now["Stream-Next-Offset"] == "00000000000000000003")
+        }
+    }
+
+    @Test func idempotentProducersOverHTTP() async throws {
+        try await withHTTP { _, http in
+            let path = "/v1/stream/pay"
+            _ = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")])
+            func send(_ epoch: Int, _ seq: Int, _ body: String) async throws -> HTTPTestClient.Response {
+                try await http.request(
+                    "POST", path,
+                    headers: [("Content-Type", "text/plain"), ("Producer-Id", "billing"), ("Producer-Epoch", "\(epoch)"), ("Producer-Seq", "\(seq)")],
+                    body: body)
+            }
+            #expect(try await send(0, 0, "a").status == 200)
+            #expect(try await send(0, 1, "b").status == 200)
+            let retry = try await send(0, 0, "a")
+            #expect(retry.status == 204)
+            #expect(retry["Producer-Seq"] == "1")
+            let gap = try await send(0, 5, "x")
+            #expect(gap.status == 409)
+            #expect(gap["Producer-Expected-Seq"] == "2")
+            #expect(try await send(1, 0, "c").status == 200)
+            let zombie = try await send(0, 2, "z")
+            #expect(zombie.status == 403)
+            #expect(zombie["Producer-Epoch"] == "1")
+            #expect(try await http.request("GET", path).text == "abc")
+            let partial = try await http.request("POST", path, headers: [("Content-Type", "text/plain"), ("Producer-Id", "p")], body: "x")
+            #expect(partial.status == 400)
+            // Stream-Seq must rise, byte-wise.
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "text/plain"), ("Stream-Seq", "002")], body: "d").status == 204)
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "text/plain"), ("Stream-Seq", "001")], body: "e").status == 409)
+        }
+    }
+
+    /// A fixed expiry: the stream is gone once it passes (polled, not timed), and the name
+    /// can be created again.
+    @Test func anExpiredStreamIsGone() async throws {
+        try await withHTTP { _, http in
+            let path = "/v1/stream/brief"
+            let soon = Date().addingTimeInterval(1)
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let expiresAt = formatter.string(from: soon)
+            #expect(try await http.request("PUT", path, headers: [("Content-Type", "text/plain"), ("Stream-Expires-At", expiresAt)], body: "x").status == 201)
+            #expect(try await http.request("HEAD", path)["Stream-Expires-At"] != nil)
+            var status = 200
+            for _ in 0..<500 where status != 404 {
+                status = try await http.request("HEAD", path).status
+                if status != 404 { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(status == 404)
+            #expect(try await http.request("PUT", path, headers: [("Content-Type", "text/plain")]).status == 201)
+        }
+    }
+
+    @Test func badInputGetsClearErrors() async throws {
+        try await withHTTP(arguments: ["--max-payload", "1000", "--http-token", "sesame"]) { _, http in
+            let auth = ("Authorization", "Bearer sesame")
+            let path = "/v1/stream/guarded"
+            let anonymous = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")])
+            #expect(anonymous.status == 401)
+            #expect(anonymous["WWW-Authenticate"] != nil)
+            #expect(try await http.request("PUT", path, headers: [auth, ("Content-Type", "text/plain")]).status == 201)
+            // Reads need no token unless --http-token-reads.
+            #expect(try await http.request("GET", path).status == 200)
+            let big = String(repeating: "x", count: 1001)
+            #expect(try await http.request("POST", path, headers: [auth, ("Content-Type", "text/plain")], body: big).status == 413)
+            #expect(try await http.request("POST", path, headers: [auth, ("Content-Type", "text/plain")], body: "").status == 400)
+            #expect(try await http.request("POST", path, headers: [auth], body: "no type").status == 400)
+            #expect(try await http.request("POST", path, headers: [auth, ("Content-Type", "image/png")], body: "x").status == 409)
+            #expect(try await http.request("GET", path + "?offset=abc").status == 400)
+            #expect(try await http.request("GET", path + "?offset=1&offset=2").status == 400)
+            #expect(try await http.request("GET", path + "?offset=-1&live=forever").status == 400)
+            #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "01")]).status == 400)
+            #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "5"), ("Stream-Expires-At", "2030-01-01T00:00:00Z")]).status == 400)
+            #expect(try await http.request("PUT", "/v1/stream/bad//name", headers: [auth]).status == 400)
+            #expect(try await http.request("GET", "/v1/stream/missing").status == 404)
+            // Nothing was stored by the refused requests.
+            #expect(try await http.request("GET", path).text.isEmpty)
+        }
+    }
+}
