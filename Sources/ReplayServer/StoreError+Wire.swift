@@ -9,7 +9,8 @@ extension ReplayError {
         case .unknownStream: .unknownStream
         case .streamExists: .streamExists
         case .invalidStreamName: .invalidName
-        case .invalidConfig: .invalidConfig
+        case .invalidConfig, .invalidFork: .invalidConfig
+        case .forkOfDeletedStream: .unknownStream
         case .terminated: .terminated
         case .storageFull: .storageFull
         case .limitReached: .limitReached

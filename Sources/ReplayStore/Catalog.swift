@@ -28,10 +28,16 @@ final class Catalog: Sendable {
     init(loadingFrom db: Database) throws {
         var records: [String: Record] = [:]
         var names: [Int64: String] = [:]
+        var forks: [(name: String, sourceID: Int64)] = []
         for row in try Row.fetchAll(db, sql: "SELECT * FROM streams") {
             let record = try Record(row: row)
             records[record.info.name] = record
             names[record.id] = record.info.name
+            if let source: Int64 = row["fork_of"] { forks.append((record.info.name, source)) }
+        }
+        // A fork names its source; the source's row comes in any order, so names go second.
+        for (name, sourceID) in forks {
+            records[name]?.info.fork?.source = names[sourceID] ?? ""
         }
         for row in try Row.fetchAll(db, sql: "SELECT * FROM consumers") {
             guard let stream = names[row["stream_id"]] else { continue }
@@ -109,7 +115,13 @@ extension Catalog.Record {
                 firstSequence: UInt64(first), lastSequence: UInt64(last),
                 byteCount: row["byte_count"], terminal: terminal,
                 terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse),
-                writerSequence: row["writer_seq"]),
+                writerSequence: row["writer_seq"],
+                fork: (row["fork_seq"] as Int64?).map {
+                    StreamFork(
+                        source: "", sequence: UInt64($0), requestedSequence: UInt64(row["fork_offset"] as Int64? ?? $0),
+                        requestedSubOffset: UInt64(row["fork_sub_offset"] as Int64? ?? 0))
+                },
+                deletedAt: (row["deleted_at"] as String?).flatMap(Timestamp.parse)),
             lastTime: row["last_time"])
     }
 }

@@ -222,28 +222,9 @@ public final class EventStore: Sendable {
     ) throws(StoreError) {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
         guard from <= through, limit > 0 else { return }
+        let segments = LogSegments(of: record, from: from, through: through) { catalog[$0] }
         do {
-            try pool.read { db in
-                let statement = RawStatement(
-                    try db.cachedStatement(sql: "SELECT key, time, payload FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
-                    in: db)
-                statement.bind(EventKey.key(stream: record.id, sequence: from), at: 1)
-                statement.bind(EventKey.key(stream: record.id, sequence: min(through, EventKey.maxSequence)), at: 2)
-                statement.bind(Int64(limit), at: 3)
-                var bytes = 0
-                // Events of one commit share its time: format each distinct time once.
-                var time: (millis: Int64, text: [UInt8]) = (.min, [])
-                try statement.forEachRow { row in
-                    let millis = row.int64(1)
-                    if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
-                    let payload = row.bytes(2)
-                    time.text.withUnsafeBytes { text in
-                        body(EventKey.sequence(of: row.int64(0)), text, payload)
-                    }
-                    bytes += payload.count
-                    return bytes < byteBudget
-                }
-            }
+            try pool.read { db in try segments.forEachEvent(limit: limit, byteBudget: byteBudget, db, body) }
         } catch {
             throw StoreError(error, path: path)
         }

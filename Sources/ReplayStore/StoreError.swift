@@ -32,6 +32,11 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case producerSequenceGap(stream: String, producer: String, expected: UInt64, received: UInt64)
     /// A `Stream-Seq` that does not sort after the stream's last one: nothing was stored.
     case writerSequenceRegression(stream: String, last: String, received: String)
+    /// A fork of a stream that was deleted (it is kept only for its existing forks).
+    case forkOfDeletedStream(String)
+    /// A fork point the source does not have (beyond its tail, or a sub-offset past the
+    /// next event).
+    case invalidFork(String)
     /// A retry of a publish committed so long ago that its sequence number is forgotten.
     case forgottenDuplicate(stream: String, producer: String, pseq: UInt64)
     /// The stream has no durable consumer of that name.
@@ -75,6 +80,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "producer '\(producer)' of stream '\(stream)' expects pseq=\(expected), got pseq=\(received); nothing was stored: resend from pseq \(expected)"
         case .writerSequenceRegression(let stream, let last, let received):
             "Stream-Seq '\(received)' does not sort after the last one of stream '\(stream)', '\(last)'; nothing was stored"
+        case .forkOfDeletedStream(let name):
+            "stream '\(name)' was deleted (it is kept only while its forks read from it): it cannot be forked"
+        case .invalidFork(let reason):
+            "invalid fork: \(reason)"
         case .forgottenDuplicate(let stream, let producer, let pseq):
             "pseq \(pseq) of producer '\(producer)' was already stored in stream '\(stream)', too long ago for its sequence number to be remembered; nothing was stored again"
         case .unknownConsumer(let stream, let name):

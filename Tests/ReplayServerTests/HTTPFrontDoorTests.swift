@@ -23,14 +23,14 @@ struct HTTPFrontDoorTests {
             let created = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")], body: "a")
             #expect(created.status == 201)
             #expect(created["Location"] == "http://\(http.host):\(http.port)\(path)")
-            #expect(created["Stream-Next-Offset"] == "00000000000000000001")
+            #expect(created["Stream-Next-Offset"] == "0000000000000001_0000000000000000")
             // Declaring it again with the same settings is fine; with others, a conflict.
             #expect(try await http.request("PUT", path, headers: [("Content-Type", "text/plain")]).status == 200)
             #expect(try await http.request("PUT", path, headers: [("Content-Type", "application/json")]).status == 409)
 
             let appended = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "b")
             #expect(appended.status == 204)
-            #expect(appended["Stream-Next-Offset"] == "00000000000000000002")
+            #expect(appended["Stream-Next-Offset"] == "0000000000000002_0000000000000000")
 
             let all = try await http.request("GET", path + "?offset=-1")
             #expect(all.status == 200)
@@ -42,11 +42,11 @@ struct HTTPFrontDoorTests {
             let etag = try #require(all["ETag"])
             #expect(try await http.request("GET", path + "?offset=-1", headers: [("If-None-Match", etag)]).status == 304)
 
-            let after = try await http.request("GET", path + "?offset=00000000000000000001")
+            let after = try await http.request("GET", path + "?offset=0000000000000001_0000000000000000")
             #expect(after.text == "b")
             let head = try await http.request("HEAD", path)
             #expect(head.status == 200)
-            #expect(head["Stream-Next-Offset"] == "00000000000000000002")
+            #expect(head["Stream-Next-Offset"] == "0000000000000002_0000000000000000")
             #expect(head["Cache-Control"] == "no-store")
 
             // Close with a final append; then appends are refused, reads end with EOF.
@@ -56,8 +56,8 @@ struct HTTPFrontDoorTests {
             let refused = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "d")
             #expect(refused.status == 409)
             #expect(refused["Stream-Closed"] == "true")
-            #expect(refused["Stream-Next-Offset"] == "00000000000000000003")
-            let end = try await http.request("GET", path + "?offset=00000000000000000003")
+            #expect(refused["Stream-Next-Offset"] == "0000000000000003_0000000000000000")
+            let end = try await http.request("GET", path + "?offset=0000000000000003_0000000000000000")
             #expect(end.status == 200)
             #expect(end.text.isEmpty)
             #expect(end["Stream-Closed"] == "true")
@@ -83,12 +83,12 @@ struct HTTPFrontDoorTests {
                 #expect(events.map(\.0) == [1])
                 #expect(events.map(\.1) == ["from-http"])
 
-                async let poll = http.request("GET", "/v1/stream/\(name)?offset=00000000000000000001&live=long-poll")
+                async let poll = http.request("GET", "/v1/stream/\(name)?offset=0000000000000001_0000000000000000&live=long-poll")
                 #expect(try await socket.publish(name, ["from-socket"]) == [2])
                 let polled = try await poll
                 #expect(polled.status == 200)
                 #expect(polled.text == "from-socket")
-                #expect(polled["Stream-Next-Offset"] == "00000000000000000002")
+                #expect(polled["Stream-Next-Offset"] == "0000000000000002_0000000000000000")
                 #expect(polled["Stream-Cursor"] != nil)
             }
             // A stream made over the socket has no content type: HTTP serves it as bytes.
@@ -114,12 +114,12 @@ struct HTTPFrontDoorTests {
             http = try HTTPTestClient(address: try await daemon.httpAddress())
             let log = try await http.request("GET", "/v1/stream/log?offset=-1")
             #expect(log.text == #"[{"n":1},{"n":2}]"#)
-            #expect(log["Stream-Next-Offset"] == "00000000000000000002")
+            #expect(log["Stream-Next-Offset"] == "0000000000000002_0000000000000000")
             let head = try await http.request("HEAD", "/v1/stream/log")
             #expect(head["Stream-TTL"] == "3600")
             #expect(head["Content-Type"] == "application/json")
             let appended = try await http.request("POST", "/v1/stream/log", headers: [("Content-Type", "application/json")], body: #"{"n":3}"#)
-            #expect(appended["Stream-Next-Offset"] == "00000000000000000003")
+            #expect(appended["Stream-Next-Offset"] == "0000000000000003_0000000000000000")
             let done = try await http.request("GET", "/v1/stream/done")
             #expect(done.text == "final")
             #expect(done["Stream-Closed"] == "true")
@@ -137,7 +137,7 @@ struct HTTPFrontDoorTests {
             #expect(first["Content-Type"] == "text/event-stream")
             #expect(first.text.contains("event: data\ndata:one\n"))
             let offset = try #require(Self.lastOffset(in: first.text))
-            #expect(offset == "00000000000000000001")
+            #expect(offset == "0000000000000001_0000000000000000")
 
             _ = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "two\n")
             _ = try await http.request("POST", path, headers: [("Content-Type", "text/plain"), ("Stream-Closed", "true")], body: "three\n")
@@ -145,7 +145,7 @@ struct HTTPFrontDoorTests {
             #expect(!resumed.text.contains("one"))
             #expect(resumed.text.contains("data:two\n"))
             #expect(resumed.text.contains("data:three\n"))
-            #expect(resumed.text.contains(#""streamNextOffset":"00000000000000000003""#))
+            #expect(resumed.text.contains(#""streamNextOffset":"0000000000000003_0000000000000000""#))
             #expect(resumed.text.contains(#""streamClosed":true"#))
 
             // Binary streams travel as base64.
@@ -157,7 +157,7 @@ struct HTTPFrontDoorTests {
     }
 
     static func lastOffset(in sse: String) -> String? {
-        sse.components(separatedBy: "\"streamNextOffset\":\"").last.map { String($0.prefix(20)) }
+        sse.components(separatedBy: "\"streamNextOffset\":\"").last.map { String($0.prefix(33)) }
     }
 
     @Test func jsonModeKeepsMessagesApart() async throws {
@@ -168,12 +168,12 @@ struct HTTPFrontDoorTests {
             #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: "[[3]]").status == 204)
             let all = try await http.request("GET", path + "?offset=-1")
             #expect(all.text == #"[{"a": [1, 2]},"x,]",[3]]"#)
-            #expect(all["Stream-Next-Offset"] == "00000000000000000003")
+            #expect(all["Stream-Next-Offset"] == "0000000000000003_0000000000000000")
             #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: "[]").status == 400)
             #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: "{nope").status == 400)
             let now = try await http.request("GET", path + "?offset=now")
             #expect(now.text == "[]")
-            #expect(now["Stream-Next-Offset"] == "00000000000000000003")
+            #expect(now["Stream-Next-Offset"] == "0000000000000003_0000000000000000")
         }
     }
 
@@ -218,7 +218,9 @@ struct HTTPFrontDoorTests {
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
             let expiresAt = formatter.string(from: soon)
             #expect(try await http.request("PUT", path, headers: [("Content-Type", "text/plain"), ("Stream-Expires-At", expiresAt)], body: "x").status == 201)
-            #expect(try await http.request("HEAD", path)["Stream-Expires-At"] != nil)
+            let later = formatter.string(from: soon.addingTimeInterval(3600))
+            _ = try await http.request("PUT", "/v1/stream/later", headers: [("Content-Type", "text/plain"), ("Stream-Expires-At", later)])
+            #expect(try await http.request("HEAD", "/v1/stream/later")["Stream-Expires-At"] == later)
             var status = 200
             for _ in 0..<500 where status != 404 {
                 status = try await http.request("HEAD", path).status

@@ -42,7 +42,7 @@ struct StreamAdmin: Sendable {
             // After the barrier, this connection's earlier writes are committed.
             store.barrier { [self] result in
                 guard case .success = result else { return answer(result) }
-                guard let info = store.info(stream) else {
+                guard let info = store.info(stream), !info.isSoftDeleted else {
                     return reply(.error(ReplayError(StoreError.unknownStream(stream))))
                 }
                 reply(json(describe(info)).map { ServerFrame.info(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
@@ -50,7 +50,7 @@ struct StreamAdmin: Sendable {
         case .list:
             store.barrier { [self] result in
                 guard case .success = result else { return answer(result) }
-                reply(json(store.streams.map(describe)).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+                reply(json(store.streams.filter { !$0.isSoftDeleted }.map(describe)).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
             }
         case .consumers(let stream):
             store.barrier { [self] result in

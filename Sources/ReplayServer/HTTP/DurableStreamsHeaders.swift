@@ -12,6 +12,7 @@ extension HTTPField.Name {
     static let streamSSEDataEncoding = Self("Stream-SSE-Data-Encoding")!
     static let streamForkedFrom = Self("Stream-Forked-From")!
     static let streamForkOffset = Self("Stream-Fork-Offset")!
+    static let streamForkSubOffset = Self("Stream-Fork-Sub-Offset")!
     static let producerID = Self("Producer-Id")!
     static let producerEpoch = Self("Producer-Epoch")!
     static let producerSeq = Self("Producer-Seq")!

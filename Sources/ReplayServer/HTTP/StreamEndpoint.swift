@@ -47,6 +47,9 @@ struct StreamEndpoint: Sendable {
     /// retention pass) and is not found.
     func hub(_ name: String) async throws -> StreamHub {
         guard let hub = hubs[name] else { throw HTTPError(.notFound, message: "no stream named '\(name)'") }
+        if hub.info.isSoftDeleted {
+            throw HTTPError(.gone, message: "stream '\(name)' was deleted; its events are kept only for its forks")
+        }
         if store.isExpired(name) {
             try? await store.delete(name)
             throw HTTPError(.notFound, message: "stream '\(name)' expired")
@@ -69,20 +72,32 @@ struct StreamEndpoint: Sendable {
 
     private func create(_ name: String, _ request: Request) async throws -> Response {
         let headers = RequestHeaders(fields: request.headers)
-        if request.headers[.streamForkedFrom] != nil {
-            throw HTTPError(.notImplemented, message: "forks are not supported yet")
-        }
-        let expiry = try headers.expiry()
-        let contentType = request.headers[.contentType] ?? "application/octet-stream"
+        var expiry = try headers.expiry()
+        var contentType = request.headers[.contentType] ?? "application/octet-stream"
         let closed = headers.closes
+        var fork = try forkRequest(request.headers)
         if hubs[name] != nil, store.isExpired(name) { try? await store.delete(name) }
         if let existing = hubs[name]?.info {
-            return try declared(existing, contentType: contentType, expiry: expiry, closed: closed)
+            return try declared(existing, contentType: contentType, expiry: expiry, closed: closed, fork: fork)
+        }
+        if var request = fork {
+            // A fork takes its source's content type and expiry unless it names its own (§4.2).
+            guard let source = hubs[request.source]?.info, !store.isExpired(request.source) else {
+                throw HTTPError(.notFound, message: "no stream named '\(request.source)' to fork")
+            }
+            if source.isSoftDeleted { throw HTTPError(.conflict, message: StoreError.forkOfDeletedStream(request.source).description) }
+            if let given = headers.contentType, given != RequestHeaders.mediaType(source.httpContentType) {
+                throw HTTPError(.conflict, message: "a fork keeps its source's content type, \(source.httpContentType)")
+            }
+            contentType = source.httpContentType
+            expiry = expiry ?? source.config.expiry
+            request.subOffsetCountsEvents = source.isJSON
+            fork = request
         }
         let body = try await body(of: request)
         let payloads = try messages(body, json: RequestHeaders.mediaType(contentType) == "application/json", creating: true)
         let config = StreamConfig(capacity: defaultCapacity, contentType: contentType, expiry: expiry)
-        let outcome = try await write(StreamWrite(stream: name, payloads: payloads, create: config, close: closed))
+        let outcome = try await write(StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork))
         switch outcome {
         case .created(let info):
             var fields = HTTPFields()
@@ -92,8 +107,42 @@ struct StreamEndpoint: Sendable {
             info.addState(to: &fields)
             return Response(status: .created, headers: fields)
         case .existing(let info), .appended(let info), .alreadyClosed(let info), .duplicate(let info, _):
-            return try declared(info, contentType: contentType, expiry: expiry, closed: closed)
+            return try declared(info, contentType: contentType, expiry: expiry, closed: closed, fork: fork)
         }
+    }
+
+    /// `Stream-Forked-From`, `Stream-Fork-Offset` and `Stream-Fork-Sub-Offset`, checked.
+    private func forkRequest(_ fields: HTTPFields) throws -> ForkRequest? {
+        let subOffsetText = fields[.streamForkSubOffset]
+        guard let from = fields[.streamForkedFrom] else {
+            if subOffsetText != nil { throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset needs Stream-Forked-From") }
+            if fields[.streamForkOffset] != nil { throw HTTPError(.badRequest, message: "Stream-Fork-Offset needs Stream-Forked-From") }
+            return nil
+        }
+        let path = from.hasPrefix(Self.prefix) ? String(from.dropFirst(Self.prefix.count)) : from
+        guard let source = path.removingPercentEncoding, StreamName.isValid(source) else {
+            throw HTTPError(.badRequest, message: "Stream-Forked-From takes the path of a stream of this server, such as \(Self.prefix)orders")
+        }
+        var sequence: UInt64?
+        if let offset = fields[.streamForkOffset] {
+            switch StreamOffset.parse(Substring(offset)) {
+            case .start: sequence = 0
+            case .now: sequence = nil
+            case .after(let value): sequence = value
+            case nil: throw HTTPError(.badRequest, message: "Stream-Fork-Offset takes an offset this server returned")
+            }
+        }
+        var subOffset: UInt64 = 0
+        if let subOffsetText {
+            guard let value = RequestHeaders.safeInteger(subOffsetText) else {
+                throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset takes a non-negative integer")
+            }
+            subOffset = value
+            if value > 0, fields[.streamForkOffset] == nil {
+                throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
+            }
+        }
+        return ForkRequest(source: source, sequence: sequence, subOffset: subOffset)
     }
 
     /// The stream's absolute URL, from the Host the client used.
@@ -102,9 +151,22 @@ struct StreamEndpoint: Sendable {
         return "http://\(host)\(request.uri.path)"
     }
 
-    /// A PUT of a stream that exists: `200 OK` if it declares the same settings.
-    private func declared(_ info: StreamInfo, contentType: String, expiry: StreamExpiry?, closed: Bool) throws -> Response {
-        guard info.matches(contentType: contentType, expiry: expiry, closed: closed) else {
+    /// A PUT of a stream that exists: `200 OK` if it declares the same settings (for a
+    /// fork, the same source and fork point too); a deleted name stays taken while forks
+    /// read from it.
+    private func declared(
+        _ info: StreamInfo, contentType: String, expiry: StreamExpiry?, closed: Bool, fork: ForkRequest?
+    ) throws -> Response {
+        var sameFork = true
+        if let request = fork {
+            if let existing = info.fork {
+                sameFork = existing.source == request.source && existing.requestedSubOffset == request.subOffset
+                    && (request.sequence == nil || request.sequence == existing.requestedSequence)
+            } else {
+                sameFork = false
+            }
+        }
+        guard !info.isSoftDeleted, sameFork, info.matches(contentType: contentType, expiry: fork == nil ? expiry : info.config.expiry, closed: closed) else {
             throw HTTPError(.conflict, message: "stream '\(info.name)' exists with other settings (content type, expiry or closure)")
         }
         var fields = HTTPFields()
@@ -153,8 +215,8 @@ struct StreamEndpoint: Sendable {
             stream: name, payloads: payloads, producer: producer, writerSequence: request.headers[.streamSeq], close: closes)
         let outcome: StreamWriteOutcome
         do {
-            outcome = try await self.write(write)
-        } catch let error as StoreError {
+            outcome = try await store.write(write)
+        } catch {
             throw appendError(error, producer: producer, info: hubs[name]?.info ?? info)
         }
         var fields = HTTPFields()
@@ -220,8 +282,13 @@ struct StreamEndpoint: Sendable {
 
     // MARK: Store errors
 
+    /// Writes through the store's writer; a store error becomes its HTTP status.
     func write(_ write: StreamWrite) async throws -> StreamWriteOutcome {
-        try await store.write(write)
+        do {
+            return try await store.write(write)
+        } catch {
+            throw Self.httpError(error)
+        }
     }
 
     private func withStoreErrors<T>(_ body: () async throws(StoreError) -> T) async throws -> T {
@@ -236,7 +303,8 @@ struct StreamEndpoint: Sendable {
         let status: HTTPResponse.Status = switch error {
         case .unknownStream: .notFound
         case .streamExists, .terminated, .wrongLastSequence, .writerSequenceRegression: .conflict
-        case .invalidStreamName, .invalidConfig, .producerSequenceGap: .badRequest
+        case .invalidStreamName, .invalidConfig, .producerSequenceGap, .invalidFork: .badRequest
+        case .forkOfDeletedStream: .conflict
         case .staleEpoch: .forbidden
         case .storageFull: .init(code: 507, reasonPhrase: "Insufficient Storage")
         case .closed: .serviceUnavailable

@@ -1,7 +1,10 @@
 /// A position in a stream as the Durable Streams protocol writes it (`Stream-Next-Offset`,
-/// `offset=`): the sequence number of the last event before it, in 20 decimal digits, so
-/// that offsets sort as strings in the order of positions and read as replay's sequence
-/// numbers (`00000000000000000042` is "after event 42"; `SUB … from=43` over the socket).
+/// `offset=`): `<sequence>_<bytes>`, two 16-digit decimal numbers, so that offsets sort as
+/// strings in the order of positions. The first is the sequence number of the last event
+/// before the position (replay's own numbering: `0000000000000042_0000000000000000` is
+/// "after event 42", `SUB … from=43` over the socket); the second, a byte position inside
+/// the next event, is always 0, as replay never cuts an event in two. The shape is the
+/// reference server's, so `0000000000000000_0000000000000000` is the beginning for both.
 enum StreamOffset {
     /// What an `offset=` asks for.
     enum Request: Equatable {
@@ -13,22 +16,27 @@ enum StreamOffset {
         case after(UInt64)
     }
 
-    static let digits = 20
+    static let digits = 16
 
     static func text(after sequence: UInt64) -> String {
-        let number = String(sequence)
-        return String(repeating: "0", count: digits - number.count) + number
+        padded(sequence) + "_" + padded(0)
     }
 
-    /// `nil` for anything but `-1`, `now` or a decimal position (at most 20 digits).
+    private static func padded(_ number: UInt64) -> String {
+        let text = String(number)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+
+    /// `nil` for anything but `-1`, `now` or an offset of this server's form.
     static func parse(_ text: Substring?) -> Request? {
         guard let text else { return .start }
         switch text {
         case "-1": return .start
         case "now": return .now
         default:
-            guard (1...digits).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-                let sequence = UInt64(text)
+            let parts = text.split(separator: "_", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ $0.utf8.count == digits && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
+                let sequence = UInt64(parts[0]), UInt64(parts[1]) == 0
             else { return nil }
             return .after(sequence)
         }

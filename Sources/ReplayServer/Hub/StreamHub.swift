@@ -79,7 +79,8 @@ final class StreamHub: Sendable {
 
     func step(at next: UInt64, liveAfter: UInt64, limit: Int, byteBudget: Int, sharingFrom minimum: Int = .max) -> Step {
         state.withLock { state in
-            if state.deleted { return .deleted }
+            // A stream deleted while forks read from it is deleted for its subscribers.
+            if state.deleted || state.info.isSoftDeleted { return .deleted }
             let info = state.info
             if next > info.lastSequence {
                 if let terminal = info.terminal { return .end(terminal, lastSequence: info.lastSequence) }
@@ -109,7 +110,9 @@ final class StreamHub: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
-                    if Task.isCancelled || state.deleted || state.info.lastSequence > sequence || state.info.terminal != nil {
+                    if Task.isCancelled || state.deleted || state.info.isSoftDeleted || state.info.lastSequence > sequence
+                        || state.info.terminal != nil
+                    {
                         return true
                     }
                     state.waiters[id] = (sequence, continuation)

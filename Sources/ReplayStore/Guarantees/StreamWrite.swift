@@ -18,17 +18,39 @@ public struct StreamWrite: Sendable {
     public var writerSequence: String?
     /// Close (complete) the stream after the events.
     public var close: Bool
+    /// With `create`: make the new stream a fork of another.
+    public var fork: ForkRequest?
 
     public init(
         stream: String, payloads: [Data], create: StreamConfig? = nil, producer: ProducerStamp? = nil,
-        writerSequence: String? = nil, close: Bool = false
+        writerSequence: String? = nil, close: Bool = false, fork: ForkRequest? = nil
     ) {
+        self.fork = fork
         self.stream = stream
         self.payloads = payloads
         self.create = create
         self.producer = producer
         self.writerSequence = writerSequence
         self.close = close
+    }
+}
+
+/// A fork to create (Durable Streams §4.2).
+public struct ForkRequest: Sendable, Equatable {
+    public var source: String
+    /// Inherit the source's events up to this sequence number; `nil`: its last.
+    public var sequence: UInt64?
+    /// Further inheritance past `sequence`: whole events where `subOffsetCountsEvents`
+    /// (JSON messages), else payload bytes of the next event (a part of it becomes the
+    /// fork's own first event).
+    public var subOffset: UInt64
+    public var subOffsetCountsEvents: Bool
+
+    public init(source: String, sequence: UInt64?, subOffset: UInt64 = 0, subOffsetCountsEvents: Bool = false) {
+        self.source = source
+        self.sequence = sequence
+        self.subOffset = subOffset
+        self.subOffsetCountsEvents = subOffsetCountsEvents
     }
 }
 

@@ -45,6 +45,13 @@ public struct StreamInfo: Sendable, Equatable {
     public var terminalAt: Date?
     /// The last `Stream-Seq` an HTTP writer sent (the next must sort after it, byte-wise).
     public var writerSequence: String? = nil
+    /// What it inherits, if it is a fork.
+    public var fork: StreamFork? = nil
+    /// When it was deleted while forks still read from it; `nil` for a live stream. Such a
+    /// stream is out of sight: every command treats it as deleted, but its name stays taken.
+    public var deletedAt: Date? = nil
+
+    public var isSoftDeleted: Bool { deletedAt != nil }
 
     /// Events retained: the window is contiguous because trimming removes the oldest.
     public var eventCount: Int { Int(lastSequence + 1 - firstSequence) }
@@ -58,6 +65,24 @@ public struct StreamInfo: Sendable, Equatable {
 
     /// The sequence number the terminal event is replayed with: right after the last value.
     public var terminalSequence: UInt64? { terminal == nil ? nil : lastSequence + 1 }
+}
+
+/// A fork's inheritance: its source's events up to `sequence`, read from the source (which
+/// may be a fork too), never copied. Its own events are numbered from `sequence + 1`.
+public struct StreamFork: Sendable, Equatable {
+    public var source: String
+    /// The last inherited sequence number.
+    public var sequence: UInt64
+    /// What its creator asked for: the offset's sequence number and the sub-offset.
+    public var requestedSequence: UInt64
+    public var requestedSubOffset: UInt64
+
+    public init(source: String, sequence: UInt64, requestedSequence: UInt64, requestedSubOffset: UInt64) {
+        self.source = source
+        self.sequence = sequence
+        self.requestedSequence = requestedSequence
+        self.requestedSubOffset = requestedSubOffset
+    }
 }
 
 /// One stored event.

@@ -101,9 +101,10 @@ private struct Transaction {
     }
 
     /// The stream's index in `streams` (bringing it in once); `nil` if it does not exist.
+    /// A stream deleted while forks read from it (soft-deleted) counts as not existing.
     mutating func touch(_ name: String) -> Int? {
-        if let index = indexByName[name] { return index }
-        guard !deleted.contains(name), let record = catalog[name] else { return nil }
+        if let index = indexByName[name] { return streams[index].record.info.isSoftDeleted ? nil : index }
+        guard !deleted.contains(name), let record = catalog[name], !record.info.isSoftDeleted else { return nil }
         return add(record)
     }
 
@@ -187,6 +188,7 @@ private struct Transaction {
                 return completions.append { done(.failure(error)) }
             }
             if let existing = record(name) {
+                if existing.info.isSoftDeleted { return completions.append { done(.failure(.streamExists(name))) } }
                 // Creating what exists with the same settings is a no-op, so that clients
                 // can declare the streams they use at start-up (as JetStream's add does).
                 let result: Result<StreamInfo, StoreError> =
@@ -203,7 +205,7 @@ private struct Transaction {
             completions.append { done(.success(info)) }
 
         case .delete(let name, let done):
-            guard let record = record(name) else {
+            guard let record = record(name), !record.info.isSoftDeleted else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             try delete(record, db)
@@ -243,7 +245,7 @@ private struct Transaction {
                 _ = touch(record.info.name)
             }
             // Streams past their expiry go as a whole (as their working copy in this batch has it).
-            for stored in catalog.all where stored.info.config.expiry != nil {
+            for stored in catalog.all where stored.info.config.expiry != nil && !stored.info.isSoftDeleted {
                 guard let current = record(stored.info.name), let deadline = catalog.deadline(of: current), deadline <= millis else { continue }
                 try delete(current, db)
             }
@@ -325,6 +327,8 @@ private struct Transaction {
             index = existing
         } else {
             guard let config = write.create else { return .failure(.unknownStream(name)) }
+            // A soft-deleted stream keeps its name until its forks are gone.
+            if record(name) != nil { return .failure(.streamExists(name)) }
             do throws(StoreError) {
                 try StoreError.validateStreamName(name)
                 try config.validate()
@@ -332,7 +336,14 @@ private struct Transaction {
             } catch {
                 return .failure(error)
             }
-            index = try insertStream(name, config, db)
+            if let request = write.fork {
+                switch try createFork(name, of: request, config, db) {
+                case .success(let forked): index = forked
+                case .failure(let error): return .failure(error)
+                }
+            } else {
+                index = try insertStream(name, config, db)
+            }
             created = true
         }
         var producerKey: ProducerTable.Key?
@@ -377,13 +388,72 @@ private struct Transaction {
 
     /// Deletes a stream and its events. Its working copy (if any) stays in `streams`,
     /// unreachable by name; its producers and consumers go with its row (ON DELETE CASCADE).
+    /// A stream that forks read from is only marked deleted (soft-deleted) and kept for
+    /// them; deleting a fork then deletes such a source once no fork is left (and so on
+    /// up the chain).
     private mutating func delete(_ record: Catalog.Record, _ db: Database) throws {
         let name = record.info.name
+        if hasForks(name) {
+            if let index = indexByName[name] ?? touch(name) { streams[index].record.info.deletedAt = time }
+            return
+        }
         try deleteEvents(of: record.id, db)
         try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
         indexByName[name] = nil
         deleted.insert(name)
         deletedIDs.append(record.id)
+        if let source = record.info.fork?.source, let sourceRecord = self.record(source), sourceRecord.info.isSoftDeleted, !hasForks(source) {
+            try delete(sourceRecord, db)
+        }
+    }
+
+    /// Whether any stream (deleted or not, as this transaction leaves them) is a fork of `name`.
+    private func hasForks(_ name: String) -> Bool {
+        if indexByName.values.contains(where: { streams[$0].record.info.fork?.source == name }) { return true }
+        return catalog.all.contains { record in
+            indexByName[record.info.name] == nil && !deleted.contains(record.info.name) && record.info.fork?.source == name
+        }
+    }
+
+    /// Creates the fork `name` of `request.source`: a row that inherits the source's events
+    /// up to the fork point, read from the source, never copied. A sub-offset inside an
+    /// event makes that event's first bytes the fork's own first event.
+    private mutating func createFork(
+        _ name: String, of request: ForkRequest, _ config: StreamConfig, _ db: Database
+    ) throws -> Result<Int, StoreError> {
+        guard let source = record(request.source) else { return .failure(.unknownStream(request.source)) }
+        guard !source.info.isSoftDeleted else { return .failure(.forkOfDeletedStream(request.source)) }
+        let tail = source.info.lastSequence
+        let anchor = request.sequence ?? tail
+        guard anchor <= tail else {
+            return .failure(.invalidFork("stream '\(request.source)' ends at sequence \(tail); it cannot be forked after \(anchor)"))
+        }
+        var inherited = anchor
+        var prefix: Data?
+        if request.subOffset > 0 {
+            guard anchor < tail else { return .failure(.invalidFork("a sub-offset needs an event after the fork offset")) }
+            if request.subOffsetCountsEvents {
+                guard request.subOffset <= tail - anchor else {
+                    return .failure(.invalidFork("a sub-offset of \(request.subOffset) messages passes the end of stream '\(request.source)'"))
+                }
+                inherited = anchor + request.subOffset
+            } else {
+                var next = Data()
+                try LogSegments(of: source, from: anchor + 1, through: anchor + 1) { self.record($0) }
+                    .forEachEvent(limit: 1, byteBudget: .max, db) { _, _, payload in next = Data(payload) }
+                guard request.subOffset <= UInt64(next.count) else {
+                    return .failure(.invalidFork("a sub-offset of \(request.subOffset) bytes passes the next event (\(next.count) bytes)"))
+                }
+                if request.subOffset == UInt64(next.count) { inherited = anchor + 1 } else { prefix = next.prefix(Int(request.subOffset)) }
+            }
+        }
+        let fork = StreamFork(source: request.source, sequence: inherited, requestedSequence: anchor, requestedSubOffset: request.subOffset)
+        let index = try insertStream(name, config, db, fork: (fork, source.id))
+        streams[index].record.info.lastSequence = inherited
+        streams[index].record.info.firstSequence = min(max(source.info.firstSequence, 1), inherited + 1)
+        streams[index].record.lastTime = source.lastTime
+        if let prefix { _ = try append(prefix, to: index, db) }
+        return .success(index)
     }
 
     /// An atomic send: every event, or none. A savepoint undoes the rows of a send that
@@ -454,24 +524,29 @@ private struct Transaction {
         try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
     }
 
-    private mutating func insertStream(_ name: String, _ config: StreamConfig, _ db: Database) throws -> Int {
+    private mutating func insertStream(
+        _ name: String, _ config: StreamConfig, _ db: Database, fork: (StreamFork, sourceID: Int64)? = nil
+    ) throws -> Int {
         try db.execute(
             sql: """
                 INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                      source_command, source_connect, source_options,
-                                     content_type, ttl_seconds, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     content_type, ttl_seconds, expires_at,
+                                     fork_of, fork_seq, fork_offset, fork_sub_offset)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 name, config.capacity, config.maxBytes, config.maxAge, timeText,
                 config.source?.command, config.source?.connect.rawValue, config.source?.options,
                 config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
+                fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
+                fork.map { Int64($0.0.requestedSubOffset) },
             ])
         let record = Catalog.Record(
             id: db.lastInsertedRowID,
             info: StreamInfo(
                 name: name, config: config, createdAt: time, firstSequence: 1, lastSequence: 0,
-                byteCount: 0, terminal: nil, terminalAt: nil))
+                byteCount: 0, terminal: nil, terminalAt: nil, fork: fork?.0))
         deleted.remove(name)
         return add(record)
     }
@@ -486,13 +561,14 @@ private struct Transaction {
             try db.cachedStatement(
                 sql: """
                     UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
-                        terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?
+                        terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
+                        deleted_at = ?
                     WHERE id = ?
                     """
             ).execute(arguments: [
                 Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
                 info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
-                info.writerSequence, record.id,
+                info.writerSequence, info.deletedAt.map(Timestamp.format), record.id,
             ])
             for name in streams[index].consumersWritten {
                 guard let consumer = record.consumers[name] else { continue }
