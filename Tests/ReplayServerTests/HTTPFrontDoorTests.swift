@@ -84,7 +84,11 @@ struct HTTPFrontDoorTests {
                 #expect(events.map(\.1) == ["from-http"])
 
                 async let poll = http.request("GET", "/v1/stream/\(name)?offset=0000000000000001_0000000000000000&live=long-poll")
-                #expect(try await socket.publish(name, ["from-socket"]) == [2])
+                // From another connection: this one's subscription would interleave its event.
+                let sequences = try await withWireClient(daemon.socketPath) { publisher in
+                    try await publisher.publish(name, ["from-socket"])
+                }
+                #expect(sequences == [2])
                 let polled = try await poll
                 #expect(polled.status == 200)
                 #expect(polled.text == "from-socket")
@@ -256,5 +260,58 @@ struct HTTPFrontDoorTests {
             // Nothing was stored by the refused requests.
             #expect(try await http.request("GET", path).text.isEmpty)
         }
+    }
+
+    /// A fork reads its source's prefix (never copied) and then its own events, over HTTP
+    /// and over the socket alike; a deleted source stays for it, and goes with it.
+    @Test func forksShareTheirSourcesPrefix() async throws {
+        try await withHTTP { daemon, http in
+            let text = [("Content-Type", "text/plain")]
+            _ = try await http.request("PUT", "/v1/stream/src", headers: text, body: "a")
+            _ = try await http.request("POST", "/v1/stream/src", headers: text, body: "b")
+            _ = try await http.request("POST", "/v1/stream/src", headers: text, body: "cde")
+            let fork = try await http.request(
+                "PUT", "/v1/stream/fork",
+                headers: [("Stream-Forked-From", "/v1/stream/src"), ("Stream-Fork-Offset", Self.offset(1)), ("Stream-Fork-Sub-Offset", "0")])
+            #expect(fork.status == 201)
+            #expect(fork["Content-Type"] == "text/plain")
+            #expect(fork["Stream-Next-Offset"] == Self.offset(1))
+            _ = try await http.request("POST", "/v1/stream/fork", headers: text, body: "X")
+            _ = try await http.request("POST", "/v1/stream/src", headers: text, body: "f")
+            #expect(try await http.request("GET", "/v1/stream/fork").text == "aX")
+            #expect(try await http.request("GET", "/v1/stream/src").text == "abcdef")
+            try await withWireClient(daemon.socketPath) { socket in
+                try await socket.subscribe("fork", sid: "f")
+                let events = try await socket.events(2)
+                #expect(events.map(\.0) == [1, 2])
+                #expect(events.map(\.1) == ["a", "X"])
+            }
+
+            // Two bytes into event 3 ("cde"): the fork's own event 3 is "cd".
+            let partial = try await http.request(
+                "PUT", "/v1/stream/part",
+                headers: [("Stream-Forked-From", "/v1/stream/src"), ("Stream-Fork-Offset", Self.offset(2)), ("Stream-Fork-Sub-Offset", "2")])
+            #expect(partial.status == 201)
+            #expect(try await http.request("GET", "/v1/stream/part").text == "abcd")
+            let overshoot = try await http.request(
+                "PUT", "/v1/stream/over",
+                headers: [("Stream-Forked-From", "/v1/stream/src"), ("Stream-Fork-Offset", Self.offset(2)), ("Stream-Fork-Sub-Offset", "4")])
+            #expect(overshoot.status == 400)
+
+            // Deleting the source while forks read from it: gone for clients, kept for forks.
+            #expect(try await http.request("DELETE", "/v1/stream/src").status == 204)
+            #expect(try await http.request("GET", "/v1/stream/src").status == 410)
+            #expect(try await http.request("PUT", "/v1/stream/src", headers: text).status == 409)
+            #expect(try await http.request("GET", "/v1/stream/fork").text == "aX")
+            #expect(try await http.request("DELETE", "/v1/stream/fork").status == 204)
+            #expect(try await http.request("GET", "/v1/stream/src").status == 410, "the other fork still reads from it")
+            #expect(try await http.request("DELETE", "/v1/stream/part").status == 204)
+            #expect(try await http.request("GET", "/v1/stream/src").status == 404, "collected with its last fork")
+            #expect(try await http.request("PUT", "/v1/stream/src", headers: text).status == 201)
+        }
+    }
+
+    static func offset(_ sequence: Int) -> String {
+        String(format: "%016d_%016d", sequence, 0)
     }
 }
