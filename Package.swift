@@ -28,6 +28,8 @@ let package = Package(
         // The Durable Streams HTTP front door. Without its default ConfigurationSupport trait:
         // replayd takes its settings from flags, and swift-configuration would only add build time.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
@@ -44,6 +46,7 @@ let package = Package(
                 // SQLite's C API, for the two per-event statements (see RawStatement).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         // Test support shared by the test targets: a virtual-time timeline recorder and the
@@ -87,6 +90,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The Swift client library: async calls, subscriptions as AsyncSequence and as core
@@ -120,6 +125,8 @@ let package = Package(
                 "ReplayServer", "ReplayStore", "ReplayProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

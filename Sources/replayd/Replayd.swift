@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ReplayProtocol
 import ReplayServer
 import ReplayStore
@@ -119,6 +121,7 @@ struct Replayd: AsyncParsableCommand {
             settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             settings.tokenForReads = httpTokenReads
             settings.longPollTimeout = .seconds(longPollTimeout)
+            settings.metrics = Self.bootstrapMetrics()
             configuration.http = settings
         }
 
@@ -139,6 +142,27 @@ struct Replayd: AsyncParsableCommand {
             throw ExitCode(1)
         }
         logger.info("replayd stopped")
+    }
+}
+
+extension Replayd {
+    /// Routes the process's swift-metrics to a Prometheus registry, which `GET /metrics`
+    /// serves. Names take Prometheus's form (hummingbird's dotted labels become underscored).
+    static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.nameAndLabelSanitizer = { name, labels in
+            (name.replacingOccurrences(of: ".", with: "_"), labels.map { ($0.0.replacingOccurrences(of: ".", with: "_"), $0.1) })
+        }
+        // Commits take from a tenth of a millisecond (a small batch, fsync off) to about a second.
+        factory.durationHistogramBuckets["replay_commit_duration_seconds"] = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .seconds(1),
+        ]
+        factory.valueHistogramBuckets["replay_commit_batch_requests"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+        MetricsSystem.bootstrap(factory)
+        return registry
     }
 }
 

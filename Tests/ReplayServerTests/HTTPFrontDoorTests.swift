@@ -314,4 +314,40 @@ struct HTTPFrontDoorTests {
     static func offset(_ sequence: Int) -> String {
         String(format: "%016d_%016d", sequence, 0)
     }
+
+    /// Prometheus text at /metrics: what was published and delivered, commits, connections,
+    /// per-stream figures, a durable consumer's lag, and the HTTP requests themselves.
+    @Test func metricsDescribeTheDaemon() async throws {
+        try await withHTTP { daemon, http in
+            _ = try await http.request("PUT", "/v1/stream/m", headers: [("Content-Type", "text/plain")], body: "abc")
+            try await withWireClient(daemon.socketPath) { socket in
+                _ = try await socket.publish("m", ["de", "f"])
+                try await socket.send(.subscribeDurable(stream: "m", sid: "d", start: .all, consumer: "audit"))
+                #expect(try await socket.expectFrame() == .ok)
+                _ = try await socket.events(3)
+                try await socket.send(.ack(sid: "d", sequence: 1))
+                #expect(try await socket.expectFrame() == .ok)
+
+                let metrics = try await http.request("GET", "/metrics")
+                #expect(metrics.status == 200)
+                #expect(metrics["Content-Type"]?.hasPrefix("text/plain") == true)
+                let lines = Set(metrics.text.split(separator: "\n").map(String.init))
+                for expected in [
+                    "replay_events_published_total 3", "replay_bytes_published_total 6",
+                    #"replay_stream_last_seq{stream="m"} 3.0"#, #"replay_stream_retained_events{stream="m"} 3.0"#,
+                    #"replay_consumer_lag_events{stream="m",consumer="audit"} 2.0"#,
+                    "replay_connections 1.0", "replay_subscriptions 1.0",
+                    #"hb_requests{http_route="/v1/stream/**",http_request_method="PUT",http_response_status_code="201"} 1"#,
+                ] {
+                    let found = lines.contains(expected)
+                    #expect(found, "missing \(expected)")
+                }
+                #expect(lines.contains { $0.hasPrefix("replay_commit_duration_seconds_count ") })
+                #expect(lines.contains { $0.hasPrefix("replay_commit_batch_requests_count ") })
+                #expect(lines.contains { $0.hasPrefix("replay_events_delivered_total ") })
+            }
+            _ = try await http.request("DELETE", "/v1/stream/m")
+            #expect(!(try await http.request("GET", "/metrics").text.contains(#"stream="m""#)), "a deleted stream's gauges go")
+        }
+    }
 }

@@ -82,6 +82,7 @@ struct Subscription: Sendable {
     /// Frames events from the ring: one buffer of this subscriber's lines (and small
     /// payloads, copied), interleaved with the events' shared payload buffers.
     private func send(_ entries: [TailRing.Entry]) async throws {
+        DaemonMetrics.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()
         for entry in entries {
@@ -113,9 +114,11 @@ struct Subscription: Sendable {
         while page.next <= through, page.events > 0, !Task.isCancelled {
             let position = page.next
             async let following = readPage(from: position, through: through)
+            DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
             try await output.write(page.frames)
             page = try await following
         }
+        DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
         try await output.write(page.frames)
         return page.next
     }
@@ -123,6 +126,7 @@ struct Subscription: Sendable {
     private struct Page: Sendable {
         var frames = ByteBuffer()
         var events = 0
+        var payloadBytes = 0
         var next: UInt64
     }
 
@@ -140,6 +144,7 @@ struct Subscription: Sendable {
                 }
                 ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page.frames)
                 page.events += 1
+                page.payloadBytes += payload.count
                 page.next = sequence + 1
             }
             if page.events == 0 {

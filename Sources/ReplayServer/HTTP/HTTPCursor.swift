@@ -42,6 +42,12 @@ struct HTTPCursor: Sendable {
 
     /// The events after the position, up to a chunk's size; empty and `upToDate` at the tail.
     mutating func chunk() async throws -> Chunk {
+        let chunk = try await collect()
+        DaemonMetrics.delivered(events: chunk.payloads.count, bytes: chunk.payloads.reduce(0) { $0 + $1.count })
+        return chunk
+    }
+
+    private mutating func collect() async throws -> Chunk {
         var chunk = Chunk()
         var budget = Self.chunkBytes
         while budget > 0 {

@@ -13,6 +13,7 @@ import ServiceLifecycle
 public struct HTTPFrontDoor: Service {
     let settings: HTTPSettings
     let endpoint: StreamEndpoint
+    let metrics: MetricsEndpoint?
     let logger: Logger
     private let readThreads: NIOThreadPool
 
@@ -23,12 +24,18 @@ public struct HTTPFrontDoor: Service {
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
             defaultCapacity: configuration.defaultCapacity, maxPayload: configuration.maxPayload)
+        metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store) }
     }
 
     public func run() async throws {
         readThreads.start()
         let router = Router()
         router.add(middleware: FrontDoorMiddleware(settings: settings))
+        if let metrics {
+            // Request counts and latencies, by route and status (hummingbird's own middleware).
+            router.add(middleware: MetricsMiddleware())
+            router.get("/metrics") { _, _ in metrics.respond() }
+        }
         let endpoint = self.endpoint
         for method in [HTTPRequest.Method.get, .head, .put, .post, .delete] {
             router.on("/v1/stream/**", method: method) { request, _ in try await endpoint.respond(to: request) }

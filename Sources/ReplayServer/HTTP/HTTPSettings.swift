@@ -1,3 +1,5 @@
+import Prometheus
+
 /// The Durable Streams HTTP front door's settings (`replayd --http HOST:PORT` and friends).
 public struct HTTPSettings: Sendable {
     public var host: String
@@ -12,6 +14,9 @@ public struct HTTPSettings: Sendable {
     /// How long one SSE response lasts before the server ends it and the client reconnects
     /// from its last offset (PROTOCOL.md §10.2: about a minute, so caches can collapse).
     public var sseDuration: Duration = .seconds(60)
+    /// The registry the process's metrics backend writes to, served at `GET /metrics`;
+    /// `nil`: no metrics endpoint.
+    public var metrics: PrometheusCollectorRegistry?
 
     public init(host: String, port: Int) {
         self.host = host

@@ -76,6 +76,8 @@ extension StreamEndpoint {
             let chunk = try await chunk(&cursor, info)
             return catchUpResponse(chunk, from: position, cursor: cursor, info: info, request: request)
         case .longPoll:
+            DaemonMetrics.longPolls.increment()
+            defer { DaemonMetrics.longPolls.decrement() }
             var chunk = try await chunk(&cursor, info)
             if chunk.payloads.isEmpty, chunk.terminal == nil {
                 if await LiveWait.wait(cursor, timeout: settings.longPollTimeout) == .committed {

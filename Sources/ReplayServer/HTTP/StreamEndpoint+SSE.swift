@@ -15,6 +15,8 @@ extension StreamEndpoint {
         if !info.isText { fields[.streamSSEDataEncoding] = "base64" }
         let duration = settings.sseDuration
         let body = ResponseBody { writer in
+            DaemonMetrics.sseReaders.increment()
+            defer { DaemonMetrics.sseReaders.decrement() }
             var cursor = start
             let deadline = ContinuousClock.now.advanced(by: duration)
             while !Task.isCancelled {

@@ -136,6 +136,13 @@ final class StreamHub: Sendable {
         }
     }
 
-    func subscriberJoined() { state.withLock { $0.subscribers += 1 } }
-    func subscriberLeft() { state.withLock { $0.subscribers -= 1 } }
+    func subscriberJoined() {
+        state.withLock { $0.subscribers += 1 }
+        DaemonMetrics.subscriptions.increment()
+    }
+
+    func subscriberLeft() {
+        state.withLock { $0.subscribers -= 1 }
+        DaemonMetrics.subscriptions.decrement()
+    }
 }

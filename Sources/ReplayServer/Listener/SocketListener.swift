@@ -134,10 +134,14 @@ final class SocketListener: Service, Sendable {
                             }
                             continue
                         }
+                        DaemonMetrics.connections.increment()
                         group.addTask {
                             // Its place is given back before the socket closes, so a client
                             // that saw the close can count on it.
-                            await connection.run { self.connections.withLock { _ = $0.removeValue(forKey: id) } }
+                            await connection.run {
+                                self.connections.withLock { _ = $0.removeValue(forKey: id) }
+                                DaemonMetrics.connections.decrement()
+                            }
                         }
                     }
                 }

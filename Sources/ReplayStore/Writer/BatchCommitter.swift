@@ -16,6 +16,7 @@ struct BatchCommitter: Sendable {
     let now: @Sendable () -> Date
 
     func commit(_ batch: [WriteRequest]) {
+        let started = ContinuousClock.now
         var transaction = Transaction(catalog: catalog, producers: producers, time: now())
         do {
             try pool.writeWithoutTransaction { db in
@@ -27,12 +28,18 @@ struct BatchCommitter: Sendable {
                 }
             }
         } catch {
+            StoreMetrics.failedCommits.increment()
             let failure = StoreError(error)
             var sinks = SinkResults()
             for request in batch { request.fail(failure, sinks: &sinks) }
             sinks.deliver()
             return
         }
+        StoreMetrics.commitDuration.record(duration: ContinuousClock.now - started)
+        StoreMetrics.commits.increment()
+        StoreMetrics.batchSize.record(batch.count)
+        StoreMetrics.eventsPublished.increment(by: transaction.appendedEvents)
+        StoreMetrics.bytesPublished.increment(by: transaction.appendedBytes)
         catalog.apply(transaction.changedRecords)
         producers.apply(transaction.producerChanges, deletedStreams: transaction.deletedIDs)
         listeners.notify(transaction.commitBatch)
@@ -73,6 +80,9 @@ private struct Transaction {
     var completions: [@Sendable () -> Void] = []
     /// The results of `publish` requests, told to their sinks once per batch.
     var sinks = SinkResults()
+    /// Events and payload bytes appended, for the metrics.
+    var appendedEvents = 0
+    var appendedBytes = 0
 
     init(catalog: Catalog, producers: ProducerTable, time: Date) {
         self.catalog = catalog
@@ -93,6 +103,8 @@ private struct Transaction {
         producerChanges = [:]
         completions = []
         sinks = SinkResults()
+        appendedEvents = 0
+        appendedBytes = 0
     }
 
     func record(_ name: String) -> Catalog.Record? {
@@ -504,6 +516,8 @@ private struct Transaction {
         }
         streams[index].record.info.lastSequence = sequence
         streams[index].record.lastTime = eventMillis
+        appendedEvents += 1
+        appendedBytes += payload.count
         let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload)
         streams[index].appended.append(event)
         return event

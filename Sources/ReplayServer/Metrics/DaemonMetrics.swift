@@ -1,0 +1,19 @@
+import Metrics
+
+/// The daemon's metrics, through swift-metrics (no-ops until the process bootstraps a
+/// backend; `replayd` bootstraps Prometheus, which `GET /metrics` emits). Gauges of things
+/// that come and go are meters moved on each change; per-stream figures are read at
+/// scrape time (`MetricsEndpoint`), so no write path pays for them.
+enum DaemonMetrics {
+    static let eventsDelivered = Counter(label: "replay_events_delivered_total")
+    static let bytesDelivered = Counter(label: "replay_bytes_delivered_total")
+    static let connections = Meter(label: "replay_connections")
+    static let subscriptions = Meter(label: "replay_subscriptions")
+    static let longPolls = Meter(label: "replay_http_long_polls")
+    static let sseReaders = Meter(label: "replay_http_sse_readers")
+
+    static func delivered(events: Int, bytes: Int) {
+        eventsDelivered.increment(by: events)
+        bytesDelivered.increment(by: bytes)
+    }
+}

@@ -1,0 +1,82 @@
+import Hummingbird
+import Prometheus
+import ReplayCore
+import ReplayStore
+
+/// `GET /metrics`: the Prometheus text of the process's registry, after the per-stream
+/// gauges (last sequence, retained events, durable consumers' lag) are brought up to date
+/// from the hubs and the catalog: read at scrape time, in memory, for every stream there is.
+struct MetricsEndpoint: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let hubs: StreamHubs
+    let store: EventStore
+    /// The per-stream gauges last exported, by labels, so that a deleted stream's go too.
+    private let exported = Locked<[String: Gauge]>([:])
+
+    init(registry: PrometheusCollectorRegistry, hubs: StreamHubs, store: EventStore) {
+        self.registry = registry
+        self.hubs = hubs
+        self.store = store
+    }
+
+    func respond() -> Response {
+        refreshStreamGauges()
+        var fields = HTTPFields()
+        fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        fields[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+    }
+
+    // Descriptors are not Sendable: made when used, at scrape time.
+    static var lastSequence: MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "stream_last", unitName: "seq", helpText: "The stream's last sequence number.")
+    }
+
+    static var retainedEvents: MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "stream_retained", unitName: "events", helpText: "Events the stream retains.")
+    }
+
+    static var retainedBytes: MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "stream_retained", unitName: "bytes", helpText: "Payload bytes the stream retains.")
+    }
+
+    static var subscribers: MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "stream", unitName: "subscribers", helpText: "Socket subscriptions to the stream.")
+    }
+
+    static var consumerLag: MetricNameDescriptor {
+        .init(
+            namespace: "replay", metricName: "consumer_lag", unitName: "events",
+            helpText: "Events committed after a durable consumer's acknowledged position.")
+    }
+
+    private func refreshStreamGauges() {
+        var values: [String: (descriptor: MetricNameDescriptor, labels: [(String, String)], value: Double)] = [:]
+        func set(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], _ value: Double) {
+            values[descriptor.name + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",")] = (descriptor, labels, value)
+        }
+        for hub in hubs.all {
+            let info = hub.info
+            guard !info.isSoftDeleted else { continue }
+            set(Self.lastSequence, [("stream", info.name)], Double(info.lastSequence))
+            set(Self.retainedEvents, [("stream", info.name)], Double(info.eventCount))
+            set(Self.retainedBytes, [("stream", info.name)], Double(info.byteCount))
+            set(Self.subscribers, [("stream", info.name)], Double(hub.subscriberCount))
+            for consumer in store.consumers(of: info.name) ?? [] {
+                let lag = info.lastSequence > consumer.ackedSequence ? info.lastSequence - consumer.ackedSequence : 0
+                set(Self.consumerLag, [("stream", info.name), ("consumer", consumer.name)], Double(lag))
+            }
+        }
+        exported.withLock { exported in
+            for (key, gauge) in exported where values[key] == nil {
+                registry.unregisterGauge(gauge)
+                exported[key] = nil
+            }
+            for (key, value) in values {
+                let gauge = exported[key] ?? registry.makeGauge(descriptor: value.descriptor, labels: value.labels)
+                gauge.set(value.value)
+                exported[key] = gauge
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+import Metrics
+
+/// The writer's metrics (swift-metrics: a no-op until the process bootstraps a backend;
+/// `replayd` bootstraps Prometheus). Recorded once per commit, never per event.
+enum StoreMetrics {
+    static let commits = Counter(label: "replay_commits_total")
+    static let failedCommits = Counter(label: "replay_commit_failures_total")
+    /// Requests per group commit (a histogram).
+    static let batchSize = Recorder(label: "replay_commit_batch_requests", aggregate: true)
+    static let commitDuration = Metrics.Timer(label: "replay_commit_duration_seconds")
+    static let eventsPublished = Counter(label: "replay_events_published_total")
+    static let bytesPublished = Counter(label: "replay_bytes_published_total")
+}
