@@ -37,6 +37,9 @@ public struct HTTPFrontDoor: Service {
             router.get("/metrics") { _, _ in metrics.respond() }
         }
         let endpoint = self.endpoint
+        let list = StreamList(hubs: endpoint.hubs)
+        router.get("/") { _, _ in LiveViewPage.respond() }
+        router.get("/v1/streams") { _, _ in try list.respond() }
         for method in [HTTPRequest.Method.get, .head, .put, .post, .delete] {
             router.on("/v1/stream/**", method: method) { request, _ in try await endpoint.respond(to: request) }
         }

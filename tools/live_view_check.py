@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Drives the live view (GET /) in a real headless Chromium against the real replayd.
+
+The page tails a stream over SSE while events are published over the Unix socket; the
+daemon is then restarted on the same port and database, and the tail must resume from its
+last offset: every event shown once, in order, none missing, none twice.
+
+Chromium is driven over its DevTools protocol on a pipe (--remote-debugging-pipe: JSON
+messages separated by NUL bytes on fds 3 and 4), so nothing beyond the standard library is
+needed. The page's DOM is read with Runtime.evaluate and polled until it shows what is
+expected (readiness polling, with a generous deadline; no timing is asserted).
+
+  python3 tools/live_view_check.py --replayd .build/debug/replayd [--chromium chromium]
+Exit status 0 and a JSON summary on success; 1 and the reason otherwise.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_client import ReplayConnection  # noqa: E402
+
+STREAM = "view/demo"
+DEADLINE = 60.0
+
+
+class DevTools:
+    """The DevTools protocol over Chromium's pipe."""
+
+    def __init__(self, chromium, user_data):
+        to_browser_read, self.to_browser = os.pipe()
+        self.from_browser, from_browser_write = os.pipe()
+
+        def child_fds():
+            # Through fresh copies: dup2 onto the same number would keep close-on-exec.
+            read_copy, write_copy = os.dup(to_browser_read), os.dup(from_browser_write)
+            os.dup2(read_copy, 3)
+            os.dup2(write_copy, 4)
+
+        self.process = subprocess.Popen(
+            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--remote-debugging-pipe", "--user-data-dir=" + user_data, "about:blank"],
+            # The pipe ends land on fds 3 and 4 in the child (dup2 makes them inheritable);
+            # close_fds would close them again after preexec_fn.
+            close_fds=False, preexec_fn=child_fds,
+            stdout=subprocess.DEVNULL, stderr=open(user_data + ".log", "wb"))
+        os.close(to_browser_read)
+        os.close(from_browser_write)
+        self.next_id = 0
+        self.buffer = b""
+        self.session = None
+
+    def call(self, method, params=None, session=True):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session and self.session:
+            message["sessionId"] = self.session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self.buffer:
+                chunk = os.read(self.from_browser, 65536)
+                if not chunk:
+                    raise RuntimeError("chromium closed its DevTools pipe")
+                self.buffer += chunk
+            raw, self.buffer = self.buffer.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": url}, session=False)["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        return result.get("result", {}).get("value")
+
+    def close(self):
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_daemon(replayd, folder, port, log):
+    daemon = subprocess.Popen(
+        [replayd, "--socket", folder + "/replayd.sock", "--db", folder + "/replay.sqlite", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=log)
+    until(lambda: os.path.exists(folder + "/replayd.sock") and ping(folder), "replayd to start")
+    return daemon
+
+
+def ping(folder):
+    try:
+        with ReplayConnection(folder + "/replayd.sock") as connection:
+            connection.ping()
+        return True
+    except OSError:
+        return False
+
+
+def until(condition, what):
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise RuntimeError(f"gave up waiting for {what}")
+
+
+def publish(folder, *payloads):
+    with ReplayConnection(folder + "/replayd.sock") as connection:
+        connection.publish(STREAM, [p.encode() for p in payloads])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--replayd", required=True)
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    args = parser.parse_args()
+
+    folder = tempfile.mkdtemp(prefix="replay-view-")
+    log = open(folder + "/replayd.log", "wb")
+    port = free_port()
+    daemon = start_daemon(args.replayd, folder, port, log)
+    browser = None
+    try:
+        publish(folder, "e1\n")
+        browser = DevTools(args.chromium, folder + "/chromium")
+        browser.open(f"http://127.0.0.1:{port}/?stream={STREAM}")
+        shown = "JSON.stringify([...document.querySelectorAll('#tail li')].map(li => li.textContent))"
+
+        def tail():
+            return json.loads(browser.evaluate(shown) or "[]")
+
+        until(lambda: tail() == ["e1"], "the page to show the first event (catch-up)")
+        publish(folder, "e2\n")
+        publish(folder, "e3\n")
+        until(lambda: tail() == ["e1", "e2", "e3"], "the page to show e2 and e3 live")
+        listed = until(lambda: browser.evaluate(
+            "(() => { const row = document.querySelector('tr[data-stream=\"view/demo\"]');"
+            " return row && row.children[1].textContent === '3' ? row.textContent : null })()"), "the stream list to count 3 events")
+
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(30)
+        daemon = start_daemon(args.replayd, folder, port, log)
+        publish(folder, "e4\n")
+        until(lambda: "e4" in tail(), "the tail to resume after the restart and show e4")
+        final = tail()
+        if final != ["e1", "e2", "e3", "e4"]:
+            raise RuntimeError(f"the tail shows {final}, expected each of e1..e4 once, in order")
+        print(json.dumps({"tail": final, "listed": listed, "port": port}))
+        return 0
+    except Exception as error:  # noqa: BLE001 - report any failure with the daemon's log
+        log.flush()
+        print(f"live view check failed: {error}", file=sys.stderr)
+        print(open(folder + "/replayd.log", encoding="utf-8", errors="replace").read()[-3000:], file=sys.stderr)
+        return 1
+    finally:
+        if browser:
+            browser.close()
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
