@@ -48,16 +48,39 @@ public struct HTTPTestClient: Sendable {
         try await exchange("GET", path, headers: headers, body: nil) { _, text in enough(text) }
     }
 
-    private func exchange(
-        _ method: String, _ path: String, headers: [(String, String)], body: Data?,
-        stopEarly: @escaping @Sendable (Int, String) -> Bool
-    ) async throws -> Response {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: host, port: port) { channel in
+    /// Sends a GET, reads the response's head, then stops reading (a client that stalls,
+    /// its socket buffers filling) until `release` returns; returns the status.
+    public func stalledRead(_ path: String, until release: @escaping @Sendable () async -> Void) async throws -> Int {
+        let channel = try await connect()
+        return try await channel.executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+            head.headers.add(name: "Host", value: "\(host):\(port)")
+            try await outbound.write(.head(head))
+            try await outbound.write(.end(nil))
+            for try await part in inbound {
+                if case .head(let response) = part {
+                    await release()
+                    return Int(response.status.code)
+                }
+            }
+            throw TestFailure("the server closed the connection before the response's head")
+        }
+    }
+
+    private func connect() async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
+        try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: host, port: port) { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHTTPClientHandlers()
                 return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
             }
         }
+    }
+
+    private func exchange(
+        _ method: String, _ path: String, headers: [(String, String)], body: Data?,
+        stopEarly: @escaping @Sendable (Int, String) -> Bool
+    ) async throws -> Response {
+        let channel = try await connect()
         return try await channel.executeThenClose { inbound, outbound in
             var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path)
             head.headers.add(name: "Host", value: "\(host):\(port)")

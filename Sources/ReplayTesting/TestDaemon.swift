@@ -144,6 +144,11 @@ public final class TestDaemon: @unchecked Sendable {
     /// Whether the process ended by a signal rather than by exiting.
     public var wasKilledBySignal: Bool { process.terminationReason == .uncaughtSignal }
 
+    /// File descriptors the daemon holds open (from /proc).
+    public var openDescriptors: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+    }
+
     /// Resident memory of the daemon, in bytes (from /proc).
     public var residentBytes: Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

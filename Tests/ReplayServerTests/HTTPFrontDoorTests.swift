@@ -350,4 +350,70 @@ struct HTTPFrontDoorTests {
             #expect(!(try await http.request("GET", "/metrics").text.contains(#"stream="m""#)), "a deleted stream's gauges go")
         }
     }
+
+    /// 1,000 long-polls parked at the tail cost a socket and a parked cursor each, not a
+    /// buffer: descriptors grow by about one per poll and memory by a bounded amount; one
+    /// append then answers every one of them.
+    @Test func aThousandIdleLongPollsStayBounded() async throws {
+        try await withHTTP(arguments: ["--long-poll-timeout", "120"]) { daemon, http in
+            let path = "/v1/stream/quiet"
+            _ = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")], body: "x")
+            let tail = Self.offset(1)
+            let descriptorsBefore = daemon.openDescriptors
+            let memoryBefore = daemon.residentBytes
+            let polls = 1000
+            try await withThrowingTaskGroup(of: HTTPTestClient.Response.self) { group in
+                for _ in 0..<polls {
+                    group.addTask { try await http.request("GET", path + "?offset=\(tail)&live=long-poll") }
+                }
+                // Wait until every poll is parked (a readiness poll on the daemon's own count).
+                try await eventually("\(polls) parked long-polls") {
+                    let metrics = try await http.request("GET", "/metrics").text
+                    return metrics.contains("replay_http_long_polls \(polls).0")
+                }
+                let descriptors = daemon.openDescriptors - descriptorsBefore
+                let memory = daemon.residentBytes - memoryBefore
+                #expect(descriptors >= polls && descriptors < polls + 50, "\(descriptors) descriptors for \(polls) polls")
+                #expect(memory < 64 << 20, "\(memory >> 10) KiB for \(polls) polls")
+                _ = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "y")
+                var answered = 0
+                for try await response in group {
+                    #expect(response.status == 200)
+                    #expect(response.text == "y")
+                    answered += 1
+                }
+                #expect(answered == polls)
+            }
+        }
+    }
+
+    /// An SSE reader that stops reading holds its position, not a buffer: the daemon stops
+    /// writing to it when its socket is full, and its memory does not grow with the stream.
+    @Test func aStalledSSEReaderCostsAPositionNotABuffer() async throws {
+        try await withHTTP(arguments: ["--max-payload", "2000000"]) { daemon, http in
+            let path = "/v1/stream/big"
+            _ = try await http.request("PUT", path, headers: [("Content-Type", "application/octet-stream")])
+            let payload = Data(repeating: 0x61, count: 1_000_000)
+            // A reader that takes the response's head, then stops reading.
+            let (release, released) = AsyncStream<Void>.makeStream()
+            let stalled = Task {
+                try await http.stalledRead(path + "?offset=-1&live=sse") {
+                    for await _ in release {}
+                }
+            }
+            try await eventually("the SSE reader to connect") {
+                try await http.request("GET", "/metrics").text.contains("replay_http_sse_readers 1.0")
+            }
+            let memoryBefore = daemon.residentBytes
+            for _ in 0..<100 {
+                #expect(try await http.request("POST", path, headers: [("Content-Type", "application/octet-stream")], bytes: payload).status == 204)
+            }
+            let growth = daemon.residentBytes - memoryBefore
+            // 100 MB went into the stream (and SQLite); far less stays in the daemon.
+            #expect(growth < 48 << 20, "resident memory grew by \(growth >> 20) MiB")
+            #expect(try await http.request("HEAD", path)["Stream-Next-Offset"] == Self.offset(100))
+            released.finish()
+            #expect(try await stalled.value == 200)
+        }
+    }
 }
