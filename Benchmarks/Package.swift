@@ -24,6 +24,7 @@ let package = Package(
             name: "replay-bench",
             dependencies: [
                 .product(name: "ReplayProtocol", package: replay),
+                .product(name: "ReplayModel", package: replay),
                 .product(name: "ReplayCore", package: replay),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -27,6 +27,26 @@ final class BufferedSocket {
         }
     }
 
+    /// A TCP connection to `host:port` (IPv4), for the HTTP front door.
+    init(host: String, port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            close(fd)
+            throw BenchError("cannot connect to \(host):\(port): \(String(cString: strerror(errno)))")
+        }
+    }
+
     deinit { close(fd) }
 
     func write(_ body: (inout ByteBuffer) -> Void) {

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 
 /// What a scenario asks of a system, so that replay and Redis run the same code path.
@@ -7,7 +8,7 @@ protocol BenchClient: AnyObject {
     /// Queues one publish (call `flush` to send).
     func queuePublish(_ stream: String, _ payload: ByteBuffer)
     /// Queues one publish with replay's checks (expected sequence, producer stamp).
-    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: PublishChecks) throws
+    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: AppendConditions) throws
     func flush() throws
     /// Reads one publish acknowledgement.
     func readAck() throws
@@ -42,7 +43,7 @@ final class ReplayBenchClient: BenchClient {
         socket.write { ClientCommand.publish(stream: stream, payload: payload).write(into: &$0) }
     }
 
-    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: PublishChecks) {
+    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: AppendConditions) {
         socket.write { ClientCommand.publishChecked(stream: stream, payload: payload, checks: checks).write(into: &$0) }
     }
 
@@ -142,7 +143,7 @@ final class RedisBenchClient: BenchClient {
         }
     }
 
-    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: PublishChecks) throws {
+    func queuePublish(_ stream: String, _ payload: ByteBuffer, checks: AppendConditions) throws {
         throw BenchError("Redis 7 has no expected-sequence or idempotent-producer XADD")
     }
 

@@ -9,7 +9,7 @@ struct ReplayBench: ParsableCommand {
         commandName: "replay-bench",
         abstract: "Load-test replayd over its socket, and Redis Streams the same way.")
 
-    @Option(help: "replay, redis, or both (side by side, with the ratio replay/redis).")
+    @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
     var against: String = "both"
     @Option(help: "The replayd binary.") var replayd: String = "../.build/release/replayd"
     @Option(name: .customLong("redis-server"), help: "The redis-server binary.") var redisServer: String = "/usr/bin/redis-server"
@@ -25,7 +25,7 @@ struct ReplayBench: ParsableCommand {
     var sqliteCeiling: String = "tools/sqlite_ceiling.py"
 
     func run() throws {
-        let systems = against == "both" ? ["replay", "redis"] : [against]
+        let systems = against == "both" ? ["replay", "redis"] : against.split(separator: ",").map(String.init)
         print("fsync of a 4 KiB write, median of 200 here: \(String(format: "%.0f", try Self.fsyncMicroseconds())) µs")
         let ceiling = Self.storeCeiling(script: sqliteCeiling)
         if let ceiling { print("SQLite ceiling (sqlite_ceiling.py, current schema, 1,000 per transaction): \(Int(ceiling)) events/s") }
@@ -48,7 +48,7 @@ struct ReplayBench: ParsableCommand {
                 }
             }
         }
-        print(Self.table(results, order: order))
+        print(Self.table(results, order: order, systems: systems))
         if let ceiling, let pipelined = results["publish-pipelined x8"]?["replay"], !pipelined.isEmpty {
             let median = Self.median(pipelined.map(\.value))
             print(String(format: "publish-pipelined x8 is %.0f%% of the store's own ceiling measured in this run", median / ceiling * 100))
@@ -60,9 +60,11 @@ struct ReplayBench: ParsableCommand {
         let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let system: any SystemUnderTest = name == "redis"
-            ? try RedisSystem(redisServer: redisServer, directory: directory)
-            : try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
+        let system: any SystemUnderTest = switch name {
+        case "redis": try RedisSystem(redisServer: redisServer, directory: directory)
+        case "replay-http": try ReplayHTTPSystem(replayd: replayd, directory: directory, durability: sync, payloadSize: payloadSize)
+        default: try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
+        }
         defer { system.stop() }
         let run = Scenarios(system: system, payloadSize: payloadSize, scale: scale)
         switch scenario {
@@ -133,15 +135,18 @@ struct ReplayBench: ParsableCommand {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Medians per system, and the ratio replay/redis as the median of the per-round
-    /// ratios with their min–max (rounds pair a replay run with the redis run after it).
-    static func table(_ results: [String: [String: [Figure]]], order: [String]) -> String {
+    /// Medians per system, and the ratio of the first system over the second as the median
+    /// of the per-round ratios with their min–max (rounds pair a run of the first with the
+    /// run of the second after it).
+    static func table(_ results: [String: [String: [Figure]]], order: [String], systems: [String]) -> String {
         func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
-        var lines = [pad("scenario", 34) + pad("replay (median)", 24) + pad("redis (median)", 24)
-            + pad("replay/redis (min–max)", 26) + pad("replay p50/p99 µs", 20) + "redis p50/p99 µs"]
+        let shown = Array(systems.prefix(2))
+        var header = pad("scenario", 34) + shown.map { pad("\($0) (median)", 24) }.joined()
+        if shown.count == 2 { header += pad("\(shown[0])/\(shown[1]) (min–max)", 30) }
+        header += shown.map { pad("\($0) p50/p99 µs", 26) }.joined()
+        var lines = [header]
         for scenario in order {
-            let replay = results[scenario]?["replay"] ?? []
-            let redis = results[scenario]?["redis"] ?? []
+            let figures = shown.map { results[scenario]?[$0] ?? [] }
             func value(_ figures: [Figure]) -> String {
                 figures.isEmpty ? "-" : String(format: "%.0f %@", median(figures.map(\.value)), figures[0].unit)
             }
@@ -150,13 +155,17 @@ struct ReplayBench: ParsableCommand {
                 let p99s = figures.compactMap(\.p99)
                 return p50s.isEmpty ? "" : String(format: "%.0f / %.0f", median(p50s), median(p99s))
             }
-            var ratio = ""
-            if !replay.isEmpty, replay.count == redis.count {
-                let ratios = zip(replay, redis).map { $0.value / $1.value }
-                ratio = String(format: "%.2f× (%.2f–%.2f)", median(ratios), ratios.min() ?? 0, ratios.max() ?? 0)
+            var line = pad(scenario, 34) + figures.map { pad(value($0), 24) }.joined()
+            if figures.count == 2 {
+                var ratio = ""
+                if !figures[0].isEmpty, figures[0].count == figures[1].count {
+                    let ratios = zip(figures[0], figures[1]).map { $0.value / $1.value }
+                    ratio = String(format: "%.2f× (%.2f–%.2f)", median(ratios), ratios.min() ?? 0, ratios.max() ?? 0)
+                }
+                line += pad(ratio, 30)
             }
-            lines.append(pad(scenario, 34) + pad(value(replay), 24) + pad(value(redis), 24) + pad(ratio, 26)
-                + pad(latency(replay), 20) + latency(redis))
+            line += figures.map { pad(latency($0), 26) }.joined()
+            lines.append(line)
         }
         return lines.joined(separator: "\n")
     }

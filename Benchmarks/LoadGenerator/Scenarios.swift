@@ -3,6 +3,7 @@ import Foundation
 import Histogram
 import NIOCore
 import ReplayCore
+import ReplayModel
 import ReplayProtocol
 
 /// One measured figure, printed as a table row and as a JSON line.
@@ -91,10 +92,10 @@ struct Scenarios {
                             case .none:
                                 client.queuePublish(stream, payload(size: size))
                             case .expect:
-                                try client.queuePublish(stream, payload(size: size), checks: PublishChecks(expect: UInt64(sent)))
+                                try client.queuePublish(stream, payload(size: size), checks: AppendConditions(expectedLastSequence: UInt64(sent)))
                             case .producer:
                                 try client.queuePublish(
-                                    stream, payload(size: size), checks: PublishChecks(producer: .init(id: producer, epoch: 0, pseq: UInt64(sent))))
+                                    stream, payload(size: size), checks: AppendConditions(producer: ProducerStamp(id: producer, epoch: 0, sequence: UInt64(sent))))
                             }
                             sent += 1
                         }

@@ -115,3 +115,61 @@ final class RedisSystem: SystemUnderTest {
     func stop() { server.stop() }
     func restart() throws -> UInt64 { try server.restart { try RedisBenchClient(path: $0, maxLength: 100_000_000) } }
 }
+
+/// replayd with its HTTP front door (`--http 127.0.0.1:0`, the port read from its log):
+/// publishing over the socket, reading over HTTP (`ReplayHTTPBenchClient`).
+final class ReplayHTTPSystem: SystemUnderTest {
+    let name = "replay-http"
+    private let server: ServerProcess
+    private let socketPath: String
+    private let logPath: String
+    private let payloadSize: Int
+    private var port = 0
+
+    init(replayd: String, directory: String, durability: String = "full", payloadSize: Int) throws {
+        let socketPath = directory + "/replayd.sock"
+        let logPath = directory + "/replayd.log"
+        self.socketPath = socketPath
+        self.logPath = logPath
+        self.payloadSize = payloadSize
+        server = try ServerProcess(socketPath: socketPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: replayd)
+            process.arguments = [
+                "--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", durability, "--default-capacity", "unlimited",
+                "--http", "127.0.0.1:0",
+            ]
+            process.standardError = FileHandle(forWritingAtPath: logPath)
+            return process
+        }
+        try readPort()
+    }
+
+    private func readPort() throws {
+        for _ in 0..<3000 {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            if let line = log.split(separator: "\n").last(where: { $0.contains("http listening on") }),
+                let port = line.split(separator: ":").last.flatMap({ Int($0) })
+            {
+                self.port = port
+                return
+            }
+            usleep(10_000)
+        }
+        throw BenchError("replayd's HTTP front door did not listen")
+    }
+
+    func client() throws -> any BenchClient {
+        try ReplayHTTPBenchClient(socketPath: socketPath, host: "127.0.0.1", port: port, payloadSize: payloadSize)
+    }
+
+    var residentBytes: Int { server.residentBytes }
+    func stop() { server.stop() }
+
+    func restart() throws -> UInt64 {
+        let time = try server.restart { try ReplayBenchClient(path: $0) }
+        try readPort()
+        return time
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ReplayStore
 
 /// A reader of the HTTP front door: a cursor over one stream, moved by the stream's
@@ -21,13 +22,23 @@ struct HTTPCursor: Sendable {
         self.position = position
     }
 
-    /// Events read by one `chunk`, and where the stream stood.
+    /// Events read by one `chunk`, and where the stream stood. Their payloads sit one
+    /// after another in one buffer (read straight from SQLite's rows into it), cut by `sizes`.
     struct Chunk: Sendable {
-        var payloads: [Data] = []
+        var bytes = ByteBuffer()
+        var sizes: [Int] = []
         /// Nothing more was committed after the chunk's last event.
         var upToDate = false
         /// The stream ended, and the chunk reaches its end.
         var terminal: Terminal?
+
+        var isEmpty: Bool { sizes.isEmpty }
+
+        /// Each event's payload, as a slice of `bytes`.
+        var payloads: [ByteBuffer] {
+            var rest = bytes
+            return sizes.map { rest.readSlice(length: $0)! }
+        }
     }
 
     enum Failure: Error {
@@ -37,13 +48,13 @@ struct HTTPCursor: Sendable {
         case deleted
     }
 
-    static let chunkEvents = 2048
+    static let chunkEvents = 16_384
     static let chunkBytes = 1 << 20
 
     /// The events after the position, up to a chunk's size; empty and `upToDate` at the tail.
     mutating func chunk() async throws -> Chunk {
         let chunk = try await collect()
-        DaemonMetrics.delivered(events: chunk.payloads.count, bytes: chunk.payloads.reduce(0) { $0 + $1.count })
+        DaemonMetrics.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
         return chunk
     }
 
@@ -52,34 +63,38 @@ struct HTTPCursor: Sendable {
         var budget = Self.chunkBytes
         while budget > 0 {
             let next = position + 1
-            switch hub.step(at: next, liveAfter: .max, limit: Self.chunkEvents - chunk.payloads.count, byteBudget: budget) {
+            switch hub.step(at: next, liveAfter: .max, limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget) {
             case .send(let entries):
                 for entry in entries {
-                    chunk.payloads.append(entry.payload)
+                    chunk.bytes.writeBytes(entry.payload)
+                    chunk.sizes.append(entry.payload.count)
                     budget -= entry.payload.count
                 }
                 position = entries.last?.sequence ?? position
             case .read(let through):
-                let (store, name, limit, bytes) = (store, hub.name, Self.chunkEvents - chunk.payloads.count, budget)
-                let page = try await reads.run { () -> [(UInt64, Data)] in
-                    var page: [(UInt64, Data)] = []
+                let (store, name, limit, bytes) = (store, hub.name, Self.chunkEvents - chunk.sizes.count, budget)
+                let page = try await reads.run { () -> (first: UInt64?, last: UInt64, bytes: ByteBuffer, sizes: [Int]) in
+                    var page: (first: UInt64?, last: UInt64, bytes: ByteBuffer, sizes: [Int]) = (nil, 0, ByteBuffer(), [])
                     try store.forEachEvent(in: name, from: next, through: through, limit: limit, byteBudget: bytes) { sequence, _, payload in
-                        page.append((sequence, Data(payload)))
+                        if page.first == nil { page.first = sequence }
+                        page.last = sequence
+                        page.bytes.writeBytes(payload)
+                        page.sizes.append(payload.count)
                     }
                     return page
                 }
                 // Retention trimmed what the hub still listed: the position is gone.
-                guard let first = page.first, first.0 == next else {
-                    if chunk.payloads.isEmpty { throw Failure.gone }
+                guard page.first == next else {
+                    if chunk.isEmpty { throw Failure.gone }
                     return chunk
                 }
-                for (sequence, payload) in page {
-                    chunk.payloads.append(payload)
-                    budget -= payload.count
-                    position = sequence
-                }
+                var pageBytes = page.bytes
+                if chunk.isEmpty { chunk.bytes = pageBytes } else { chunk.bytes.writeBuffer(&pageBytes) }
+                chunk.sizes += page.sizes
+                budget -= page.bytes.readableBytes
+                position = page.last
             case .gap:
-                if chunk.payloads.isEmpty { throw Failure.gone }
+                if chunk.isEmpty { throw Failure.gone }
                 return chunk
             case .wait:
                 chunk.upToDate = true
@@ -91,7 +106,7 @@ struct HTTPCursor: Sendable {
             case .deleted:
                 throw Failure.deleted
             }
-            if chunk.payloads.count >= Self.chunkEvents { break }
+            if chunk.sizes.count >= Self.chunkEvents { break }
         }
         return chunk
     }

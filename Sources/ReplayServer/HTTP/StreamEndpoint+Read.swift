@@ -79,7 +79,7 @@ extension StreamEndpoint {
             DaemonMetrics.longPolls.increment()
             defer { DaemonMetrics.longPolls.decrement() }
             var chunk = try await chunk(&cursor, info)
-            if chunk.payloads.isEmpty, chunk.terminal == nil {
+            if chunk.isEmpty, chunk.terminal == nil {
                 if await LiveWait.wait(cursor, timeout: settings.longPollTimeout) == .committed {
                     chunk = try await self.chunk(&cursor, info)
                 }
@@ -87,11 +87,11 @@ extension StreamEndpoint {
             let latest = hub.info
             var fields = readHeaders(latest, next: cursor.position, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
             if chunk.terminal == nil { fields[.streamCursor] = String(LiveCursor.next(after: query.cursor)) }
-            if chunk.payloads.isEmpty {
+            if chunk.isEmpty {
                 fields[.contentType] = nil
                 return Response(status: .noContent, headers: fields)
             }
-            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk.payloads, info)))
+            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
         }
     }
 
@@ -125,7 +125,7 @@ extension StreamEndpoint {
             fields[.contentType] = nil
             return Response(status: .notModified, headers: fields)
         }
-        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk.payloads, info)))
+        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 
     func readHeaders(_ info: StreamInfo, next: UInt64, upToDate: Bool, closed: Bool) -> HTTPFields {
@@ -145,15 +145,16 @@ extension StreamEndpoint {
     }
 
     /// A response body: the events' bytes one after another, or a JSON array of messages.
-    func body(_ payloads: [Data], _ info: StreamInfo) -> ByteBuffer {
+    func body(_ chunk: HTTPCursor.Chunk, _ info: StreamInfo) -> ByteBuffer {
+        guard info.isJSON else { return chunk.bytes }
         var buffer = ByteBuffer()
-        buffer.reserveCapacity(payloads.reduce(2) { $0 + $1.count + 1 })
-        if info.isJSON { buffer.writeStaticString("[") }
-        for (index, payload) in payloads.enumerated() {
-            if info.isJSON, index > 0 { buffer.writeStaticString(",") }
-            buffer.writeBytes(payload)
+        buffer.reserveCapacity(chunk.bytes.readableBytes + chunk.sizes.count + 2)
+        buffer.writeStaticString("[")
+        for (index, var payload) in chunk.payloads.enumerated() {
+            if index > 0 { buffer.writeStaticString(",") }
+            buffer.writeBuffer(&payload)
         }
-        if info.isJSON { buffer.writeStaticString("]") }
+        buffer.writeStaticString("]")
         return buffer
     }
 }

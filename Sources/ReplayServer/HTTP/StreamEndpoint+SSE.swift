@@ -28,7 +28,7 @@ extension StreamEndpoint {
                     break
                 }
                 var buffer = ByteBuffer()
-                if !chunk.payloads.isEmpty { SSEFrame.data(chunk.payloads, info: info, into: &buffer) }
+                if !chunk.isEmpty { SSEFrame.data(chunk, info: info, into: &buffer) }
                 let closed = chunk.terminal != nil
                 SSEFrame.control(
                     next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),
@@ -50,44 +50,42 @@ extension StreamEndpoint {
 /// The text of SSE events.
 enum SSEFrame {
     /// One `data` event: JSON messages as one array, text as its lines, binary as base64.
-    static func data(_ payloads: [Data], info: StreamInfo, into buffer: inout ByteBuffer) {
+    static func data(_ chunk: HTTPCursor.Chunk, info: StreamInfo, into buffer: inout ByteBuffer) {
         buffer.writeStaticString("event: data\n")
         if info.isJSON {
             buffer.writeStaticString("data:[\n")
+            let payloads = chunk.payloads
             for (index, payload) in payloads.enumerated() {
                 writeLines(payload, suffix: index < payloads.count - 1 ? "," : "", into: &buffer)
             }
             buffer.writeStaticString("data:]\n")
         } else if info.isText {
-            var joined = Data()
-            for payload in payloads { joined.append(payload) }
-            writeLines(joined, suffix: "", into: &buffer)
+            writeLines(chunk.bytes, suffix: "", into: &buffer)
         } else {
-            var joined = Data()
-            for payload in payloads { joined.append(payload) }
-            buffer.writeString("data:\(joined.base64EncodedString())\n")
+            buffer.writeStaticString("data:")
+            buffer.writeString(Data(chunk.bytes.readableBytesView).base64EncodedString())
+            buffer.writeStaticString("\n")
         }
         buffer.writeStaticString("\n")
     }
 
     /// Each line of `text` as a `data:` line: CR, LF and CRLF all end a line in SSE, so a
     /// payload's line breaks become separate `data:` lines, which the client joins with LF.
-    private static func writeLines(_ text: Data, suffix: String, into buffer: inout ByteBuffer) {
-        var lineStart = text.startIndex
-        var index = text.startIndex
-        var lines: [Data] = []
-        while index < text.endIndex {
-            let byte = text[index]
+    private static func writeLines(_ text: ByteBuffer, suffix: String, into buffer: inout ByteBuffer) {
+        let view = text.readableBytesView
+        var lineStart = view.startIndex
+        var index = view.startIndex
+        var lines: [ByteBufferView.SubSequence] = []
+        while index < view.endIndex {
+            let byte = view[index]
             if byte == 0x0A || byte == 0x0D {
-                lines.append(text[lineStart..<index])
-                if byte == 0x0D, text.index(after: index) < text.endIndex, text[text.index(after: index)] == 0x0A {
-                    index = text.index(after: index)
-                }
-                lineStart = text.index(after: index)
+                lines.append(view[lineStart..<index])
+                if byte == 0x0D, index + 1 < view.endIndex, view[index + 1] == 0x0A { index += 1 }
+                lineStart = index + 1
             }
-            index = text.index(after: index)
+            index += 1
         }
-        lines.append(text[lineStart..<text.endIndex])
+        lines.append(view[lineStart..<view.endIndex])
         for (number, line) in lines.enumerated() {
             // SSE drops one space after "data:": a line that starts with one gets another.
             if line.first == 0x20 { buffer.writeStaticString("data: ") } else { buffer.writeStaticString("data:") }
