@@ -39,7 +39,12 @@ public struct HTTPTestClient: Sendable {
     }
 
     public func request(_ method: String, _ path: String, headers: [(String, String)] = [], bytes: Data?) async throws -> Response {
-        try await exchange(method, path, headers: headers, body: bytes) { _, _ in false }
+        try await exchange(method, path, headers: headers, body: bytes.map { [$0] }) { _, _ in false }
+    }
+
+    /// Sends the body in `chunks` with `Transfer-Encoding: chunked` (a body of unknown length).
+    public func request(_ method: String, _ path: String, headers: [(String, String)] = [], chunks: [Data]) async throws -> Response {
+        try await exchange(method, path, headers: headers + [("Transfer-Encoding", "chunked")], body: chunks) { _, _ in false }
     }
 
     /// Sends a GET and reads the response's body as it streams until `enough` says so (or
@@ -77,7 +82,7 @@ public struct HTTPTestClient: Sendable {
     }
 
     private func exchange(
-        _ method: String, _ path: String, headers: [(String, String)], body: Data?,
+        _ method: String, _ path: String, headers: [(String, String)], body: [Data]?,
         stopEarly: @escaping @Sendable (Int, String) -> Bool
     ) async throws -> Response {
         let channel = try await connect()
@@ -87,10 +92,10 @@ public struct HTTPTestClient: Sendable {
             head.headers.add(name: "Connection", value: "close")
             for (name, value) in headers { head.headers.add(name: name, value: value) }
             if let body, !headers.contains(where: { $0.0.lowercased() == "transfer-encoding" }) {
-                head.headers.add(name: "Content-Length", value: String(body.count))
+                head.headers.add(name: "Content-Length", value: String(body.reduce(0) { $0 + $1.count }))
             }
             try await outbound.write(.head(head))
-            if let body, !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+            for part in body ?? [] where !part.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: part)))) }
             try await outbound.write(.end(nil))
             var status = 0
             var responseHeaders = HTTPHeaders()

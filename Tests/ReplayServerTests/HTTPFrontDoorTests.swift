@@ -416,4 +416,36 @@ struct HTTPFrontDoorTests {
             #expect(try await stalled.value == 200)
         }
     }
+
+    /// A body of unknown length (chunked) is one event like any other; its size is still
+    /// held to --max-payload.
+    @Test func chunkedBodiesAreAppendedWhole() async throws {
+        try await withHTTP(arguments: ["--max-payload", "100"]) { _, http in
+            let path = "/v1/stream/chunked"
+            _ = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")])
+            let parts = ["one ", "two ", "three"].map { Data($0.utf8) }
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "text/plain")], chunks: parts).status == 204)
+            let read = try await http.request("GET", path)
+            #expect(read.text == "one two three")
+            #expect(read["Stream-Next-Offset"] == Self.offset(1), "one request, one event")
+            let big = Array(repeating: Data(repeating: 0x61, count: 60), count: 2)
+            #expect(try await http.request("POST", path, headers: [("Content-Type", "text/plain")], chunks: big).status == 413)
+        }
+    }
+
+    /// --http-token-reads: reads need the token too (the page and /metrics included).
+    @Test func aTokenForReadsGuardsEveryRead() async throws {
+        try await withHTTP(arguments: ["--http-token", "sesame", "--http-token-reads"]) { _, http in
+            let auth = ("Authorization", "Bearer sesame")
+            #expect(try await http.request("PUT", "/v1/stream/private", headers: [auth, ("Content-Type", "text/plain")], body: "x").status == 201)
+            for path in ["/v1/stream/private", "/v1/streams", "/metrics", "/"] {
+                let without = try await http.request("GET", path).status
+                let with = try await http.request("GET", path, headers: [auth]).status
+                #expect(without == 401, "\(path) without the token")
+                #expect(with == 200, "\(path) with it")
+            }
+            #expect(try await http.request("GET", "/v1/stream/private", headers: [("Authorization", "Bearer wrong")]).status == 401)
+            #expect(try await http.request("GET", "/v1/stream/private", headers: [auth])["Cache-Control"]?.hasPrefix("private") == true)
+        }
+    }
 }
