@@ -16,15 +16,7 @@ final class BufferedSocket {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
         }
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
-            }
-        }
-        guard connected else {
-            close(fd)
-            throw BenchError("cannot connect to \(path): \(String(cString: strerror(errno)))")
-        }
+        try Self.connect(fd, to: &address, named: path)
     }
 
     /// A TCP connection to `host:port` (IPv4), for the HTTP front door.
@@ -36,14 +28,19 @@ final class BufferedSocket {
         inet_pton(AF_INET, host, &address.sin_addr)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        try Self.connect(fd, to: &address, named: "\(host):\(port)")
+    }
+
+    /// Connects `fd` to a `sockaddr_un` or `sockaddr_in`; closes it if that fails.
+    private static func connect<Address>(_ fd: Int32, to address: inout Address, named name: String) throws {
         let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<Address>.size)) == 0
             }
         }
         guard connected else {
             close(fd)
-            throw BenchError("cannot connect to \(host):\(port): \(String(cString: strerror(errno)))")
+            throw BenchError("cannot connect to \(name): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -27,6 +27,13 @@ public func builtProductsDirectory() -> String {
 }
 
 /// The path of the package's executable `name`, built alongside the tests.
+/// A script of the repository's `tools/` folder, for tests that run it.
+public func toolScript(_ name: String) -> String {
+    URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("tools/\(name)").path
+}
+
 public func builtExecutable(_ name: String) throws -> String {
     let path = builtProductsDirectory() + "/" + name
     guard FileManager.default.isExecutableFile(atPath: path) else {

@@ -6,9 +6,7 @@ import Testing
 /// tools/replay_client.py talks to the same daemon as the Swift client, both ways.
 @Suite("Python client", .timeLimit(.minutes(2)))
 struct PythonClientTests {
-    static let script = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("tools/replay_client.py").path
+    static let script = toolScript("replay_client.py")
 
     @Test func pythonReceivesInOrderWhatSwiftPublished() async throws {
         try await withDaemon { daemon in

@@ -8,9 +8,7 @@ import Testing
 @Suite("Crash loop", .timeLimit(.minutes(3)))
 struct CrashLoopTests {
     @Test func threeSIGKILLsUnderMixedLoadLoseNothing() async throws {
-        let script = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("tools/crash_loop.py").path
+        let script = toolScript("crash_loop.py")
         let result = try await runProgram(
             "/usr/bin/env",
             ["python3", script, "--replayd", try builtExecutable("replayd"), "--kills", "3", "--seconds", "1", "--seed", "7"])

@@ -448,4 +448,30 @@ struct HTTPFrontDoorTests {
             #expect(try await http.request("GET", "/v1/stream/private", headers: [auth])["Cache-Control"]?.hasPrefix("private") == true)
         }
     }
+
+    /// An offset behind what retention keeps is 410 Gone (pointing at the oldest retained
+    /// position); `-1` reads what is kept. A stream that failed over the socket reads as
+    /// closed over HTTP, and says why.
+    @Test func retentionAndFailureAsHTTPSeesThem() async throws {
+        try await withHTTP { daemon, http in
+            try await withWireClient(daemon.socketPath) { socket in
+                try await socket.send(.create(stream: "short", options: CreateOptions(capacity: .count(2))))
+                #expect(try await socket.expectFrame() == .ok)
+                _ = try await socket.publish("short", ["1", "2", "3", "4", "5"])
+                try await socket.send(.fail(stream: "short", message: "upstream lost"))
+                #expect(try await socket.expectFrame() == .ok)
+            }
+            let gone = try await http.request("GET", "/v1/stream/short?offset=\(Self.offset(1))")
+            #expect(gone.status == 410)
+            #expect(gone["Stream-Next-Offset"] == Self.offset(3))
+            let kept = try await http.request("GET", "/v1/stream/short?offset=-1")
+            #expect(kept.text == "45")
+            #expect(kept["Stream-Closed"] == "true")
+            #expect(kept["Replay-Stream-Failed"] == "upstream lost")
+            #expect(try await http.request("GET", "/v1/stream/short?offset=\(Self.offset(3))").text == "45")
+            #expect(try await http.request("GET", "/v1/stream/short?offset=\(Self.offset(9))").status == 400, "beyond the tail")
+            let ended = try await http.stream("/v1/stream/short?offset=\(Self.offset(5))&live=sse") { $0.contains("streamClosed") }
+            #expect(ended.text.contains(#""streamClosed":true"#))
+        }
+    }
 }

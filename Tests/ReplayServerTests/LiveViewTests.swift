@@ -9,9 +9,7 @@ import Testing
 @Suite("Live view in Chromium", .timeLimit(.minutes(3)))
 struct LiveViewTests {
     @Test func thePageTailsLiveAndResumesAfterARestartWithoutDuplicates() async throws {
-        let script = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("tools/live_view_check.py").path
+        let script = toolScript("live_view_check.py")
         let result = try await runProgram("/usr/bin/env", ["python3", script, "--replayd", try builtExecutable("replayd")])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains(#""tail": ["e1", "e2", "e3", "e4"]"#), "\(result.stdout)")
