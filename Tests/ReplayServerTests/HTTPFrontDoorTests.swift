@@ -373,8 +373,9 @@ struct HTTPFrontDoorTests {
                 }
                 let descriptors = daemon.openDescriptors - descriptorsBefore
                 let memory = daemon.residentBytes - memoryBefore
-                #expect(descriptors >= polls && descriptors < polls + 50, "\(descriptors) descriptors for \(polls) polls")
-                #expect(memory < 64 << 20, "\(memory >> 10) KiB for \(polls) polls")
+                // About one socket per poll (the requests before them may still be closing).
+                #expect(abs(descriptors - polls) < 50, "\(descriptors) descriptors for \(polls) polls")
+                #expect(memory < memoryBudget(64 << 20), "\(memory >> 10) KiB for \(polls) polls")
                 _ = try await http.request("POST", path, headers: [("Content-Type", "text/plain")], body: "y")
                 var answered = 0
                 for try await response in group {
@@ -410,7 +411,7 @@ struct HTTPFrontDoorTests {
             }
             let growth = daemon.residentBytes - memoryBefore
             // 100 MB went into the stream (and SQLite); far less stays in the daemon.
-            #expect(growth < 48 << 20, "resident memory grew by \(growth >> 20) MiB")
+            #expect(growth < memoryBudget(48 << 20), "resident memory grew by \(growth >> 20) MiB")
             #expect(try await http.request("HEAD", path)["Stream-Next-Offset"] == Self.offset(100))
             released.finish()
             #expect(try await stalled.value == 200)
