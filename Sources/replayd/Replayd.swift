@@ -75,8 +75,8 @@ struct Replayd: AsyncParsableCommand {
     @Flag(name: .customLong("http-token-reads"), help: "Require the token for HTTP reads too (GET, HEAD, /metrics, the page).")
     var httpTokenReads = false
 
-    @Option(name: .customLong("long-poll-timeout"), help: "Seconds an HTTP long-poll waits for new events before 204 No Content.")
-    var longPollTimeout: Int = 15
+    @Option(name: .customLong("long-poll-timeout"), help: "Seconds an HTTP long-poll waits for new events before 204 No Content (0.5 is allowed).")
+    var longPollTimeout: Double = 15
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
@@ -92,7 +92,9 @@ struct Replayd: AsyncParsableCommand {
         if httpTokenReads, httpToken == nil, ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"] == nil {
             throw ValidationError("--http-token-reads needs --http-token")
         }
-        guard longPollTimeout > 0 else { throw ValidationError("--long-poll-timeout must be more than 0") }
+        guard longPollTimeout >= 0.01, longPollTimeout <= 3600 else {
+            throw ValidationError("--long-poll-timeout takes seconds from 0.01 to 3600")
+        }
         guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
             throw ValidationError("--socket-mode takes octal permission bits, such as 0600 or 0660")
         }
@@ -120,7 +122,7 @@ struct Replayd: AsyncParsableCommand {
         if let address = http, var settings = HTTPSettings(address: address) {
             settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             settings.tokenForReads = httpTokenReads
-            settings.longPollTimeout = .seconds(longPollTimeout)
+            settings.longPollTimeout = .milliseconds(Int((longPollTimeout * 1000).rounded()))
             settings.metrics = Self.bootstrapMetrics()
             configuration.http = settings
         }
