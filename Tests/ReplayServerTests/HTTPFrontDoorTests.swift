@@ -475,4 +475,28 @@ struct HTTPFrontDoorTests {
             #expect(ended.text.contains(#""streamClosed":true"#))
         }
     }
+
+    /// A graceful shutdown does not wait for live reads: a parked long-poll is answered
+    /// (204, up to date) and an SSE response ends, then the daemon stops cleanly. Were they
+    /// waited for, the shutdown would hang past the suite's time limit (no clock is read).
+    @Test func aShutdownEndsLiveReadsAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0", "--long-poll-timeout", "3600"])
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            _ = try await http.request("PUT", "/v1/stream/live", headers: [("Content-Type", "text/plain")])
+            async let poll = http.request("GET", "/v1/stream/live?offset=now&live=long-poll")
+            async let sse = http.stream("/v1/stream/live?offset=now&live=sse") { _ in false }
+            try await eventually("both live reads to be parked") {
+                let metrics = try await http.request("GET", "/metrics").text
+                return metrics.contains("replay_http_long_polls 1.0") && metrics.contains("replay_http_sse_readers 1.0")
+            }
+            #expect(await daemon.stop() == 0)
+            let polled = try await poll
+            #expect(polled.status == 204)
+            #expect(polled["Stream-Up-To-Date"] == "true")
+            let streamed = try await sse
+            #expect(streamed.status == 200)
+            #expect(daemon.log.contains("replayd stopped"))
+        }
+    }
 }
