@@ -236,7 +236,7 @@ struct HTTPFrontDoorTests {
     }
 
     @Test func badInputGetsClearErrors() async throws {
-        try await withHTTP(arguments: ["--max-payload", "1000", "--http-token", "sesame"]) { _, http in
+        try await withHTTP(arguments: ["--max-payload", "1000", "--http-token", "sesame", "--long-poll-timeout", "0.2"]) { _, http in
             let auth = ("Authorization", "Bearer sesame")
             let path = "/v1/stream/guarded"
             let anonymous = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")])
@@ -256,6 +256,12 @@ struct HTTPFrontDoorTests {
             #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "01")]).status == 400)
             #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "5"), ("Stream-Expires-At", "2030-01-01T00:00:00Z")]).status == 400)
             #expect(try await http.request("PUT", "/v1/stream/bad//name", headers: [auth]).status == 400)
+            // Numbers at the edge of their types are clear errors or plain answers, never a crash.
+            #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "9223372036854775807")]).status == 400)
+            #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "99999999999999999999")]).status == 400)
+            let farCursor = try await http.request("GET", path + "?offset=-1&live=long-poll&cursor=18446744073709551615")
+            #expect(farCursor.status == 200 || farCursor.status == 204)
+            #expect(try await http.request("GET", path + "?offset=99999999999999999999_0000000000000000").status == 400)
             #expect(try await http.request("GET", "/v1/stream/missing").status == 404)
             // Nothing was stored by the refused requests.
             #expect(try await http.request("GET", path).text.isEmpty)

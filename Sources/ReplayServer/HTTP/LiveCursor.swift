@@ -10,7 +10,9 @@ enum LiveCursor {
     static func next(after client: UInt64?, now: Date = Date()) -> UInt64 {
         let current = UInt64(max(0, now.timeIntervalSince(epoch) / interval))
         guard let client, client >= current else { return current }
-        // Jitter of 1 to 3,600 seconds, in whole intervals (at least one).
-        return client + max(1, UInt64.random(in: 1...3600) / UInt64(interval))
+        // Jitter of 1 to 3,600 seconds, in whole intervals (at least one). The client's
+        // cursor is its own input: saturate rather than overflow.
+        let (next, overflow) = client.addingReportingOverflow(max(1, UInt64.random(in: 1...3600) / UInt64(interval)))
+        return overflow ? .max : next
     }
 }

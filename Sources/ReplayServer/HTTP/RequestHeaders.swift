@@ -21,6 +21,8 @@ struct RequestHeaders {
         fields[.contentType].map { Self.mediaType($0) }.flatMap { $0.isEmpty ? nil : $0 }
     }
 
+    static let maxTTL = StreamConfig.maxTimeToLive
+
     /// `Stream-TTL` or `Stream-Expires-At`, at most one of them.
     func expiry() throws -> StreamExpiry? {
         let ttl = fields[.streamTTL]
@@ -31,8 +33,8 @@ struct RequestHeaders {
         if let ttl {
             // A non-negative decimal integer without sign, leading zeros, point or exponent.
             guard !ttl.isEmpty, ttl.utf8.allSatisfy({ (0x30...0x39).contains($0) }), ttl == "0" || !ttl.hasPrefix("0"),
-                let seconds = Int(ttl)
-            else { throw HTTPError(.badRequest, message: "Stream-TTL takes whole seconds, such as 3600") }
+                let seconds = Int(ttl), seconds <= Self.maxTTL
+            else { throw HTTPError(.badRequest, message: "Stream-TTL takes whole seconds from 0 to \(Self.maxTTL), such as 3600") }
             return .idle(seconds: seconds)
         }
         if let expiresAt {

@@ -33,12 +33,17 @@ public struct StreamConfig: Sendable, Equatable {
     /// Keeps everything.
     public static var unlimited: StreamConfig { StreamConfig(capacity: nil) }
 
+    /// The longest time-to-live (100 years): a deadline is counted in milliseconds in 64 bits.
+    public static let maxTimeToLive = 100 * 365 * 86_400
+
     func validate() throws(StoreError) {
         if let capacity, capacity < 0 { throw .invalidConfig("capacity must be 0 or more, or unlimited") }
         if let maxBytes, maxBytes < 0 { throw .invalidConfig("max bytes must be 0 or more") }
         if let maxAge, !(maxAge > 0) { throw .invalidConfig("max age must be more than 0 seconds") }
         if let source, source.command.isEmpty { throw .invalidConfig("a source needs a command") }
-        if case .idle(let seconds) = expiry, seconds < 0 { throw .invalidConfig("a time-to-live must be 0 or more seconds") }
+        if case .idle(let seconds) = expiry, !(0...Self.maxTimeToLive).contains(seconds) {
+            throw .invalidConfig("a time-to-live must be 0 to \(Self.maxTimeToLive) seconds")
+        }
     }
 }
 
