@@ -57,12 +57,19 @@ enum SourceSignal {
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask { await stderr.drain(execution.standardError) }
                             var framer = Framer(settings.framing)
-                            for try await chunk in execution.standardOutput {
+                            reading: for try await chunk in execution.standardOutput {
                                 for event in chunk.withUnsafeBytes({ framer.feed(Data($0)) }) {
                                     await admit()
-                                    guard !Task.isCancelled else { break }
+                                    // Cancelled (stopped): stop reading altogether, so the run
+                                    // ends and its process group is torn down.
+                                    guard !Task.isCancelled else { break reading }
                                     observer.send(event)
                                 }
+                                // A command that writes faster than it is read always has a
+                                // chunk ready and the admission window may be open: without a
+                                // yield, two such readers held both threads of the cooperative
+                                // pool and starved the shutdown that would stop them.
+                                await Task.yield()
                             }
                             if let last = framer.finish(), !last.isEmpty, !Task.isCancelled {
                                 await admit()
