@@ -133,10 +133,7 @@ extension StreamEndpoint {
         fields[.contentType] = info.httpContentType
         fields[.streamNextOffset] = StreamOffset.text(after: next)
         if upToDate { fields[.streamUpToDate] = "true" }
-        if closed {
-            fields[.streamClosed] = "true"
-            if let message = info.terminal?.message { fields[.replayFailure] = message.replacingOccurrences(of: "\n", with: " ") }
-        }
+        if closed { info.addClosure(to: &fields) }
         return fields
     }
 

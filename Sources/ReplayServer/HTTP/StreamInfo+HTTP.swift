@@ -21,15 +21,18 @@ extension StreamInfo {
 
     /// `Stream-Closed`, `Stream-TTL` / `Stream-Expires-At`, and replay's failure header.
     func addState(to headers: inout HTTPFields) {
-        if let terminal {
-            headers[.streamClosed] = "true"
-            if let message = terminal.message { headers[.replayFailure] = Self.headerSafe(message) }
-        }
+        if terminal != nil { addClosure(to: &headers) }
         switch config.expiry {
         case .idle(let seconds): headers[.streamTTL] = String(seconds)
         case .at(let date): headers[.streamExpiresAt] = Timestamp.format(date)
         case nil: break
         }
+    }
+
+    /// `Stream-Closed: true`, and why, if the stream failed.
+    func addClosure(to headers: inout HTTPFields) {
+        headers[.streamClosed] = "true"
+        if let message = terminal?.message { headers[.replayFailure] = Self.headerSafe(message) }
     }
 
     /// A header value cannot hold line breaks or control characters.

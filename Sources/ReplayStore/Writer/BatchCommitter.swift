@@ -283,11 +283,8 @@ private struct Transaction {
         var producer: Dictionary<ProducerTable.Key, ProducerState>.Index?
         if let stamp = conditions.producer, let existing {
             let key = ProducerTable.Key(stream: streams[existing].record.id, producer: stamp.id)
+            try loadProducer(key, db)
             producer = producerChanges.index(forKey: key)
-            if producer == nil, let stored = try producers.state(key, db) {
-                producerChanges[key] = stored
-                producer = producerChanges.index(forKey: key)
-            }
             switch ProducerState.judge(producer.map { producerChanges.values[$0] }, stamp, stream: name) {
             case .accept: break
             case .duplicate(let sequence?): return .success(.duplicate(sequence))
@@ -327,6 +324,11 @@ private struct Transaction {
         return .success(.stored(event))
     }
 
+    /// Brings a producer's stored state into this transaction's working copies, once.
+    private mutating func loadProducer(_ key: ProducerTable.Key, _ db: Database) throws {
+        if producerChanges[key] == nil, let stored = try producers.state(key, db) { producerChanges[key] = stored }
+    }
+
     /// A write of the HTTP front door (see `StreamWrite`): the checks in the protocol's
     /// order (a producer's retry is recognised even on a closed stream), then the events
     /// and the close. Its events cannot fail one by one, so no savepoint is needed.
@@ -361,7 +363,7 @@ private struct Transaction {
         var producerKey: ProducerTable.Key?
         if let stamp = write.producer {
             let key = ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)
-            if producerChanges[key] == nil, let stored = try producers.state(key, db) { producerChanges[key] = stored }
+            try loadProducer(key, db)
             switch ProducerState.judge(producerChanges[key], stamp, stream: name) {
             case .accept: producerKey = key
             case .duplicate:
