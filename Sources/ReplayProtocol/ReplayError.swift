@@ -28,6 +28,8 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidAck = "invalid_ack"
         // The server.
         case storageFull = "storage_full"
+        /// The shared database (PostgreSQL) cannot be reached: nothing was committed; retry.
+        case storageUnavailable = "storage_unavailable"
         /// A limit of the store's layout: stream ids or a stream's sequence numbers.
         case limitReached = "limit_reached"
         case shuttingDown = "shutting_down"

@@ -13,6 +13,7 @@ extension ReplayError {
         case .forkOfDeletedStream: .unknownStream
         case .terminated: .terminated
         case .storageFull: .storageFull
+        case .unavailable: .storageUnavailable
         case .limitReached: .limitReached
         case .closed: .shuttingDown
         case .wrongLastSequence, .writerSequenceRegression: .wrongLastSeq

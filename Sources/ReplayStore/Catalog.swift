@@ -25,12 +25,17 @@ final class Catalog: Sendable {
     /// countdown starts again from the last write, which only keeps a stream longer).
     private let reads = Locked<[String: Int64]>([:])
 
-    init(loadingFrom db: Database) throws {
+    init(_ records: [Record]) {
+        self.records = Locked(Dictionary(records.map { ($0.info.name, $0) }, uniquingKeysWith: { $1 }))
+    }
+
+    /// Reads a SQLite database's streams and consumers.
+    convenience init(loadingFrom db: Database) throws {
         var records: [String: Record] = [:]
         var names: [Int64: String] = [:]
         var forks: [(name: String, sourceID: Int64)] = []
         for row in try Row.fetchAll(db, sql: "SELECT * FROM streams") {
-            let record = try Record(row: row)
+            let record = StreamRow(row: row).record
             records[record.info.name] = record
             names[record.id] = record.info.name
             if let source: Int64 = row["fork_of"] { forks.append((record.info.name, source)) }
@@ -46,7 +51,7 @@ final class Catalog: Sendable {
                 createdAt: Timestamp.date(millis: row["created_at"]), updatedAt: Timestamp.date(millis: row["updated_at"]))
             records[stream]?.consumers[consumer.name] = consumer
         }
-        self.records = Locked(records)
+        self.init(Array(records.values))
     }
 
     subscript(name: String) -> Record? {
@@ -87,41 +92,77 @@ final class Catalog: Sendable {
     }
 }
 
-extension Catalog.Record {
-    init(row: Row) throws {
-        let terminal = Terminal(kind: row["terminal"], message: row["terminal_message"])
+/// A row of `streams` as both databases store it, column for column: each database reads
+/// its row into this, and this alone turns it into a record.
+struct StreamRow {
+    var id: Int64
+    var name: String
+    var capacity: Int?
+    var maxBytes: Int?
+    var maxAge: Double?
+    var createdAt: String
+    var firstSequence: Int64
+    var lastSequence: Int64
+    var byteCount: Int
+    var terminal: String?
+    var terminalMessage: String?
+    var terminalAt: String?
+    var lastTime: Int64
+    var sourceCommand: String?
+    var sourceConnect: String?
+    var sourceOptions: String?
+    var contentType: String?
+    var ttlSeconds: Int?
+    var expiresAt: Int64?
+    var writerSequence: String?
+    var forkSequence: Int64?
+    var forkOffset: Int64?
+    var forkSubOffset: Int64?
+    var deletedAt: String?
+    /// The source's name, where the database joins it in (else filled in by the catalog).
+    var forkSource: String?
+
+    var record: Catalog.Record {
         var source: StreamSource?
-        if let command: String = row["source_command"],
-            let connect = StreamSource.ConnectMode(rawValue: row["source_connect"] ?? "")
-        {
-            source = StreamSource(command: command, connect: connect, options: row["source_options"])
+        if let command = sourceCommand, let connect = StreamSource.ConnectMode(rawValue: sourceConnect ?? "") {
+            source = StreamSource(command: command, connect: connect, options: sourceOptions)
         }
         var expiry: StreamExpiry?
-        if let seconds: Int = row["ttl_seconds"] {
-            expiry = .idle(seconds: seconds)
-        } else if let millis: Int64 = row["expires_at"] {
-            expiry = .at(Timestamp.date(millis: millis))
+        if let ttlSeconds {
+            expiry = .idle(seconds: ttlSeconds)
+        } else if let expiresAt {
+            expiry = .at(Timestamp.date(millis: expiresAt))
         }
         let config = StreamConfig(
-            capacity: row["capacity"], maxBytes: row["max_bytes"], maxAge: row["max_age_seconds"],
-            source: source, contentType: row["content_type"], expiry: expiry)
-        let first: Int64 = row["first_seq"]
-        let last: Int64 = row["last_seq"]
-        self.init(
-            id: row["id"],
+            capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: source, contentType: contentType, expiry: expiry)
+        return Catalog.Record(
+            id: id,
             info: StreamInfo(
-                name: row["name"], config: config,
-                createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
-                firstSequence: UInt64(first), lastSequence: UInt64(last),
-                byteCount: row["byte_count"], terminal: terminal,
-                terminalAt: (row["terminal_at"] as String?).flatMap(Timestamp.parse),
-                writerSequence: row["writer_seq"],
-                fork: (row["fork_seq"] as Int64?).map {
+                name: name, config: config,
+                createdAt: Timestamp.parse(createdAt) ?? .distantPast,
+                firstSequence: UInt64(firstSequence), lastSequence: UInt64(lastSequence),
+                byteCount: byteCount, terminal: Terminal(kind: terminal, message: terminalMessage),
+                terminalAt: terminalAt.flatMap(Timestamp.parse),
+                writerSequence: writerSequence,
+                fork: forkSequence.map {
                     StreamFork(
-                        source: "", sequence: UInt64($0), requestedSequence: UInt64(row["fork_offset"] as Int64? ?? $0),
-                        requestedSubOffset: UInt64(row["fork_sub_offset"] as Int64? ?? 0))
+                        source: forkSource ?? "", sequence: UInt64($0), requestedSequence: UInt64(forkOffset ?? $0),
+                        requestedSubOffset: UInt64(forkSubOffset ?? 0))
                 },
-                deletedAt: (row["deleted_at"] as String?).flatMap(Timestamp.parse)),
-            lastTime: row["last_time"])
+                deletedAt: deletedAt.flatMap(Timestamp.parse)),
+            lastTime: lastTime)
+    }
+}
+
+extension StreamRow {
+    init(row: Row) {
+        self.init(
+            id: row["id"], name: row["name"], capacity: row["capacity"], maxBytes: row["max_bytes"], maxAge: row["max_age_seconds"],
+            createdAt: row["created_at"], firstSequence: row["first_seq"], lastSequence: row["last_seq"], byteCount: row["byte_count"],
+            terminal: row["terminal"], terminalMessage: row["terminal_message"], terminalAt: row["terminal_at"], lastTime: row["last_time"],
+            sourceCommand: row["source_command"], sourceConnect: row["source_connect"], sourceOptions: row["source_options"],
+            contentType: row["content_type"], ttlSeconds: row["ttl_seconds"], expiresAt: row["expires_at"],
+            writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
+            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"])
     }
 }

@@ -2,13 +2,12 @@ import Foundation
 import GRDB
 import ReplayModel
 
-/// Streams of events in one SQLite database: the durable replay buffer.
+/// Streams of events in one database: the durable replay buffer. The embedded default is
+/// one SQLite file; a PostgreSQL server lets several daemons share the same streams.
 ///
 /// Every stream is a log with per-stream sequence numbers (from 1, contiguous, never
 /// reused), retention limits, and an optional terminal event. One writer batches all
 /// writes into group commits; a write completes only after its transaction committed.
-/// Reads run on a pool of WAL readers and never block the writer; the `sqlite3` shell can
-/// read the file while the store is open.
 ///
 /// ```swift
 /// let store = try EventStore(path: "/tmp/replay.sqlite")
@@ -32,55 +31,50 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// Where the streams are: the SQLite file's path, or the PostgreSQL URL without its password.
     public let path: String
     public let options: Options
-    private let lock: ProcessLock
-    private let pool: DatabasePool
+    private let log: any LogDatabase
     private let catalog: Catalog
-    private let listeners = CommitListeners()
+    private let listeners: CommitListeners
     private let writer: WriteQueue
     private let clock: @Sendable () -> Date
 
-    /// Opens (creating if needed) the database at `path`, upgrading its schema in place.
+    /// Opens (creating if needed) the SQLite database at `path`, upgrading its schema in place.
     ///
     /// Throws `StoreError.notADatabase`, `.readOnly`, `.locked` (another replay process has
     /// it open) or `.newerSchema`, never crashes on a bad file.
-    public init(path: String, options: Options = Options(), clock: @escaping @Sendable () -> Date = Date.init) throws(StoreError) {
-        self.path = path
+    public convenience init(path: String, options: Options = Options(), clock: @escaping @Sendable () -> Date = Date.init) throws(StoreError) {
+        let listeners = CommitListeners()
+        let log = try SQLiteLog(path: path, options: options, listeners: listeners, now: clock)
+        self.init(log: log, location: path, listeners: listeners, options: options, clock: clock)
+    }
+
+    /// Opens the store `location` names: a `postgres://` or `postgresql://` URL (the
+    /// streams several daemons share, see `PostgresLog`), else a SQLite file's path.
+    public convenience init(location: String, options: Options = Options(), clock: @escaping @Sendable () -> Date = Date.init) throws(StoreError) {
+        guard let url = PostgresLocation(location) else {
+            try self.init(path: location, options: options, clock: clock)
+            return
+        }
+        let listeners = CommitListeners()
+        let log = try PostgresLog(url, options: options, listeners: listeners, now: clock)
+        self.init(log: log, location: url.redacted, listeners: listeners, options: options, clock: clock)
+    }
+
+    private init(log: any LogDatabase, location: String, listeners: CommitListeners, options: Options, clock: @escaping @Sendable () -> Date) {
+        self.path = location
         self.options = options
-        try Self.checkWritable(path)
-        lock = try ProcessLock(databasePath: path)
-
-        var configuration = Configuration()
-        configuration.label = "replay"
-        configuration.maximumReaderCount = max(1, options.readerCount)
-        configuration.busyMode = .timeout(5)
-        let synchronous = options.durability == .full ? "FULL" : "NORMAL"
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-        }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
-            guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
-            try Migrations.migrator().migrate(pool)
-            catalog = try pool.read { db in try Catalog(loadingFrom: db) }
-        } catch {
-            throw StoreError(error, path: path)
-        }
+        self.log = log
+        self.catalog = log.catalog
+        self.listeners = listeners
         self.clock = clock
-        let committer = BatchCommitter(pool: pool, catalog: catalog, listeners: listeners, now: clock)
-        writer = WriteQueue(limits: .init()) { batch in committer.commit(batch) }
+        writer = WriteQueue(limits: .init()) { batch in log.commit(batch) }
+        (log as? PostgresLog)?.start(writer: writer)
     }
 
-    /// SQLite's own messages for a read-only file come late and vaguely; say it up front.
-    private static func checkWritable(_ path: String) throws(StoreError) {
-        let folder = (path as NSString).deletingLastPathComponent
-        if FileManager.default.fileExists(atPath: path) {
-            guard access(path, W_OK) == 0 else { throw .readOnly(path: path) }
-        }
-        guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else { throw .readOnly(path: path) }
-    }
+    /// Whether `location` names a PostgreSQL server rather than a SQLite file.
+    public static func isPostgres(_ location: String) -> Bool { PostgresLocation(location) != nil }
 
     // MARK: Metadata (memory only, never waits)
 
@@ -223,11 +217,7 @@ public final class EventStore: Sendable {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
         guard from <= through, limit > 0 else { return }
         let segments = LogSegments(of: record, from: from, through: through) { catalog[$0] }
-        do {
-            try pool.read { db in try segments.forEachEvent(limit: limit, byteBudget: byteBudget, db, body) }
-        } catch {
-            throw StoreError(error, path: path)
-        }
+        try log.forEachEvent(segments, limit: limit, byteBudget: byteBudget, body)
     }
 
     /// The last `count` retained events (fewer if fewer are retained), oldest first.
@@ -241,36 +231,22 @@ public final class EventStore: Sendable {
     /// (`lastSequence + 1` if none): where a subscription "since a time" starts.
     public func firstSequence(_ stream: String, since time: Date) throws(StoreError) -> UInt64 {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
-        do {
-            return try pool.read { db in
-                // The window as of this read (the writer may have moved it since the
-                // catalog snapshot above; the search is over what this read sees).
-                let bounds = try Row.fetchOne(db, sql: "SELECT first_seq, last_seq FROM streams WHERE id = ?", arguments: [record.id])
-                let first = UInt64(bounds?["first_seq"] as Int64? ?? Int64(record.info.firstSequence))
-                let last = UInt64(bounds?["last_seq"] as Int64? ?? Int64(record.info.lastSequence))
-                guard first <= last else { return last + 1 }
-                return try TimeSearch.firstSequence(of: record.id, in: first...last, atOrAfter: Timestamp.millis(time), db)
-            }
-        } catch {
-            throw StoreError(error, path: path)
-        }
+        return try log.firstSequence(of: record, atOrAfter: Timestamp.millis(time))
     }
 
     /// Runs a read-only SQL query on a reader, for diagnostics and tests.
     public func query<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws -> T {
-        try pool.read(body)
+        guard let sqlite = log as? SQLiteLog else { throw StoreError.invalidConfig("SQL diagnostics read SQLite stores only") }
+        return try sqlite.pool.read(body)
     }
 
     // MARK: Closing
 
-    /// Refuses new writes, commits what is queued (completing those writes), checkpoints
-    /// the WAL into the database file, closes it and releases it for another process (or
-    /// another store in this one). Idempotent.
+    /// Refuses new writes, commits what is queued (completing those writes), then releases
+    /// the database (SQLite: checkpointed and unlocked for another process). Idempotent.
     public func close() {
         writer.close()
-        _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-        _ = try? pool.close()
-        lock.release()
+        log.close()
     }
 }
 

@@ -1,4 +1,3 @@
-import GRDB
 import ReplayModel
 
 /// Where a stream's events `from...through` are stored: one range of its own rows, or, for
@@ -31,37 +30,5 @@ struct LogSegments {
         let own = max(from, fork.sequence + 1)
         if own <= through { segments.append(Segment(streamID: record.id, from: own, through: through)) }
         return segments
-    }
-
-    /// Visits up to `limit` events, oldest first, stopping after the event that reaches
-    /// `byteBudget` payload bytes; the time and payload are SQLite's buffers, valid only
-    /// during the call.
-    func forEachEvent(
-        limit: Int, byteBudget: Int, _ db: Database,
-        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
-    ) throws {
-        var remaining = limit
-        var bytes = 0
-        // Events of one commit share its time: format each distinct time once.
-        var time: (millis: Int64, text: [UInt8]) = (.min, [])
-        for segment in segments where remaining > 0 && bytes < byteBudget {
-            let statement = RawStatement(
-                try db.cachedStatement(sql: "SELECT key, time, payload FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
-                in: db)
-            statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
-            statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
-            statement.bind(Int64(remaining), at: 3)
-            try statement.forEachRow { row in
-                let millis = row.int64(1)
-                if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
-                let payload = row.bytes(2)
-                time.text.withUnsafeBytes { text in
-                    body(EventKey.sequence(of: row.int64(0)), text, payload)
-                }
-                remaining -= 1
-                bytes += payload.count
-                return bytes < byteBudget && remaining > 0
-            }
-        }
     }
 }

@@ -47,6 +47,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     /// SQLite reported an error.
     case sqlite(code: Int32, message: String)
+    /// The database server cannot be reached or failed the transaction (PostgreSQL):
+    /// nothing of the failed request was committed, and it may be retried.
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -94,6 +97,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "the store is closed"
         case .sqlite(let code, let message):
             "SQLite error \(code): \(message)"
+        case .unavailable(let reason):
+            "storage unavailable: \(reason)"
         }
     }
 }

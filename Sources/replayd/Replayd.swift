@@ -27,7 +27,7 @@ struct Replayd: AsyncParsableCommand {
     @Option(help: "The Unix socket to listen on.")
     var socket: String = ServerConfiguration.defaultSocketPath
 
-    @Option(help: "The SQLite database file (created if missing).")
+    @Option(help: "Where streams are stored: a SQLite file (created if missing), or a postgres:// URL that several daemons share.")
     var db: String = ServerConfiguration.defaultDatabasePath
 
     @Option(help: "full: every commit is fsynced (survives power loss). normal: survives a crash of replayd only.")

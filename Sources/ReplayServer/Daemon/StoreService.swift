@@ -18,9 +18,9 @@ final class StoreService: Service, Sendable {
     private let state = Locked(State.open)
 
     init(configuration: ServerConfiguration) throws {
-        try Self.makeParentFolder(of: configuration.databasePath)
+        if !EventStore.isPostgres(configuration.databasePath) { try Self.makeParentFolder(of: configuration.databasePath) }
         store = try EventStore(
-            path: configuration.databasePath,
+            location: configuration.databasePath,
             options: .init(
                 durability: configuration.durability,
                 autoCreate: configuration.autoCreate ? StreamConfig(capacity: configuration.defaultCapacity) : nil))

@@ -307,7 +307,7 @@ struct StreamEndpoint: Sendable {
         case .forkOfDeletedStream: .conflict
         case .staleEpoch: .forbidden
         case .storageFull: .init(code: 507, reasonPhrase: "Insufficient Storage")
-        case .closed: .serviceUnavailable
+        case .closed, .unavailable: .serviceUnavailable
         case .limitReached: .init(code: 507, reasonPhrase: "Insufficient Storage")
         case .forgottenDuplicate: .noContent
         case .unknownConsumer: .notFound

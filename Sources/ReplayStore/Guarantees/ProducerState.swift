@@ -16,6 +16,9 @@ struct ProducerState: Sendable, Equatable {
     /// still refused as a duplicate, without its number), and in how many runs at most.
     static let rememberedPseqs: UInt64 = 65_536
     static let maxRuns = 64
+    /// How long an idle producer is remembered: a week after its last publish (the Durable
+    /// Streams protocol's recommendation). After that it is new again: pseq 0, any epoch.
+    static let idleLifetimeMillis: Int64 = 7 * 24 * 3600 * 1000
 
     var epoch: UInt64
     var lastPseq: UInt64

@@ -24,6 +24,21 @@ enum WriteRequest: Sendable {
     case enforceRetention(Completion<Void>)
     /// Completes once every request queued before it has committed.
     case barrier(Completion<Void>)
+    /// Reads these streams' rows again: another daemon changed them (a shared database).
+    case refresh(streams: [String])
+
+    /// The streams the request names (a shared database locks them up front, in order).
+    var streamNames: [String] {
+        switch self {
+        case .append(let stream, _, _, _), .publish(let stream, _, _, _, _, _), .openConsumer(let stream, _, _, _),
+            .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
+            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _):
+            [stream]
+        case .atomic(let events, _, _, _): events.map(\.stream)
+        case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
+        case .enforceRetention, .barrier, .refresh: []
+        }
+    }
 
     var payloadSize: Int {
         switch self {
@@ -60,6 +75,7 @@ enum WriteRequest: Sendable {
         case .reset(_, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))
+        case .refresh: break
         }
     }
 }

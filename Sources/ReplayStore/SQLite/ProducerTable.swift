@@ -1,23 +1,14 @@
 import GRDB
 
-/// The writer's cache of producer states, read from `producers` on first use and kept in
-/// step after each commit. Only the writer's thread touches it (`@unchecked Sendable`:
-/// the writer's queue is its lock).
+/// The SQLite writer's cache of producer states, read from `producers` on first use and
+/// kept in step after each commit: with one writer per file, the cache cannot go stale.
+/// Only the writer's thread touches it (`@unchecked Sendable`: the writer's queue is its lock).
 final class ProducerTable: @unchecked Sendable {
-    struct Key: Hashable {
-        let stream: Int64
-        let producer: String
-    }
-
-    /// How long an idle producer is remembered: a week after its last publish (the Durable
-    /// Streams protocol's recommendation). After that it is new again: pseq 0, any epoch.
-    static let idleLifetimeMillis: Int64 = 7 * 24 * 3600 * 1000
-
     /// `.some(nil)`: known to have no state.
-    private var states: [Key: ProducerState?] = [:]
-    private var lastExpiry: Int64 = 0
+    private var states: [ProducerKey: ProducerState?] = [:]
+    let expiry = ProducerExpiry()
 
-    func state(_ key: Key, _ db: Database) throws -> ProducerState? {
+    func state(_ key: ProducerKey, _ db: Database) throws -> ProducerState? {
         if let cached = states[key] { return cached }
         if states.count > 100_000 { states = [:] }  // a cache: reloaded on demand
         let row = try Row.fetchOne(
@@ -33,7 +24,7 @@ final class ProducerTable: @unchecked Sendable {
     }
 
     /// Writes the states a transaction changed (inside it).
-    static func write(_ changes: [Key: ProducerState], _ db: Database) throws {
+    static func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
         for (key, state) in changes {
             try db.cachedStatement(sql: """
                 INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -45,17 +36,27 @@ final class ProducerTable: @unchecked Sendable {
     }
 
     /// After the commit.
-    func apply(_ changes: [Key: ProducerState], deletedStreams: [Int64]) {
+    func apply(_ changes: [ProducerKey: ProducerState], deletedStreams: [Int64], expired: Bool) {
+        if expired { states = [:] }
         for (key, state) in changes { states[key] = .some(state) }
         if !deletedStreams.isEmpty { states = states.filter { !deletedStreams.contains($0.key.stream) } }
     }
 
-    /// Forgets producers idle for longer than their lifetime (at most once an hour; inside
-    /// a transaction). The cache is dropped with them and reloads on demand.
-    func expire(now: Int64, _ db: Database) throws {
-        guard now - lastExpiry > 3600 * 1000 else { return }
-        try db.execute(sql: "DELETE FROM producers WHERE updated_at < ?", arguments: [now - Self.idleLifetimeMillis])
-        lastExpiry = now
-        states = [:]
+    /// Forgets producers idle since before `millis` (inside a transaction); the cache goes
+    /// with them after the commit and reloads on demand.
+    static func expire(before millis: Int64, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM producers WHERE updated_at < ?", arguments: [millis])
+    }
+}
+
+/// Idle producers are forgotten at most once an hour, by the retention pass.
+final class ProducerExpiry: @unchecked Sendable {
+    private var last: Int64 = 0
+
+    /// Whether a pass at `now` (ms) should expire producers; notes it if so. Writer's thread only.
+    func due(now: Int64) -> Bool {
+        guard now - last > 3600 * 1000 else { return false }
+        last = now
+        return true
     }
 }

@@ -1,56 +1,17 @@
 import Foundation
-import GRDB
 import ReplayModel
 
-/// Runs one batch of write requests in one transaction: assigns sequence numbers, inserts
-/// with cached statements, trims each touched stream to its retention, updates the stream
-/// rows, commits, and only then updates the catalog, tells listeners and completes the
-/// requests. Sequence numbers are assigned here, inside the transaction, so a failed
-/// transaction (a full disk) leaves no hole: the catalog is untouched and the next batch
-/// reuses the same numbers.
-struct BatchCommitter: Sendable {
-    let pool: DatabasePool
-    let catalog: Catalog
-    let listeners: CommitListeners
-    let producers = ProducerTable()
-    let now: @Sendable () -> Date
-
-    func commit(_ batch: [WriteRequest]) {
-        let started = ContinuousClock.now
-        var transaction = Transaction(catalog: catalog, producers: producers, time: now())
-        do {
-            try pool.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    transaction.reset()
-                    for request in batch { try transaction.perform(request, db) }
-                    try transaction.finish(db)
-                    return .commit
-                }
-            }
-        } catch {
-            StoreMetrics.failedCommits.increment()
-            let failure = StoreError(error)
-            var sinks = SinkResults()
-            for request in batch { request.fail(failure, sinks: &sinks) }
-            sinks.deliver()
-            return
-        }
-        StoreMetrics.commitDuration.record(duration: ContinuousClock.now - started)
-        StoreMetrics.commits.increment()
-        StoreMetrics.batchSize.record(batch.count)
-        StoreMetrics.eventsPublished.increment(by: transaction.appendedEvents)
-        StoreMetrics.bytesPublished.increment(by: transaction.appendedBytes)
-        catalog.apply(transaction.changedRecords)
-        producers.apply(transaction.producerChanges, deletedStreams: transaction.deletedIDs)
-        listeners.notify(transaction.commitBatch)
-        transaction.sinks.deliver()
-        for completion in transaction.completions { completion() }
-    }
-}
-
+/// Runs one batch of write requests in one transaction of a database (`LogTransaction`):
+/// assigns sequence numbers, checks each request's conditions, inserts, trims each touched
+/// stream to its retention, updates the stream rows; once the database has committed, the
+/// catalog, the listeners and the requests' completions learn of it (`committed`).
+/// Sequence numbers are assigned here, inside the transaction, so a failed transaction (a
+/// full disk, a lost connection) leaves no hole: the catalog is untouched and the next
+/// batch reuses the same numbers.
+///
 /// The state of one transaction: working copies of the streams it touches, what it
 /// appended, and the completions to run once it has committed.
-private struct Transaction {
+struct Transaction<DB: LogTransaction> {
     /// A stream this transaction changed: its record as of now, and its new events.
     struct Touched {
         var record: Catalog.Record
@@ -61,7 +22,8 @@ private struct Transaction {
     }
 
     let catalog: Catalog
-    let producers: ProducerTable
+    /// The database side of this transaction.
+    let db: DB
     let time: Date
     /// The commit's time in ms; a stream whose newest event is later (the clock was set
     /// back) keeps its own time instead, so times never decrease within a stream.
@@ -76,7 +38,7 @@ private struct Transaction {
     var deleted: Set<String> = []
     var deletedIDs: [Int64] = []
     /// Producer states as this transaction leaves them.
-    var producerChanges: [ProducerTable.Key: ProducerState] = [:]
+    var producerChanges: [ProducerKey: ProducerState] = [:]
     var completions: [@Sendable () -> Void] = []
     /// The results of `publish` requests, told to their sinks once per batch.
     var sinks = SinkResults()
@@ -84,9 +46,18 @@ private struct Transaction {
     var appendedEvents = 0
     var appendedBytes = 0
 
-    init(catalog: Catalog, producers: ProducerTable, time: Date) {
+    /// Streams read again because another writer changed them (`refresh`): told to the
+    /// catalog and listeners without being written.
+    var refreshed: [String: Catalog.Record?] = [:]
+    /// When producers idle past their lifetime were last forgotten.
+    let producerExpiry: ProducerExpiry
+    /// Whether this transaction forgot them (a cache of them is then stale).
+    var expiredProducers = false
+
+    init(catalog: Catalog, db: DB, time: Date, producerExpiry: ProducerExpiry) {
         self.catalog = catalog
-        self.producers = producers
+        self.db = db
+        self.producerExpiry = producerExpiry
         // One commit time for the whole batch: cheap, and times never go backwards in it.
         self.millis = Timestamp.millis(time)
         self.time = Timestamp.date(millis: millis)
@@ -105,18 +76,21 @@ private struct Transaction {
         sinks = SinkResults()
         appendedEvents = 0
         appendedBytes = 0
+        refreshed = [:]
+        expiredProducers = false
     }
 
-    func record(_ name: String) -> Catalog.Record? {
+    /// The stream as this transaction leaves it so far, without bringing it in.
+    func record(_ name: String) throws -> Catalog.Record? {
         if let index = indexByName[name] { return streams[index].record }
-        return deleted.contains(name) ? nil : catalog[name]
+        return deleted.contains(name) ? nil : try db.record(name, cached: catalog[name])
     }
 
     /// The stream's index in `streams` (bringing it in once); `nil` if it does not exist.
     /// A stream deleted while forks read from it (soft-deleted) counts as not existing.
-    mutating func touch(_ name: String) -> Int? {
+    mutating func touch(_ name: String) throws -> Int? {
         if let index = indexByName[name] { return streams[index].record.info.isSoftDeleted ? nil : index }
-        guard !deleted.contains(name), let record = catalog[name], !record.info.isSoftDeleted else { return nil }
+        guard !deleted.contains(name), let record = try db.record(name, cached: catalog[name]), !record.info.isSoftDeleted else { return nil }
         return add(record)
     }
 
@@ -126,10 +100,41 @@ private struct Transaction {
         return streams.count - 1
     }
 
-    mutating func perform(_ request: WriteRequest, _ db: Database) throws {
+    /// Runs the batch inside the database's open transaction.
+    mutating func run(_ batch: [WriteRequest]) throws {
+        reset()
+        var names = Set<String>()
+        for request in batch { names.formUnion(request.streamNames) }
+        try db.prepare(streams: names)
+        for request in batch { try perform(request) }
+        try finish()
+    }
+
+    /// After the database committed: metrics, the catalog, listeners, then the requests.
+    func committed(_ batch: [WriteRequest], started: ContinuousClock.Instant, listeners: CommitListeners) {
+        StoreMetrics.commitDuration.record(duration: ContinuousClock.now - started)
+        StoreMetrics.commits.increment()
+        StoreMetrics.batchSize.record(batch.count)
+        StoreMetrics.eventsPublished.increment(by: appendedEvents)
+        StoreMetrics.bytesPublished.increment(by: appendedBytes)
+        catalog.apply(changedRecords)
+        listeners.notify(commitBatch)
+        sinks.deliver()
+        for completion in completions { completion() }
+    }
+
+    /// When the transaction failed: every request fails with the same error.
+    static func failed(_ batch: [WriteRequest], _ failure: StoreError) {
+        StoreMetrics.failedCommits.increment()
+        var sinks = SinkResults()
+        for request in batch { request.fail(failure, sinks: &sinks) }
+        sinks.deliver()
+    }
+
+    private mutating func perform(_ request: WriteRequest) throws {
         switch request {
         case .append(let name, let payload, let autoCreate, let done):
-            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none, db)
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none)
             completions.append {
                 done(result.flatMap { appended in
                     guard case .stored(let event) = appended else { return .failure(.invalidConfig("a plain append has no duplicate")) }
@@ -138,18 +143,18 @@ private struct Transaction {
             }
 
         case .publish(let name, let payload, let autoCreate, let conditions, let sink, let token):
-            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions, db)
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions)
             sinks.add(sink, AppendResult(token: token, sequence: result.map(\.sequence)))
 
         case .atomic(let events, let autoCreate, let sink, let token):
-            sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token, db))
+            sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token))
 
         case .streamWrite(let write, let done):
-            let result = try perform(write, db)
+            let result = try perform(write)
             completions.append { done(result) }
 
         case .openConsumer(let name, let consumer, let initialNext, let done):
-            guard let index = touch(name) else {
+            guard let index = try touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             let info = streams[index].record.info
@@ -163,7 +168,7 @@ private struct Transaction {
             completions.append { done(.success(start)) }
 
         case .acknowledge(let name, let consumer, let sequence, let done):
-            guard let index = touch(name) else {
+            guard let index = try touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             guard let current = streams[index].record.consumers[consumer] else {
@@ -185,7 +190,7 @@ private struct Transaction {
             completions.append { done(.success(())) }
 
         case .deleteConsumer(let name, let consumer, let done):
-            guard let index = touch(name), streams[index].record.consumers.removeValue(forKey: consumer) != nil else {
+            guard let index = try touch(name), streams[index].record.consumers.removeValue(forKey: consumer) != nil else {
                 return completions.append { done(.failure(.unknownConsumer(stream: name, name: consumer))) }
             }
             streams[index].consumersWritten.remove(consumer)
@@ -199,7 +204,7 @@ private struct Transaction {
             } catch {
                 return completions.append { done(.failure(error)) }
             }
-            if let existing = record(name) {
+            if let existing = try record(name) {
                 if existing.info.isSoftDeleted { return completions.append { done(.failure(.streamExists(name))) } }
                 // Creating what exists with the same settings is a no-op, so that clients
                 // can declare the streams they use at start-up (as JetStream's add does).
@@ -208,23 +213,23 @@ private struct Transaction {
                 return completions.append { done(result) }
             }
             do throws(StoreError) {
-                try checkRoomForAStream(db)
+                try checkRoomForAStream()
             } catch {
                 return completions.append { done(.failure(error)) }
             }
-            let index = try insertStream(name, config, db)
+            let index = try insertStream(name, config)
             let info = streams[index].record.info
             completions.append { done(.success(info)) }
 
         case .delete(let name, let done):
-            guard let record = record(name), !record.info.isSoftDeleted else {
+            guard let record = try record(name), !record.info.isSoftDeleted else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
-            try delete(record, db)
+            try delete(record)
             completions.append { done(.success(())) }
 
         case .terminate(let name, let terminal, let done):
-            guard let index = touch(name) else {
+            guard let index = try touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             guard streams[index].record.info.terminal == nil else {
@@ -236,13 +241,13 @@ private struct Transaction {
             completions.append { done(.success(info)) }
 
         case .reset(let name, let keepHistory, let done):
-            guard let index = touch(name) else {
+            guard let index = try touch(name) else {
                 return completions.append { done(.failure(.unknownStream(name))) }
             }
             streams[index].record.info.terminal = nil
             streams[index].record.info.terminalAt = nil
             if !keepHistory {
-                try deleteEvents(of: streams[index].record.id, db)
+                try db.deleteEvents(of: streams[index].record.id)
                 streams[index].record.info.firstSequence = streams[index].record.info.lastSequence + 1
                 streams[index].record.info.byteCount = 0
             }
@@ -252,16 +257,24 @@ private struct Transaction {
         case .barrier(let done):
             completions.append { done(.success(())) }
 
+        case .refresh(let names):
+            for name in names where indexByName[name] == nil && !deleted.contains(name) {
+                refreshed[name] = .some(try db.record(name, cached: nil))
+            }
+
         case .enforceRetention(let done):
             for record in catalog.all where record.info.config.maxAge != nil {
-                _ = touch(record.info.name)
+                _ = try touch(record.info.name)
             }
             // Streams past their expiry go as a whole (as their working copy in this batch has it).
             for stored in catalog.all where stored.info.config.expiry != nil && !stored.info.isSoftDeleted {
-                guard let current = record(stored.info.name), let deadline = catalog.deadline(of: current), deadline <= millis else { continue }
-                try delete(current, db)
+                guard let current = try record(stored.info.name), let deadline = catalog.deadline(of: current), deadline <= millis else { continue }
+                try delete(current)
             }
-            try producers.expire(now: millis, db)
+            if producerExpiry.due(now: millis) {
+                try db.expireProducers(before: millis - ProducerState.idleLifetimeMillis)
+                expiredProducers = true
+            }
             completions.append { done(.success(())) }
         }
     }
@@ -271,19 +284,19 @@ private struct Transaction {
     /// stored event, a producer's duplicate, or why it was refused. Throws only what fails
     /// the transaction.
     private mutating func appendResult(
-        _ payload: Data, to name: String, autoCreate: StreamConfig?, conditions: AppendConditions, _ db: Database
+        _ payload: Data, to name: String, autoCreate: StreamConfig?, conditions: AppendConditions
     ) throws -> Result<Appended, StoreError> {
-        let existing = touch(name)
+        let existing = try touch(name)
         if let expected = conditions.expectedLastSequence {
             let last = existing.map { streams[$0].record.info.lastSequence } ?? 0
             guard last == expected else { return .failure(.wrongLastSequence(stream: name, last: last, expected: expected)) }
         }
         // The producer's working state, found once per event: its index in `producerChanges`
         // (nothing is inserted there before it is used again).
-        var producer: Dictionary<ProducerTable.Key, ProducerState>.Index?
+        var producer: Dictionary<ProducerKey, ProducerState>.Index?
         if let stamp = conditions.producer, let existing {
-            let key = ProducerTable.Key(stream: streams[existing].record.id, producer: stamp.id)
-            try loadProducer(key, db)
+            let key = ProducerKey(stream: streams[existing].record.id, producer: stamp.id)
+            try loadProducer(key)
             producer = producerChanges.index(forKey: key)
             switch ProducerState.judge(producer.map { producerChanges.values[$0] }, stamp, stream: name) {
             case .accept: break
@@ -302,68 +315,68 @@ private struct Transaction {
             do throws(StoreError) {
                 try StoreError.validateStreamName(name)
                 try autoCreate.validate()
-                try checkRoomForAStream(db)
+                try checkRoomForAStream()
             } catch {
                 return .failure(error)
             }
-            index = try insertStream(name, autoCreate, db)
+            index = try insertStream(name, autoCreate)
         }
         guard streams[index].record.info.lastSequence < EventKey.maxSequence else {
             return .failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); publish to a new stream"))
         }
-        guard let event = try append(payload, to: index, db) else { return .failure(.terminated(stream: name)) }
+        guard let event = try append(payload, to: index) else { return .failure(.terminated(stream: name)) }
         if let stamp = conditions.producer {
             if let producer {
                 producerChanges.values[producer].record(stamp, sequence: event.sequence, now: millis)
             } else {
                 var first = ProducerState(first: stamp, now: millis)
                 first.record(stamp, sequence: event.sequence, now: millis)
-                producerChanges[ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)] = first
+                producerChanges[ProducerKey(stream: streams[index].record.id, producer: stamp.id)] = first
             }
         }
         return .success(.stored(event))
     }
 
     /// Brings a producer's stored state into this transaction's working copies, once.
-    private mutating func loadProducer(_ key: ProducerTable.Key, _ db: Database) throws {
-        if producerChanges[key] == nil, let stored = try producers.state(key, db) { producerChanges[key] = stored }
+    private mutating func loadProducer(_ key: ProducerKey) throws {
+        if producerChanges[key] == nil, let stored = try db.producerState(key) { producerChanges[key] = stored }
     }
 
     /// A write of the HTTP front door (see `StreamWrite`): the checks in the protocol's
     /// order (a producer's retry is recognised even on a closed stream), then the events
     /// and the close. Its events cannot fail one by one, so no savepoint is needed.
-    private mutating func perform(_ write: StreamWrite, _ db: Database) throws -> Result<StreamWriteOutcome, StoreError> {
+    private mutating func perform(_ write: StreamWrite) throws -> Result<StreamWriteOutcome, StoreError> {
         let name = write.stream
         var created = false
         let index: Int
-        if let existing = touch(name) {
+        if let existing = try touch(name) {
             if write.create != nil { return .success(.existing(streams[existing].record.info)) }
             index = existing
         } else {
             guard let config = write.create else { return .failure(.unknownStream(name)) }
             // A soft-deleted stream keeps its name until its forks are gone.
-            if record(name) != nil { return .failure(.streamExists(name)) }
+            if try record(name) != nil { return .failure(.streamExists(name)) }
             do throws(StoreError) {
                 try StoreError.validateStreamName(name)
                 try config.validate()
-                try checkRoomForAStream(db)
+                try checkRoomForAStream()
             } catch {
                 return .failure(error)
             }
             if let request = write.fork {
-                switch try createFork(name, of: request, config, db) {
+                switch try createFork(name, of: request, config) {
                 case .success(let forked): index = forked
                 case .failure(let error): return .failure(error)
                 }
             } else {
-                index = try insertStream(name, config, db)
+                index = try insertStream(name, config)
             }
             created = true
         }
-        var producerKey: ProducerTable.Key?
+        var producerKey: ProducerKey?
         if let stamp = write.producer {
-            let key = ProducerTable.Key(stream: streams[index].record.id, producer: stamp.id)
-            try loadProducer(key, db)
+            let key = ProducerKey(stream: streams[index].record.id, producer: stamp.id)
+            try loadProducer(key)
             switch ProducerState.judge(producerChanges[key], stamp, stream: name) {
             case .accept: producerKey = key
             case .duplicate:
@@ -385,7 +398,7 @@ private struct Transaction {
         guard info.lastSequence + UInt64(write.payloads.count) <= EventKey.maxSequence else {
             return .failure(.limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); write to a new stream"))
         }
-        for payload in write.payloads { _ = try append(payload, to: index, db) }
+        for payload in write.payloads { _ = try append(payload, to: index) }
         if let stamp = write.producer, let producerKey {
             let first = info.lastSequence + 1
             if producerChanges[producerKey] == nil { producerChanges[producerKey] = ProducerState(first: stamp, now: millis) }
@@ -405,19 +418,19 @@ private struct Transaction {
     /// A stream that forks read from is only marked deleted (soft-deleted) and kept for
     /// them; deleting a fork then deletes such a source once no fork is left (and so on
     /// up the chain).
-    private mutating func delete(_ record: Catalog.Record, _ db: Database) throws {
+    private mutating func delete(_ record: Catalog.Record) throws {
         let name = record.info.name
         if hasForks(name) {
-            if let index = indexByName[name] ?? touch(name) { streams[index].record.info.deletedAt = time }
+            if let index = try indexByName[name] ?? touch(name) { streams[index].record.info.deletedAt = time }
             return
         }
-        try deleteEvents(of: record.id, db)
-        try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [record.id])
+        try db.deleteEvents(of: record.id)
+        try db.deleteStream(record.id)
         indexByName[name] = nil
         deleted.insert(name)
         deletedIDs.append(record.id)
-        if let source = record.info.fork?.source, let sourceRecord = self.record(source), sourceRecord.info.isSoftDeleted, !hasForks(source) {
-            try delete(sourceRecord, db)
+        if let source = record.info.fork?.source, let sourceRecord = try self.record(source), sourceRecord.info.isSoftDeleted, !hasForks(source) {
+            try delete(sourceRecord)
         }
     }
 
@@ -433,9 +446,9 @@ private struct Transaction {
     /// up to the fork point, read from the source, never copied. A sub-offset inside an
     /// event makes that event's first bytes the fork's own first event.
     private mutating func createFork(
-        _ name: String, of request: ForkRequest, _ config: StreamConfig, _ db: Database
+        _ name: String, of request: ForkRequest, _ config: StreamConfig
     ) throws -> Result<Int, StoreError> {
-        guard let source = record(request.source) else { return .failure(.unknownStream(request.source)) }
+        guard let source = try record(request.source) else { return .failure(.unknownStream(request.source)) }
         guard !source.info.isSoftDeleted else { return .failure(.forkOfDeletedStream(request.source)) }
         let tail = source.info.lastSequence
         let anchor = request.sequence ?? tail
@@ -453,8 +466,10 @@ private struct Transaction {
                 inherited = anchor + request.subOffset
             } else {
                 var next = Data()
-                try LogSegments(of: source, from: anchor + 1, through: anchor + 1) { self.record($0) }
-                    .forEachEvent(limit: 1, byteBudget: .max, db) { _, _, payload in next = Data(payload) }
+                let segments = LogSegments(of: source, from: anchor + 1, through: anchor + 1) { name in
+                    indexByName[name].map { streams[$0].record } ?? catalog[name]
+                }
+                try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, payload in next = Data(payload) }
                 guard request.subOffset <= UInt64(next.count) else {
                     return .failure(.invalidFork("a sub-offset of \(request.subOffset) bytes passes the next event (\(next.count) bytes)"))
                 }
@@ -462,37 +477,37 @@ private struct Transaction {
             }
         }
         let fork = StreamFork(source: request.source, sequence: inherited, requestedSequence: anchor, requestedSubOffset: request.subOffset)
-        let index = try insertStream(name, config, db, fork: (fork, source.id))
+        let index = try insertStream(name, config, fork: (fork, source.id))
         streams[index].record.info.lastSequence = inherited
         streams[index].record.info.firstSequence = min(max(source.info.firstSequence, 1), inherited + 1)
         streams[index].record.lastTime = source.lastTime
-        if let prefix { _ = try append(prefix, to: index, db) }
+        if let prefix { _ = try append(prefix, to: index) }
         return .success(index)
     }
 
     /// An atomic send: every event, or none. A savepoint undoes the rows of a send that
     /// fails part-way; a copy of this transaction's working state undoes the rest.
     private mutating func appendAtomically(
-        _ events: [AtomicAppend], autoCreate: StreamConfig?, token: UInt64, _ db: Database
+        _ events: [AtomicAppend], autoCreate: StreamConfig?, token: UInt64
     ) throws -> AppendResult {
         let before = self
-        try db.execute(sql: "SAVEPOINT atomic_send")
+        try db.savepoint()
         var sequences: [UInt64] = []
         sequences.reserveCapacity(events.count)
         for event in events {
             let result = try appendResult(
                 event.payload, to: event.stream, autoCreate: autoCreate,
-                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence), db)
+                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence))
             switch result {
             case .success(let appended):
                 sequences.append(appended.sequence)
             case .failure(let error):
-                try db.execute(sql: "ROLLBACK TO atomic_send; RELEASE atomic_send")
+                try db.rollbackToSavepoint()
                 self = before
                 return AppendResult(token: token, sequence: .failure(error))
             }
         }
-        try db.execute(sql: "RELEASE atomic_send")
+        try db.releaseSavepoint()
         guard let first = sequences.first else {
             return AppendResult(token: token, sequence: .failure(.invalidConfig("an atomic send needs at least one event")))
         }
@@ -500,7 +515,7 @@ private struct Transaction {
     }
 
     /// Numbers and inserts one event; `nil` if the stream has ended.
-    private mutating func append(_ payload: Data, to index: Int, _ db: Database) throws -> StoredEvent? {
+    private mutating func append(_ payload: Data, to index: Int) throws -> StoredEvent? {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
@@ -508,10 +523,7 @@ private struct Transaction {
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live.
         if record.info.config.capacity != 0 {
-            let insert = RawStatement(try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload) VALUES (?, ?, ?)"), in: db)
-            insert.bind(EventKey.key(stream: record.id, sequence: sequence), at: 1)
-            insert.bind(eventMillis, at: 2)
-            try insert.execute(blob: payload, at: 3)
+            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
@@ -525,41 +537,18 @@ private struct Transaction {
         return event
     }
 
-    /// A new stream takes the id after the highest in use: refused once that no longer fits
-    /// the event key (a failed request, not a failed batch).
-    private func checkRoomForAStream(_ db: Database) throws(StoreError) {
-        let next = (try? Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(id), 0) + 1 FROM streams"))) ?? nil
-        if let next, next > EventKey.maxStreamID {
-            throw .limitReached("replay has room for stream ids up to \(EventKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database")
-        }
+    /// A new stream needs an id its events can be stored under (a failed request, not a
+    /// failed batch).
+    private func checkRoomForAStream() throws(StoreError) {
+        let refusal: StoreError?
+        do { refusal = try db.roomForAStream() } catch { refusal = StoreError(error) }
+        if let refusal { throw refusal }
     }
 
-    /// Every event of the stream (its rows in `streams` stay).
-    private func deleteEvents(of stream: Int64, _ db: Database) throws {
-        let range = EventKey.range(of: stream)
-        try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
-    }
-
-    private mutating func insertStream(
-        _ name: String, _ config: StreamConfig, _ db: Database, fork: (StreamFork, sourceID: Int64)? = nil
-    ) throws -> Int {
-        try db.execute(
-            sql: """
-                INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
-                                     source_command, source_connect, source_options,
-                                     content_type, ttl_seconds, expires_at,
-                                     fork_of, fork_seq, fork_offset, fork_sub_offset)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                name, config.capacity, config.maxBytes, config.maxAge, timeText,
-                config.source?.command, config.source?.connect.rawValue, config.source?.options,
-                config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
-                fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
-                fork.map { Int64($0.0.requestedSubOffset) },
-            ])
+    private mutating func insertStream(_ name: String, _ config: StreamConfig, fork: (StreamFork, sourceID: Int64)? = nil) throws -> Int {
+        let id = try db.insertStream(name, config, createdAt: timeText, fork: fork)
         let record = Catalog.Record(
-            id: db.lastInsertedRowID,
+            id: id,
             info: StreamInfo(
                 name: name, config: config, createdAt: time, firstSequence: 1, lastSequence: 0,
                 byteCount: 0, terminal: nil, terminalAt: nil, fork: fork?.0))
@@ -568,43 +557,25 @@ private struct Transaction {
     }
 
     /// Trims every touched stream to its retention and writes its row.
-    mutating func finish(_ db: Database) throws {
+    mutating func finish() throws {
         // The streams changed that still exist (a deleted one's copy is unreachable by name).
         for index in indexByName.values {
             try Retention(now: time).trim(&streams[index].record, db)
             let record = streams[index].record
-            let info = record.info
-            try db.cachedStatement(
-                sql: """
-                    UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
-                        terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
-                        deleted_at = ?
-                    WHERE id = ?
-                    """
-            ).execute(arguments: [
-                Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
-                info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
-                info.writerSequence, info.deletedAt.map(Timestamp.format), record.id,
-            ])
+            try db.updateStream(record)
             for name in streams[index].consumersWritten {
                 guard let consumer = record.consumers[name] else { continue }
-                try db.cachedStatement(sql: """
-                    INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (stream_id, name) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
-                    """
-                ).execute(arguments: [
-                    record.id, name, Int64(consumer.ackedSequence), Timestamp.millis(consumer.createdAt), Timestamp.millis(consumer.updatedAt),
-                ])
+                try db.writeConsumer(stream: record.id, consumer)
             }
             for name in streams[index].consumersRemoved {
-                try db.execute(sql: "DELETE FROM consumers WHERE stream_id = ? AND name = ?", arguments: [record.id, name])
+                try db.deleteConsumer(stream: record.id, name: name)
             }
         }
-        try ProducerTable.write(producerChanges, db)
+        try db.writeProducers(producerChanges)
     }
 
     var changedRecords: [String: Catalog.Record?] {
-        var changes: [String: Catalog.Record?] = [:]
+        var changes = refreshed
         for name in deleted { changes[name] = .some(nil) }
         for (name, index) in indexByName { changes[name] = streams[index].record }
         return changes
@@ -612,6 +583,7 @@ private struct Transaction {
 
     var commitBatch: CommitBatch {
         var changes: [String: CommitBatch.Change] = [:]
+        for (name, record) in refreshed { changes[name] = CommitBatch.Change(info: record?.info, appended: []) }
         for name in deleted { changes[name] = CommitBatch.Change(info: nil, appended: []) }
         for (name, index) in indexByName {
             changes[name] = CommitBatch.Change(info: streams[index].record.info, appended: streams[index].appended)

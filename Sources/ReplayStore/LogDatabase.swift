@@ -1,0 +1,28 @@
+import Foundation
+
+/// A database the store keeps its streams in: the embedded SQLite file (`SQLiteLog`) or a
+/// PostgreSQL server shared by several daemons (`PostgresLog`). `EventStore` is the same
+/// code over both: the catalog, the one writer's queue, the listeners; each database
+/// brings its transaction (`LogTransaction`, where the writer's rules meet its SQL) and
+/// its reads.
+protocol LogDatabase: Sendable {
+    /// The streams as last committed.
+    var catalog: Catalog { get }
+
+    /// Runs one batch in one transaction, then completes its requests: always on the
+    /// writer's own thread, never concurrently.
+    func commit(_ batch: [WriteRequest])
+
+    /// Visits up to `limit` committed events of `segments`, oldest first, stopping after the
+    /// event that reaches `byteBudget` payload bytes; the buffers are valid only during the call.
+    func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+    ) throws(StoreError)
+
+    /// The first sequence number of the stream's retained events stored at or after `millis`.
+    func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
+
+    /// After the writer has drained: release the database.
+    func close()
+}

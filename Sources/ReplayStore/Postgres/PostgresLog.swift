@@ -1,0 +1,245 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import ReplayCore
+import ReplayModel
+
+/// Streams in a PostgreSQL database that several daemons share. Each daemon keeps its own
+/// catalog, one writer with group commit, and its cursors; the database orders the writes
+/// (see `PostgresTransaction`) and tells the others of each commit:
+///
+/// - After each commit the writer sends `NOTIFY replay_commits` with the names it changed
+///   (inside the transaction, so it goes out with the commit, never before).
+/// - A LISTEN session gives every other daemon's notifications to this writer as a
+///   `refresh` request: the rows are read again, in order with this daemon's own writes,
+///   and the hubs wake their cursors, which read the new events from the database.
+/// - An acknowledgement goes out only after PostgreSQL's COMMIT returned, with
+///   `synchronous_commit` on (`Durability.full`).
+///
+/// A lost server fails the batch in flight with `storage_unavailable` (nothing is counted
+/// as committed that PostgreSQL did not confirm) and the next batch connects again.
+final class PostgresLog: LogDatabase {
+    static let channel = "replay_commits"
+
+    let catalog: Catalog
+    let location: PostgresLocation
+    private let writerSession: PostgresSession
+    private let readers: [PostgresSession]
+    private let nextReader = Locked(0)
+    private let listeners: CommitListeners
+    private let producerExpiry = ProducerExpiry()
+    private let now: @Sendable () -> Date
+    private let logger: Logger
+    /// This daemon's name in notifications, so it skips its own.
+    private let origin = UUID().uuidString
+    private let listening = Locked<Task<Void, Never>?>(nil)
+
+    init(_ location: PostgresLocation, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
+        if let failure = location.failure { throw .invalidConfig(failure) }
+        var location = location
+        // Acknowledged means committed: a commit waits for the WAL flush (and for synchronous
+        // standbys, where the server has them) unless durability is relaxed.
+        var configuration = location.configuration
+        configuration.options.additionalStartupParameters = [
+            ("synchronous_commit", options.durability == .full ? "on" : "off"), ("application_name", "replayd"),
+        ]
+        location = PostgresLocation(configuration: configuration, redacted: location.redacted)
+        self.location = location
+        self.listeners = listeners
+        self.now = now
+        var logger = Logger(label: "replay.postgres")
+        logger.logLevel = .warning
+        self.logger = logger
+        writerSession = PostgresSession(location, logger: logger)
+        readers = (0..<max(1, options.readerCount)).map { _ in PostgresSession(location, logger: logger) }
+        do {
+            try PostgresMigrations.migrate(writerSession, location: location.redacted)
+            catalog = Catalog(Array(try Self.loadAll(writerSession).values))
+        } catch {
+            writerSession.close()
+            throw StoreError(postgres: error)
+        }
+    }
+
+    /// Every stream with its consumers.
+    static func loadAll(_ session: PostgresSession) throws -> [String: Catalog.Record] {
+        let rows = try session.query(PostgresQuery(unsafeSQL: """
+            SELECT \(PostgresTransaction.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
+            """))
+        var records = try PostgresTransaction.records(rows.rows)
+        try PostgresTransaction.loadConsumers(into: &records, session)
+        return records
+    }
+
+    // MARK: Writes
+
+    func commit(_ batch: [WriteRequest]) {
+        let started = ContinuousClock.now
+        // A deadlock with a writer outside replay's lock order, or a serialization failure,
+        // undoes the whole transaction: run the batch again from the start.
+        for attempt in 1... {
+            let connection: PinnedConnection
+            do {
+                connection = PinnedConnection(try writerSession.connected(), logger: logger)
+            } catch {
+                return Transaction<PostgresTransaction>.failed(batch, StoreError(postgres: error))
+            }
+            let transaction = PostgresTransaction(connection)
+            var rules = Transaction(catalog: catalog, db: transaction, time: now(), producerExpiry: producerExpiry)
+            do {
+                try connection.query("BEGIN")
+                try rules.run(batch)
+                try transaction.flush()
+                let changed = rules.changedRecords.keys.filter { rules.refreshed[$0] == nil }
+                if !changed.isEmpty {
+                    try connection.query("SELECT pg_notify(\(Self.channel), \(CommitNotice(origin: origin, streams: changed).payload))")
+                }
+                try connection.query("COMMIT")
+            } catch {
+                if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
+                if attempt < 5, let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) { continue }
+                logger.warning("commit failed: \(String(reflecting: error))")
+                return Transaction<PostgresTransaction>.failed(batch, StoreError(postgres: error))
+            }
+            return rules.committed(batch, started: started, listeners: listeners)
+        }
+    }
+
+    /// Starts following the other daemons' commits; their notifications become `refresh`
+    /// requests of `writer`.
+    func start(writer: WriteQueue) {
+        let location = location
+        let origin = origin
+        let logger = logger
+        let catalog = catalog
+        let task = Task.detached {
+            var backoff: Duration = .milliseconds(100)
+            while !Task.isCancelled {
+                do {
+                    let connection = try await PostgresConnection.connect(configuration: location.configuration, id: 0, logger: logger)
+                    do {
+                        try await connection.listen(on: Self.channel) { notifications in
+                            // Commits made while this session was away were not told: read every stream again.
+                            let stored = try await Self.streamNames(connection, logger)
+                            writer.submit(.refresh(streams: Set(catalog.all.map(\.info.name)).union(stored).sorted()))
+                            backoff = .milliseconds(100)
+                            for try await notification in notifications {
+                                guard let notice = CommitNotice(payload: notification.payload), notice.origin != origin else { continue }
+                                if let streams = notice.streams {
+                                    writer.submit(.refresh(streams: streams))
+                                } else {
+                                    let stored = try await Self.streamNames(connection, logger)
+                                    writer.submit(.refresh(streams: Set(catalog.all.map(\.info.name)).union(stored).sorted()))
+                                }
+                            }
+                        }
+                    } catch {
+                        logger.warning("LISTEN session lost: \(String(reflecting: error))")
+                    }
+                    try? await connection.close()
+                } catch {
+                    logger.warning("LISTEN session cannot connect: \(String(reflecting: error))")
+                }
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(5))
+            }
+        }
+        listening.withLock { $0 = task }
+    }
+
+    private static func streamNames(_ connection: PostgresConnection, _ logger: Logger) async throws -> Set<String> {
+        var names = Set<String>()
+        for try await name in try await connection.query("SELECT name FROM streams", logger: logger).decode(String.self) {
+            names.insert(name)
+        }
+        return names
+    }
+
+    // MARK: Reads
+
+    /// A reader session, round robin.
+    private func withReader<T>(_ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
+        let session = readers[nextReader.withLock { index in
+            defer { index = (index + 1) % readers.count }
+            return index
+        }]
+        do { return try body(session) } catch { throw StoreError(postgres: error) }
+    }
+
+    func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+    ) throws(StoreError) {
+        try withReader { session in try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body) }
+    }
+
+    func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
+        try withReader { session in
+            let rows = try session.query("SELECT first_seq, last_seq FROM streams WHERE id = \(record.id)")
+            guard let row = rows.rows.first else { return record.info.lastSequence + 1 }
+            let (first, last) = try row.decode((Int64, Int64).self)
+            guard first <= last else { return UInt64(last) + 1 }
+            return try PostgresTransaction.firstSequence(of: record.id, in: UInt64(first)...UInt64(last), atOrAfter: millis, session)
+        }
+    }
+
+    func close() {
+        listening.withLock { $0 }?.cancel()
+        writerSession.close()
+        for reader in readers { reader.close() }
+    }
+}
+
+/// What a commit tells the other daemons: who committed, and the streams it changed
+/// (`nil`: too many to list within NOTIFY's 8000 bytes, read them all).
+struct CommitNotice: Equatable {
+    let origin: String
+    let streams: [String]?
+
+    init(origin: String, streams: some Collection<String>) {
+        self.origin = origin
+        let listed = streams.sorted()
+        self.streams = listed.reduce(0) { $0 + $1.utf8.count + 1 } < 7000 ? listed : nil
+    }
+
+    var payload: String {
+        ([origin] + (streams ?? ["*"])).joined(separator: "\n")
+    }
+
+    init?(payload: String) {
+        let lines = payload.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let origin = lines.first, !origin.isEmpty else { return nil }
+        self.origin = origin
+        streams = lines.dropFirst() == ["*"] ? nil : Array(lines.dropFirst())
+    }
+}
+
+extension StoreError {
+    /// Maps an error from PostgreSQL (or the way to it) to the store's vocabulary: a
+    /// refused connection or a lost server is `unavailable`, a full disk `storageFull`.
+    init(postgres error: any Error) {
+        if let error = error as? StoreError {
+            self = error
+            return
+        }
+        guard let error = error as? PSQLError else {
+            self = .unavailable("\(error)")
+            return
+        }
+        let state = error.serverInfo?[.sqlState]
+        let message = error.serverInfo?[.message] ?? "\(error.code)"
+        switch state {
+        case "53100": self = .storageFull
+        default: self = .unavailable(state.map { "PostgreSQL \($0): \(message)" } ?? "PostgreSQL: \(message)")
+        }
+    }
+}
+
+extension PostgresLocation {
+    init(configuration: PostgresConnection.Configuration, redacted: String) {
+        self.configuration = configuration
+        self.redacted = redacted
+        self.failure = nil
+    }
+}

@@ -1,0 +1,335 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+import ReplayModel
+
+/// The PostgreSQL side of `LogTransaction`, inside a transaction the writer opened on its
+/// session. Several daemons write the same rows, so nothing is taken from the catalog:
+///
+/// - A stream is read under a transaction-scoped advisory lock on its name, then its row
+///   `FOR UPDATE`: every writer of a stream waits for the previous one to commit and then
+///   sees its numbers, which makes one contiguous, gap-free sequence from every daemon.
+///   Locking the name (not only the row) also orders two daemons creating the same stream.
+/// - `prepare` takes the locks of every stream a batch names at once, in name order, so two
+///   daemons' batches never wait on each other in a cycle.
+/// - Events are buffered and inserted with one statement (`unnest` of arrays) before
+///   anything else reads or writes: a round trip per batch instead of one per event.
+final class PostgresTransaction: LogTransaction {
+    private let session: PinnedConnection
+    /// Streams read (and locked) in this transaction; `nil`: known not to exist.
+    private var locked: [String: Catalog.Record?] = [:]
+    private var pending = PendingEvents()
+
+    init(_ session: PinnedConnection) {
+        self.session = session
+    }
+
+    static let streamColumns = """
+        s.id, s.name, s.capacity, s.max_bytes, s.max_age_seconds, s.created_at, s.first_seq, s.last_seq, s.byte_count,
+        s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
+        s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
+        s.deleted_at, src.name AS fork_source
+        """
+
+    func prepare(streams: Set<String>) throws {
+        let names = streams.filter { locked[$0] == nil }.sorted()
+        guard !names.isEmpty else { return }
+        try flush()
+        try session.query("SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) FROM unnest(\(names)::text[]) AS n")
+        let rows = try session.query(PostgresQuery(unsafeSQL: """
+            SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
+            WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
+            """, binds: Self.binds(names)))
+        var found = try Self.records(rows.rows)
+        try Self.loadConsumers(into: &found, session)
+        for name in names { locked[name] = .some(found[name]) }
+    }
+
+    func record(_ name: String, cached: Catalog.Record?) throws -> Catalog.Record? {
+        if let known = locked[name] { return known }
+        try prepare(streams: [name])
+        return locked[name] ?? nil
+    }
+
+    func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64 {
+        try flush()
+        let rows = try session.query("""
+            INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
+                                 source_command, source_connect, source_options,
+                                 content_type, ttl_seconds, expires_at,
+                                 fork_of, fork_seq, fork_offset, fork_sub_offset)
+            VALUES (\(name), \(config.capacity), \(config.maxBytes), \(config.maxAge), \(createdAt),
+                    \(config.source?.command), \(config.source?.connect.rawValue), \(config.source?.options),
+                    \(config.contentType), \(config.expiry?.idleSeconds), \(config.expiry?.deadline.map(Timestamp.millis)),
+                    \(fork?.sourceID), \(fork.map { Int64($0.0.sequence) }), \(fork.map { Int64($0.0.requestedSequence) }),
+                    \(fork.map { Int64($0.0.requestedSubOffset) }))
+            RETURNING id
+            """)
+        locked[name] = nil
+        return try Self.single(rows, Int64.self)
+    }
+
+    /// Ids are a `bigserial` and events are keyed by (stream id, seq): no room to run out of.
+    func roomForAStream() -> StoreError? { nil }
+
+    func updateStream(_ record: Catalog.Record) throws {
+        try flush()
+        let info = record.info
+        try session.query("""
+            UPDATE streams SET first_seq = \(Int64(info.firstSequence)), last_seq = \(Int64(info.lastSequence)),
+                event_count = \(info.eventCount), byte_count = \(info.byteCount), terminal = \(info.terminal?.kind),
+                terminal_message = \(info.terminal?.message), terminal_at = \(info.terminalAt.map(Timestamp.format)),
+                last_time = \(record.lastTime), writer_seq = \(info.writerSequence),
+                deleted_at = \(info.deletedAt.map(Timestamp.format))
+            WHERE id = \(record.id)
+            """)
+    }
+
+    func deleteStream(_ id: Int64) throws {
+        try flush()
+        try session.query("DELETE FROM streams WHERE id = \(id)")
+    }
+
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data) throws {
+        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload)
+        if pending.bytes > 4 << 20 { try flush() }
+    }
+
+    /// Sends the buffered events.
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        let events = pending
+        pending = PendingEvents()
+        try session.query("""
+            INSERT INTO event_log (stream_id, seq, time, payload)
+            SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])
+            """)
+    }
+
+    func deleteEvents(of stream: Int64) throws {
+        try flush()
+        try session.query("DELETE FROM event_log WHERE stream_id = \(stream)")
+    }
+
+    func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
+        try flush()
+        let rows = try session.query("""
+            WITH gone AS (DELETE FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(from)) AND \(Int64(through))
+                          RETURNING length(payload) AS size)
+            SELECT coalesce(sum(size), 0)::bigint FROM gone
+            """)
+        return Int(try Self.single(rows, Int64.self))
+    }
+
+    func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
+        try flush()
+        var next = Int64(from)
+        while true {
+            let rows = try session.query("""
+                SELECT seq, length(payload)::bigint FROM event_log
+                WHERE stream_id = \(stream) AND seq >= \(next) ORDER BY seq LIMIT 1000
+                """)
+            var count = 0
+            for row in rows.rows {
+                let (sequence, size) = try row.decode((Int64, Int64).self)
+                count += 1
+                next = sequence + 1
+                guard body(UInt64(sequence), Int(size)) else { return }
+            }
+            if count < 1000 { return }
+        }
+    }
+
+    func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64) throws -> UInt64 {
+        try flush()
+        return try Self.firstSequence(of: stream, in: window, atOrAfter: millis, session)
+    }
+
+    static func firstSequence(
+        of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64, _ session: some PostgresQuerying
+    ) throws -> UInt64 {
+        try TimeSearch.firstSequence(in: window, atOrAfter: millis) { sequence in
+            let rows = try session.query("SELECT time FROM event_log WHERE stream_id = \(stream) AND seq = \(Int64(sequence))")
+            return try rows.rows.first.map { try $0.decode(Int64.self) }
+        }
+    }
+
+    func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+    ) throws {
+        try flush()
+        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
+    }
+
+    /// Reads in keyset pages (`seq > last ORDER BY seq LIMIT n`), small enough that a byte
+    /// budget stops the read soon after it is reached.
+    static func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying,
+        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+    ) throws {
+        var remaining = limit
+        var bytes = 0
+        var time: (millis: Int64, text: [UInt8]) = (.min, [])
+        for segment in segments.segments where remaining > 0 && bytes < byteBudget {
+            var from = Int64(segment.from)
+            let through = Int64(min(segment.through, UInt64(Int64.max)))
+            while remaining > 0 && bytes < byteBudget && from <= through {
+                let page = min(remaining, 512)
+                let rows = try session.query("""
+                    SELECT seq, time, payload FROM event_log
+                    WHERE stream_id = \(segment.streamID) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(page)
+                    """)
+                var count = 0
+                for row in rows.rows {
+                    let (sequence, millis, payload) = try row.decode((Int64, Int64, ByteBuffer).self)
+                    if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
+                    time.text.withUnsafeBytes { text in
+                        payload.withUnsafeReadableBytes { payload in body(UInt64(sequence), text, payload) }
+                    }
+                    count += 1
+                    from = sequence + 1
+                    remaining -= 1
+                    bytes += payload.readableBytes
+                    if bytes >= byteBudget || remaining == 0 { return }
+                }
+                if count < page { break }
+            }
+        }
+    }
+
+    func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
+        try flush()
+        try session.query("""
+            INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at)
+            VALUES (\(stream), \(consumer.name), \(Int64(consumer.ackedSequence)), \(Timestamp.millis(consumer.createdAt)),
+                    \(Timestamp.millis(consumer.updatedAt)))
+            ON CONFLICT (stream_id, name) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+            """)
+    }
+
+    func deleteConsumer(stream: Int64, name: String) throws {
+        try flush()
+        try session.query("DELETE FROM consumers WHERE stream_id = \(stream) AND name = \(name)")
+    }
+
+    /// Read fresh in every transaction: another daemon may have moved it (its stream's lock,
+    /// held since `record`, keeps it still until this commit).
+    func producerState(_ key: ProducerKey) throws -> ProducerState? {
+        try flush()
+        let rows = try session.query("""
+            SELECT epoch, last_pseq, runs, updated_at FROM producers WHERE stream_id = \(key.stream) AND producer = \(key.producer)
+            """)
+        return try rows.rows.first.map { row in
+            let (epoch, lastPseq, runs, updatedAt) = try row.decode((Int64, Int64, Data, Int64).self)
+            return ProducerState(epoch: UInt64(epoch), lastPseq: UInt64(lastPseq), runs: ProducerState.unpack(runs), updatedAt: updatedAt)
+        }
+    }
+
+    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws {
+        try flush()
+        for (key, state) in changes {
+            try session.query("""
+                INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at)
+                VALUES (\(key.stream), \(key.producer), \(Int64(state.epoch)), \(Int64(state.lastPseq)), \(state.packedRuns), \(state.updatedAt))
+                ON CONFLICT (stream_id, producer) DO UPDATE SET
+                    epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs, updated_at = excluded.updated_at
+                """)
+        }
+    }
+
+    func expireProducers(before millis: Int64) throws {
+        try flush()
+        try session.query("DELETE FROM producers WHERE updated_at < \(millis)")
+    }
+
+    func savepoint() throws {
+        try flush()
+        try session.query("SAVEPOINT atomic_send")
+    }
+
+    func rollbackToSavepoint() throws {
+        pending = PendingEvents()
+        try session.query("ROLLBACK TO SAVEPOINT atomic_send")
+        try session.query("RELEASE SAVEPOINT atomic_send")
+        // Streams read after the savepoint may have been created by the rolled-back part.
+        locked = [:]
+    }
+
+    func releaseSavepoint() throws {
+        try flush()
+        try session.query("RELEASE SAVEPOINT atomic_send")
+    }
+
+    // MARK: Rows
+
+    static func binds(_ names: [String]) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(names)
+        return binds
+    }
+
+    static func single<T: PostgresDecodable>(_ result: PostgresQueryResult, _ type: T.Type) throws -> T {
+        guard let row = result.rows.first else { throw StoreError.unavailable("PostgreSQL returned no row where one was expected") }
+        return try row.decode(T.self)
+    }
+
+    /// Stream rows (selected with `streamColumns`), by name.
+    static func records(_ rows: [PostgresRow]) throws -> [String: Catalog.Record] {
+        var records: [String: Catalog.Record] = [:]
+        for row in rows {
+            let c = row.makeRandomAccess()
+            let stream = StreamRow(
+                id: try c["id"].decode(Int64.self), name: try c["name"].decode(String.self),
+                capacity: try c["capacity"].decode(Int?.self), maxBytes: try c["max_bytes"].decode(Int?.self),
+                maxAge: try c["max_age_seconds"].decode(Double?.self), createdAt: try c["created_at"].decode(String.self),
+                firstSequence: try c["first_seq"].decode(Int64.self), lastSequence: try c["last_seq"].decode(Int64.self),
+                byteCount: try c["byte_count"].decode(Int.self), terminal: try c["terminal"].decode(String?.self),
+                terminalMessage: try c["terminal_message"].decode(String?.self), terminalAt: try c["terminal_at"].decode(String?.self),
+                lastTime: try c["last_time"].decode(Int64.self), sourceCommand: try c["source_command"].decode(String?.self),
+                sourceConnect: try c["source_connect"].decode(String?.self), sourceOptions: try c["source_options"].decode(String?.self),
+                contentType: try c["content_type"].decode(String?.self), ttlSeconds: try c["ttl_seconds"].decode(Int?.self),
+                expiresAt: try c["expires_at"].decode(Int64?.self), writerSequence: try c["writer_seq"].decode(String?.self),
+                forkSequence: try c["fork_seq"].decode(Int64?.self), forkOffset: try c["fork_offset"].decode(Int64?.self),
+                forkSubOffset: try c["fork_sub_offset"].decode(Int64?.self), deletedAt: try c["deleted_at"].decode(String?.self),
+                forkSource: try c["fork_source"].decode(String?.self))
+            records[stream.name] = stream.record
+        }
+        return records
+    }
+
+    /// Fills in the streams' durable consumers.
+    static func loadConsumers(into records: inout [String: Catalog.Record], _ session: some PostgresQuerying) throws {
+        guard !records.isEmpty else { return }
+        let names = Dictionary(records.values.map { ($0.id, $0.info.name) }, uniquingKeysWith: { $1 })
+        var ids = PostgresBindings()
+        ids.append(Array(names.keys))
+        let rows = try session.query(PostgresQuery(
+            unsafeSQL: "SELECT stream_id, name, acked_seq, created_at, updated_at FROM consumers WHERE stream_id = ANY($1)", binds: ids))
+        for row in rows.rows {
+            let (stream, name, acked, created, updated) = try row.decode((Int64, String, Int64, Int64, Int64).self)
+            guard let streamName = names[stream] else { continue }
+            records[streamName]?.consumers[name] = ConsumerInfo(
+                name: name, ackedSequence: UInt64(acked), createdAt: Timestamp.date(millis: created), updatedAt: Timestamp.date(millis: updated))
+        }
+    }
+}
+
+/// Events waiting for the batch's one INSERT, as the arrays `unnest` takes.
+private struct PendingEvents {
+    var streams: [Int64] = []
+    var sequences: [Int64] = []
+    var times: [Int64] = []
+    var payloads: [ByteBuffer] = []
+    var bytes = 0
+
+    var isEmpty: Bool { streams.isEmpty }
+
+    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data) {
+        streams.append(stream)
+        sequences.append(sequence)
+        times.append(millis)
+        payloads.append(ByteBuffer(bytes: payload))
+        bytes += payload.count
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import GRDB
+import ReplayModel
+
+/// Streams in one SQLite file: the embedded default. One process writes it (`ProcessLock`);
+/// reads run on a pool of WAL readers and never block the writer, and the `sqlite3` shell
+/// can read the file while the store is open.
+final class SQLiteLog: LogDatabase {
+    let path: String
+    let pool: DatabasePool
+    let catalog: Catalog
+    private let lock: ProcessLock
+    private let listeners: CommitListeners
+    private let producers = ProducerTable()
+    private let now: @Sendable () -> Date
+
+    init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
+        self.path = path
+        self.listeners = listeners
+        self.now = now
+        try Self.checkWritable(path)
+        lock = try ProcessLock(databasePath: path)
+
+        var configuration = Configuration()
+        configuration.label = "replay"
+        configuration.maximumReaderCount = max(1, options.readerCount)
+        configuration.busyMode = .timeout(5)
+        let synchronous = options.durability == .full ? "FULL" : "NORMAL"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
+            guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
+            try Migrations.migrator().migrate(pool)
+            catalog = try pool.read { db in try Catalog(loadingFrom: db) }
+        } catch {
+            lock.release()
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// SQLite's own messages for a read-only file come late and vaguely; say it up front.
+    private static func checkWritable(_ path: String) throws(StoreError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        if FileManager.default.fileExists(atPath: path) {
+            guard access(path, W_OK) == 0 else { throw .readOnly(path: path) }
+        }
+        guard access(folder.isEmpty ? "." : folder, W_OK) == 0 else { throw .readOnly(path: path) }
+    }
+
+    func commit(_ batch: [WriteRequest]) {
+        let started = ContinuousClock.now
+        var committed: Transaction<SQLiteTransaction>?
+        do {
+            try pool.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    var transaction = Transaction(
+                        catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(),
+                        producerExpiry: producers.expiry)
+                    try transaction.run(batch)
+                    committed = transaction
+                    return .commit
+                }
+            }
+        } catch {
+            return Transaction<SQLiteTransaction>.failed(batch, StoreError(error, path: path))
+        }
+        guard let committed else { return }
+        producers.apply(committed.producerChanges, deletedStreams: committed.deletedIDs, expired: committed.expiredProducers)
+        committed.committed(batch, started: started, listeners: listeners)
+    }
+
+    func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+    ) throws(StoreError) {
+        do {
+            try pool.read { db in try SQLiteTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, body) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
+        do {
+            return try pool.read { db in
+                // The window as of this read (the writer may have moved it since the
+                // catalog snapshot; the search is over what this read sees).
+                let bounds = try Row.fetchOne(db, sql: "SELECT first_seq, last_seq FROM streams WHERE id = ?", arguments: [record.id])
+                let first = UInt64(bounds?["first_seq"] as Int64? ?? Int64(record.info.firstSequence))
+                let last = UInt64(bounds?["last_seq"] as Int64? ?? Int64(record.info.lastSequence))
+                guard first <= last else { return last + 1 }
+                return try SQLiteTransaction.firstSequence(of: record.id, in: first...last, atOrAfter: millis, db)
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// Checkpoints the WAL into the database file, closes it and releases it for another
+    /// process (or another store in this one).
+    func close() {
+        _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        _ = try? pool.close()
+        lock.release()
+    }
+}

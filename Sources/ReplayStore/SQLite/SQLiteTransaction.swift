@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+import ReplayModel
+
+/// The SQLite side of `LogTransaction`: one process writes the file (`ProcessLock`), so the
+/// catalog is the truth and nothing needs locking; events live in `event_log` under one
+/// integer key per (stream, seq) (`EventKey`).
+final class SQLiteTransaction: LogTransaction {
+    let db: Database
+    let producers: ProducerTable
+
+    init(_ db: Database, producers: ProducerTable) {
+        self.db = db
+        self.producers = producers
+    }
+
+    func prepare(streams: Set<String>) {}
+
+    func record(_ name: String, cached: Catalog.Record?) -> Catalog.Record? { cached }
+
+    func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64 {
+        try db.execute(
+            sql: """
+                INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
+                                     source_command, source_connect, source_options,
+                                     content_type, ttl_seconds, expires_at,
+                                     fork_of, fork_seq, fork_offset, fork_sub_offset)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                name, config.capacity, config.maxBytes, config.maxAge, createdAt,
+                config.source?.command, config.source?.connect.rawValue, config.source?.options,
+                config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
+                fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
+                fork.map { Int64($0.0.requestedSubOffset) },
+            ])
+        return db.lastInsertedRowID
+    }
+
+    /// A new stream takes the id after the highest in use: refused once that no longer fits
+    /// the event key.
+    func roomForAStream() throws -> StoreError? {
+        let next = try Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(id), 0) + 1 FROM streams")) ?? 1
+        guard next > EventKey.maxStreamID else { return nil }
+        return .limitReached("replay has room for stream ids up to \(EventKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database")
+    }
+
+    func updateStream(_ record: Catalog.Record) throws {
+        let info = record.info
+        try db.cachedStatement(
+            sql: """
+                UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
+                    terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
+                    deleted_at = ?
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
+            info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
+            info.writerSequence, info.deletedAt.map(Timestamp.format), record.id,
+        ])
+    }
+
+    func deleteStream(_ id: Int64) throws {
+        try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [id])
+    }
+
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data) throws {
+        let insert = RawStatement(try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload) VALUES (?, ?, ?)"), in: db)
+        insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
+        insert.bind(millis, at: 2)
+        try insert.execute(blob: payload, at: 3)
+    }
+
+    func deleteEvents(of stream: Int64) throws {
+        let range = EventKey.range(of: stream)
+        try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
+    }
+
+    func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
+        let freed = try Int.fetchAll(
+            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload)"),
+            arguments: [EventKey.key(stream: stream, sequence: from), EventKey.key(stream: stream, sequence: through)])
+        return freed.reduce(0, +)
+    }
+
+    func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT key, length(payload) FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key"),
+            arguments: [EventKey.key(stream: stream, sequence: from), EventKey.range(of: stream).upperBound])
+        while let row = try rows.next(), body(EventKey.sequence(of: row[0]), row[1]) {}
+    }
+
+    func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64) throws -> UInt64 {
+        try Self.firstSequence(of: stream, in: window, atOrAfter: millis, db)
+    }
+
+    static func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64, _ db: Database) throws -> UInt64 {
+        let lookup = try db.cachedStatement(sql: "SELECT time FROM event_log WHERE key = ?")
+        return try TimeSearch.firstSequence(in: window, atOrAfter: millis) { sequence in
+            try Int64.fetchOne(lookup, arguments: [EventKey.key(stream: stream, sequence: sequence)])
+        }
+    }
+
+    func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+    ) throws {
+        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, body)
+    }
+
+    /// Visits up to `limit` events, oldest first, stopping after the event that reaches
+    /// `byteBudget` payload bytes; the time and payload are SQLite's buffers, valid only
+    /// during the call.
+    static func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database,
+        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+    ) throws {
+        var remaining = limit
+        var bytes = 0
+        // Events of one commit share its time: format each distinct time once.
+        var time: (millis: Int64, text: [UInt8]) = (.min, [])
+        for segment in segments.segments where remaining > 0 && bytes < byteBudget {
+            let statement = RawStatement(
+                try db.cachedStatement(sql: "SELECT key, time, payload FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
+                in: db)
+            statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
+            statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
+            statement.bind(Int64(remaining), at: 3)
+            try statement.forEachRow { row in
+                let millis = row.int64(1)
+                if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
+                let payload = row.bytes(2)
+                time.text.withUnsafeBytes { text in
+                    body(EventKey.sequence(of: row.int64(0)), text, payload)
+                }
+                remaining -= 1
+                bytes += payload.count
+                return bytes < byteBudget && remaining > 0
+            }
+        }
+    }
+
+    func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (stream_id, name) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+            """
+        ).execute(arguments: [
+            stream, consumer.name, Int64(consumer.ackedSequence), Timestamp.millis(consumer.createdAt), Timestamp.millis(consumer.updatedAt),
+        ])
+    }
+
+    func deleteConsumer(stream: Int64, name: String) throws {
+        try db.execute(sql: "DELETE FROM consumers WHERE stream_id = ? AND name = ?", arguments: [stream, name])
+    }
+
+    func producerState(_ key: ProducerKey) throws -> ProducerState? { try producers.state(key, db) }
+
+    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws { try ProducerTable.write(changes, db) }
+
+    func expireProducers(before millis: Int64) throws { try ProducerTable.expire(before: millis, db) }
+
+    func savepoint() throws { try db.execute(sql: "SAVEPOINT atomic_send") }
+    func rollbackToSavepoint() throws { try db.execute(sql: "ROLLBACK TO atomic_send; RELEASE atomic_send") }
+    func releaseSavepoint() throws { try db.execute(sql: "RELEASE atomic_send") }
+}

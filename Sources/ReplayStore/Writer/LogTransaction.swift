@@ -1,0 +1,64 @@
+import Foundation
+import ReplayModel
+
+/// What the writer's rules (`Transaction`: numbering, checks, retention, forks, producers,
+/// consumers) ask of the database they write, inside one open transaction: the one seam
+/// between those rules and a database's SQL. `SQLiteTransaction` and `PostgresTransaction`
+/// are its two sides; everything above the store is the same code over both.
+///
+/// A class: the rules hold one per batch and pass it down, and a database side keeps state
+/// across calls (a statement cache, buffered inserts).
+protocol LogTransaction: AnyObject {
+    /// Called once before the batch's requests with every stream name they name: a database
+    /// shared by several writers locks those rows here, in one order for every writer, so
+    /// that two batches never wait on each other in a cycle.
+    func prepare(streams: Set<String>) throws
+
+    /// The stream's record as this transaction may change it: the catalog's copy where this
+    /// process is the only writer, the row read and locked until commit where it is not.
+    func record(_ name: String, cached: Catalog.Record?) throws -> Catalog.Record?
+
+    /// A new stream row; its id.
+    func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64
+    /// Whether a new stream still gets an id its events can be stored under.
+    func roomForAStream() throws -> StoreError?
+    func updateStream(_ record: Catalog.Record) throws
+    /// Removes the stream's row (its producers and consumers go with it).
+    func deleteStream(_ id: Int64) throws
+
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data) throws
+    /// Every event of the stream.
+    func deleteEvents(of stream: Int64) throws
+    /// Events `from...through`; the payload bytes freed.
+    func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int
+    /// The payload sizes of the stream's events from `from` on, oldest first, until `body`
+    /// returns false.
+    func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (_ sequence: UInt64, _ size: Int) -> Bool) throws
+    /// The first sequence number in `window` stored at or after `millis` (`upperBound + 1`: none).
+    func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64) throws -> UInt64
+    /// Reads as this transaction sees them (a fork's first event is cut from its source's).
+    func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+    ) throws
+
+    func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws
+    func deleteConsumer(stream: Int64, name: String) throws
+
+    /// A producer's committed state (read once per transaction by the rules).
+    func producerState(_ key: ProducerKey) throws -> ProducerState?
+    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws
+    /// Forgets producers idle since before `millis`.
+    func expireProducers(before millis: Int64) throws
+
+    /// An atomic send's undo point inside the batch.
+    func savepoint() throws
+    func rollbackToSavepoint() throws
+    func releaseSavepoint() throws
+}
+
+/// A producer of one stream.
+struct ProducerKey: Hashable, Sendable {
+    let stream: Int64
+    let producer: String
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Starts a throwaway PostgreSQL cluster for the tests: initdb in a new temp folder, a
+# server on a free loopback port (no Unix socket: nothing to clash with a system
+# cluster), one database `replay`. Prints the lines to eval:
+#   eval "$(tools/postgres-cluster.sh start)"   # exports REPLAY_TEST_POSTGRES, REPLAY_TEST_POSTGRES_DIR
+#   tools/postgres-cluster.sh stop "$REPLAY_TEST_POSTGRES_DIR"
+# initdb refuses to run as root, so as root the cluster belongs to the `postgres` user
+# (Debian's postgresql package creates it).
+set -euo pipefail
+
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -n "$bin" ] || { echo "postgres-cluster: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+case "${1:-start}" in
+start)
+  dir=$(mktemp -d /tmp/replay-pg.XXXXXX)
+  [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  as_owner "$bin/initdb" -D "$dir/data" -U replay --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+    || { cat "$dir/initdb.log" >&2; exit 1; }
+  # fsync and synchronous_commit stay on: the tests check acknowledged-after-commit.
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200" start >/dev/null \
+    || { cat "$dir/server.log" >&2; exit 1; }
+  as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U replay replay
+  echo "export REPLAY_TEST_POSTGRES=postgres://replay@127.0.0.1:$port/replay"
+  echo "export REPLAY_TEST_POSTGRES_DIR=$dir"
+  ;;
+stop)
+  dir=${2:?usage: postgres-cluster.sh stop DIR}
+  as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
+  rm -rf "$dir"
+  ;;
+*) echo "usage: postgres-cluster.sh start | stop DIR" >&2; exit 2 ;;
+esac
