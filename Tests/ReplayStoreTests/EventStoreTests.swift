@@ -7,8 +7,8 @@ import Testing
 
 @Suite("EventStore")
 struct EventStoreTests {
-    @Test func sequenceNumbersStartAtOneAndAreContiguousPerStream() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func sequenceNumbersStartAtOneAndAreContiguousPerStream(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             #expect(try await store.appendAll(["a", "b", "c"], to: "one") == [1, 2, 3])
@@ -19,8 +19,8 @@ struct EventStoreTests {
         }
     }
 
-    @Test func concurrentAppendersGetUniqueContiguousSequencesInOnePerStreamOrder() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func concurrentAppendersGetUniqueContiguousSequencesInOnePerStreamOrder(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, durability: .normal, autoCreate: .unlimited)
             defer { store.close() }
             let sequences = try await withThrowingTaskGroup(of: [UInt64].self) { group in
@@ -42,8 +42,8 @@ struct EventStoreTests {
 
     /// Appends that arrive while a transaction runs share the next one: far fewer commits
     /// than appends.
-    @Test func appendsAreGroupCommitted() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func appendsAreGroupCommitted(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let commits = Locked(0)
@@ -60,8 +60,8 @@ struct EventStoreTests {
         }
     }
 
-    @Test func commitListenersHearOnlyCommittedEventsInOrder() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func commitListenersHearOnlyCommittedEventsInOrder(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .init(capacity: 0))
             defer { store.close() }
             let heard = Locked<[UInt64]>([])
@@ -74,8 +74,8 @@ struct EventStoreTests {
         }
     }
 
-    @Test func terminalEventIsStoredAndRefusesLaterAppends() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func terminalEventIsStoredAndRefusesLaterAppends(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a"], to: "job")
@@ -99,8 +99,8 @@ struct EventStoreTests {
         }
     }
 
-    @Test func createIsIdempotentForSameSettingsAndRefusesOthers() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func createIsIdempotentForSameSettingsAndRefusesOthers(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory)
             defer { store.close() }
             let config = StreamConfig(
@@ -125,21 +125,21 @@ struct EventStoreTests {
         }
     }
 
-    @Test func deleteRemovesTheStreamAndItsEvents() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func deleteRemovesTheStreamAndItsEvents(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a", "b"], to: "gone")
             try await store.delete("gone")
             #expect(store.info("gone") == nil)
-            let rows = try store.query { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM event_log") }
+            let rows = try scalar(store, "SELECT count(*) FROM event_log")
             #expect(rows == 0)
             await #expect(throws: StoreError.unknownStream("gone")) { try await store.delete("gone") }
         }
     }
 
-    @Test func readsPagesRangesAndTimes() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func readsPagesRangesAndTimes(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let now = Locked(Date(timeIntervalSince1970: 1_800_000_000))
             let store = try openStore(directory, autoCreate: .unlimited, clock: { now.value })
             defer { store.close() }
@@ -160,8 +160,8 @@ struct EventStoreTests {
         }
     }
 
-    @Test func binaryPayloadsComeBackByteForByte() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func binaryPayloadsComeBackByteForByte(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let bytes = Data((0...255).map(UInt8.init) + [0, 0, 10, 13])

@@ -38,8 +38,8 @@ struct GuaranteeTests {
         release.signal()
     }
 
-    @Test func ofTwoPublishesInOneBatchExpectingTheSameLastSequenceTheFirstWins() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func ofTwoPublishesInOneBatchExpectingTheSameLastSequenceTheFirstWins(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a", "b"], to: "s")
@@ -58,8 +58,8 @@ struct GuaranteeTests {
         }
     }
 
-    @Test func expectingZeroMeansEmptyOrNewAndARefusalCreatesNothing() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func expectingZeroMeansEmptyOrNewAndARefusalCreatesNothing(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let results = Results()
@@ -72,8 +72,8 @@ struct GuaranteeTests {
         }
     }
 
-    @Test func aProducersRetryGetsItsOriginalSequenceAcrossARestartAndIsNotStoredAgain() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func aProducersRetryGetsItsOriginalSequenceAcrossARestartAndIsNotStoredAgain(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let stamp = { (pseq: UInt64) in AppendConditions(producer: ProducerStamp(id: "billing", epoch: 1, sequence: pseq)) }
             do {
                 let store = try openStore(directory, autoCreate: .unlimited)
@@ -98,8 +98,8 @@ struct GuaranteeTests {
         }
     }
 
-    @Test func aStaleEpochIsFencedAndAGapIsRefused() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func aStaleEpochIsFencedAndAGapIsRefused(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let results = Results()
@@ -144,8 +144,8 @@ struct GuaranteeTests {
                 "a retry older than the window is still a duplicate, without its number")
     }
 
-    @Test func anAtomicSendAcrossTwoStreamsWithOneFailingCheckStoresNothingInEither() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func anAtomicSendAcrossTwoStreamsWithOneFailingCheckStoresNothingInEither(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a1"], to: "a")
@@ -170,8 +170,8 @@ struct GuaranteeTests {
         }
     }
 
-    @Test func aDurableConsumerKeepsItsPositionAcrossARestartAndRefusesBadAcks() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func aDurableConsumerKeepsItsPositionAcrossARestartAndRefusesBadAcks(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             do {
                 let store = try openStore(directory, autoCreate: .unlimited)
                 defer { store.close() }
@@ -203,7 +203,7 @@ struct GuaranteeTests {
             }
             #expect(resumed == ConsumerStart(ackedSequence: 2, lastSequence: 4), "the acknowledged position, not the first-use start")
             try await store.delete("s")
-            #expect(try store.query { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM consumers") } == 0)
+            #expect(try scalar(store, "SELECT count(*) FROM consumers") == 0)
         }
     }
 }

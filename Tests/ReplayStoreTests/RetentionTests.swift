@@ -7,9 +7,10 @@ import Testing
 
 @Suite("Retention")
 struct RetentionTests {
-    @Test(arguments: [(0, [String]()), (1, ["e5"]), (3, ["e3", "e4", "e5"]), (nil, ["e1", "e2", "e3", "e4", "e5"])] as [(Int?, [String])])
-    func capacityKeepsTheLastN(capacity: Int?, expected: [String]) async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases, [(0, [String]()), (1, ["e5"]), (3, ["e3", "e4", "e5"]), (nil, ["e1", "e2", "e3", "e4", "e5"])] as [(Int?, [String])])
+    func capacityKeepsTheLastN(_ kind: StoreKind, _ example: (capacity: Int?, expected: [String])) async throws {
+        let (capacity, expected) = example
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory)
             defer { store.close() }
             _ = try await store.create("s", config: StreamConfig(capacity: capacity))
@@ -19,13 +20,13 @@ struct RetentionTests {
             #expect(info.eventCount == expected.count)
             #expect(info.firstSequence == UInt64(6 - expected.count))
             #expect(info.byteCount == expected.count * 2)
-            let rows = try store.query { db in try Int.fetchOne(db, sql: "SELECT event_count FROM streams WHERE name = 's'") }
+            let rows = try scalar(store, "SELECT event_count FROM streams WHERE name = 's'")
             #expect(rows == expected.count, "the stream row's counters are updated in the same transaction")
         }
     }
 
-    @Test func maxBytesDropsTheOldestUntilItFits() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func maxBytesDropsTheOldestUntilItFits(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let store = try openStore(directory)
             defer { store.close() }
             _ = try await store.create("s", config: StreamConfig(capacity: nil, maxBytes: 10))
@@ -38,8 +39,8 @@ struct RetentionTests {
         }
     }
 
-    @Test func maxAgeExpiresOldEventsOnAppendAndOnEnforcement() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func maxAgeExpiresOldEventsOnAppendAndOnEnforcement(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let now = Locked(Date(timeIntervalSince1970: 1_800_000_000))
             let store = try openStore(directory, clock: { now.value })
             defer { store.close() }
@@ -59,8 +60,8 @@ struct RetentionTests {
 
     /// A stream's time-to-live slides with every read and write (on virtual time); a fixed
     /// expiry does not. The writer deletes expired streams at its retention pass.
-    @Test func aTimeToLiveSlidesWithReadsAndWritesAndAFixedExpiryDoesNot() async throws {
-        try await withTemporaryDirectory { directory in
+    @Test(arguments: StoreKind.allCases) func aTimeToLiveSlidesWithReadsAndWritesAndAFixedExpiryDoesNot(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
             let start = Date(timeIntervalSince1970: 1_800_000_000)
             let now = Locked(start)
             let store = try openStore(directory, clock: { now.value })

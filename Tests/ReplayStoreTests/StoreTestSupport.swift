@@ -2,15 +2,44 @@ import Foundation
 import ReplayCore
 @testable import ReplayStore
 import ReplayTesting
+import GRDB
 
-/// Opens a store on a real SQLite file in `directory`.
+/// The two databases a store runs on: the store conformance tests run against each.
+enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    var description: String { rawValue }
+}
+
+/// Where a test's store lives: a new temp folder (SQLite), or a new database on the test
+/// PostgreSQL server (`TestPostgres`); removed when `body` returns.
+func withStoreLocation<T>(_ kind: StoreKind, _ body: (_ location: String) async throws -> T) async throws -> T {
+    switch kind {
+    case .sqlite: try await withTemporaryDirectory(body)
+    case .postgres: try await TestPostgres.withDatabase(body)
+    }
+}
+
+/// Opens a store on a real SQLite file in the folder `location`, or on the real
+/// PostgreSQL database `location` names.
 func openStore(
-    _ directory: String, name: String = "replay.sqlite", durability: Durability = .full,
+    _ location: String, name: String = "replay.sqlite", durability: Durability = .full,
     autoCreate: StreamConfig? = nil, clock: @escaping @Sendable () -> Date = Date.init
 ) throws -> EventStore {
     try EventStore(
-        path: directory + "/" + name, options: .init(durability: durability, autoCreate: autoCreate),
-        clock: clock)
+        location: EventStore.isPostgres(location) ? location : location + "/" + name,
+        options: .init(durability: durability, autoCreate: autoCreate), clock: clock)
+}
+
+/// One integer from SQL that reads the same in both databases, through their own shells'
+/// way in: GRDB for SQLite, psql for PostgreSQL.
+func scalar(_ store: EventStore, _ sql: String) throws -> Int? {
+    guard EventStore.isPostgres(store.path) else {
+        return try store.query { db in try Int.fetchOne(db, sql: sql) }
+    }
+    // The tests' URLs carry no password, so the store's (redacted) location is the URL.
+    return Int(try TestPostgres.psql(store.path, sql))
 }
 
 /// Runs a shell command; returns its standard output, throws on a non-zero exit.

@@ -55,6 +55,10 @@ final class StreamHub: Sendable {
                 if info.lastSequence < state.info.lastSequence { state.ring.removeAll() }
                 state.info = info
                 for event in change.appended { state.ring.append(event) }
+                // The ring ends at the stream's last event or is empty: a commit of another
+                // daemon (a shared database) moves the bounds without events, which its
+                // cursors then read from the store.
+                if state.ring.lastSequence != info.lastSequence { state.ring.removeAll() }
             } else {
                 state.deleted = true
                 state.ring.removeAll()

@@ -29,6 +29,8 @@ struct TailRing {
 
     /// The lowest sequence number held, if any.
     var firstSequence: UInt64? { entries.first?.sequence }
+    /// The highest sequence number held, if any.
+    var lastSequence: UInt64? { entries.last?.sequence }
 
     mutating func append(_ event: StoredEvent) {
         append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload))

@@ -134,13 +134,13 @@ final class PostgresLog: LogDatabase {
                                 }
                             }
                         }
-                    } catch {
+                    } catch where !Task.isCancelled {
                         logger.warning("LISTEN session lost: \(String(reflecting: error))")
-                    }
+                    } catch {}
                     try? await connection.close()
-                } catch {
+                } catch where !Task.isCancelled {
                     logger.warning("LISTEN session cannot connect: \(String(reflecting: error))")
-                }
+                } catch {}
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(5))
             }
