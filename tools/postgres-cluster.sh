@@ -4,6 +4,7 @@
 # cluster), one database `replay`. Prints the lines to eval:
 #   eval "$(tools/postgres-cluster.sh start)"   # exports REPLAY_TEST_POSTGRES, REPLAY_TEST_POSTGRES_DIR
 #   tools/postgres-cluster.sh stop "$REPLAY_TEST_POSTGRES_DIR"
+#   tools/postgres-cluster.sh pause DIR / resume DIR   (the server down and up again, data kept)
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user
 # (Debian's postgresql package creates it).
 set -euo pipefail
@@ -23,8 +24,8 @@ start)
   as_owner "$bin/initdb" -D "$dir/data" -U replay --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   # fsync and synchronous_commit stay on: the tests check acknowledged-after-commit.
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200" start >/dev/null \
+  echo "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200" >"$dir/options"
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/options")" start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
   as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U replay replay
   echo "export REPLAY_TEST_POSTGRES=postgres://replay@127.0.0.1:$port/replay"
@@ -35,5 +36,14 @@ stop)
   as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
   rm -rf "$dir"
   ;;
-*) echo "usage: postgres-cluster.sh start | stop DIR" >&2; exit 2 ;;
+pause)
+  dir=${2:?usage: postgres-cluster.sh pause DIR}
+  as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+  ;;
+resume)
+  dir=${2:?usage: postgres-cluster.sh resume DIR}
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/options")" start >/dev/null \
+    || { cat "$dir/server.log" >&2; exit 1; }
+  ;;
+*) echo "usage: postgres-cluster.sh start | stop DIR | pause DIR | resume DIR" >&2; exit 2 ;;
 esac

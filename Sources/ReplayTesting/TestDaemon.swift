@@ -15,9 +15,13 @@ public final class TestDaemon: @unchecked Sendable {
     public let logPath: String
     private let process: Process
 
-    /// Starts `replayd` and returns once it accepts connections.
-    public static func start(in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite") async throws -> TestDaemon {
-        let daemon = try TestDaemon(directory: directory, extra: extra, database: database)
+    /// Starts `replayd` and returns once it accepts connections. `database` is a file name
+    /// in `directory`, or a `postgres://` URL (several daemons then share it: give each its
+    /// own `socket`).
+    public static func start(
+        in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil
+    ) async throws -> TestDaemon {
+        let daemon = try TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
         try await daemon.waitUntilReady()
         return daemon
     }
@@ -30,7 +34,7 @@ public final class TestDaemon: @unchecked Sendable {
     private init(directory: String, extra: [String], database: String, socket: String? = nil) throws {
         self.directory = directory
         socketPath = socket ?? directory + "/replayd.sock"
-        databasePath = directory + "/" + database
+        databasePath = database.hasPrefix("postgres") ? database : directory + "/" + database
         logPath = directory + "/replayd-\(UInt32.random(in: 0...UInt32.max)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process = Process()

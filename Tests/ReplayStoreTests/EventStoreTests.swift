@@ -132,7 +132,7 @@ struct EventStoreTests {
             _ = try await store.appendAll(["a", "b"], to: "gone")
             try await store.delete("gone")
             #expect(store.info("gone") == nil)
-            let rows = try scalar(store, "SELECT count(*) FROM event_log")
+            let rows = try await scalar(store, "SELECT count(*) FROM event_log")
             #expect(rows == 0)
             await #expect(throws: StoreError.unknownStream("gone")) { try await store.delete("gone") }
         }

@@ -203,7 +203,7 @@ struct GuaranteeTests {
             }
             #expect(resumed == ConsumerStart(ackedSequence: 2, lastSequence: 4), "the acknowledged position, not the first-use start")
             try await store.delete("s")
-            #expect(try scalar(store, "SELECT count(*) FROM consumers") == 0)
+            #expect(try await scalar(store, "SELECT count(*) FROM consumers") == 0)
         }
     }
 }

@@ -23,7 +23,7 @@ struct PageReadTests {
             #expect(seen.allSatisfy { $0.1.hasSuffix("Z") && $0.1.count == 24 })
             // An empty payload is stored as an empty blob, not NULL, for the sqlite3 and psql shells.
             let empty = kind == .sqlite ? "typeof(payload) = 'blob' AND length(payload) = 0" : "payload = ''::bytea"
-            #expect(try scalar(store, "SELECT count(*) FROM events WHERE seq = 1 AND \(empty)") == 1)
+            #expect(try await scalar(store, "SELECT count(*) FROM events WHERE seq = 1 AND \(empty)") == 1)
         }
     }
 

@@ -20,7 +20,7 @@ struct RetentionTests {
             #expect(info.eventCount == expected.count)
             #expect(info.firstSequence == UInt64(6 - expected.count))
             #expect(info.byteCount == expected.count * 2)
-            let rows = try scalar(store, "SELECT event_count FROM streams WHERE name = 's'")
+            let rows = try await scalar(store, "SELECT event_count FROM streams WHERE name = 's'")
             #expect(rows == expected.count, "the stream row's counters are updated in the same transaction")
         }
     }

@@ -46,6 +46,7 @@ struct Subscription: Sendable {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
         var next = start
+        var retry = Duration.milliseconds(50)
         do {
             while !Task.isCancelled {
                 switch hub.step(at: next, liveAfter: liveAfter, limit: Self.pageEvents, byteBudget: Self.pageBytes, sharingFrom: Self.sharedPayloadMinimum) {
@@ -53,7 +54,15 @@ struct Subscription: Sendable {
                     try await send(entries)
                     next = (entries.last?.sequence ?? next - 1) + 1
                 case .read(let through):
-                    next = try await catchUp(from: next, through: through)
+                    do {
+                        next = try await catchUp(from: next, through: through)
+                        retry = .milliseconds(50)
+                    } catch StoreError.unavailable {
+                        // The shared database is away (PostgreSQL restarting): keep the
+                        // position and read again; the store reconnects on the next read.
+                        try await Task.sleep(for: retry)
+                        retry = min(retry * 2, .seconds(2))
+                    }
                 case .gap(let through):
                     try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).bytes)
                     next = through + 1

@@ -73,8 +73,34 @@ struct PinnedConnection: PostgresQuerying {
         self.logger = logger
     }
 
+    /// How long a statement may go unanswered before its connection is given up on (a
+    /// server behind a partition answers nothing, and the writer must not wait forever).
+    static let answerDeadline: TimeAmount = .seconds(30)
+
+    /// Waits for the statement's result, or fails as soon as the connection is closed:
+    /// a server shutting down was seen to end the connection with a statement's promise
+    /// left pending, which `wait()` alone would wait on forever.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try connection.query(query, logger: logger).wait()
+        let connection = self.connection
+        let eventLoop = connection.eventLoop
+        let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
+        let settled = Locked(false)
+        @Sendable func settle(_ result: Result<PostgresQueryResult, any Error>) {
+            guard settled.withLock({ settled in defer { settled = true }; return !settled }) else { return }
+            promise.completeWith(result)
+        }
+        connection.query(query, logger: logger).whenComplete(settle)
+        let started = NIODeadline.now()
+        let watch = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in
+            if connection.isClosed {
+                settle(.failure(StoreError.unavailable("the connection to PostgreSQL closed")))
+            } else if NIODeadline.now() - started > Self.answerDeadline {
+                settle(.failure(StoreError.unavailable("PostgreSQL did not answer within \(Self.answerDeadline.nanoseconds / 1_000_000_000) s")))
+                connection.close().whenComplete { _ in }
+            }
+        }
+        defer { watch.cancel() }
+        return try promise.futureResult.wait()
     }
 }

@@ -1,0 +1,174 @@
+import Foundation
+import NIOCore
+import ReplayProtocol
+import ReplayTesting
+import ReplayCore
+import Testing
+
+/// Several hosts, one log: two real `replayd` on one real PostgreSQL database, each with
+/// its own socket, as two hosts would run them.
+@Suite("replayd: two daemons on one PostgreSQL", .timeLimit(.minutes(5)))
+struct SharedPostgresTests {
+    @Test func publishedOnOneIsReplayedAndDeliveredLiveOnTheOther() async throws {
+        try await withTwoDaemons { first, second in
+            #expect(try await withWireClient(first.socketPath) { try await $0.publish("orders", ["a", "b"]) } == [1, 2])
+            try await withWireClient(second.socketPath) { subscriber in
+                try await subscriber.subscribe("orders", sid: "s")
+                #expect(try await subscriber.events(2).map(\.1) == ["a", "b"], "history written by the other daemon")
+                #expect(try await withWireClient(first.socketPath) { try await $0.publish("orders", ["c"]) } == [3])
+                let live = try await subscriber.events(1)
+                #expect(live.map(\.0) == [3] && live.map(\.1) == ["c"], "a live event committed by the other daemon")
+            }
+        }
+    }
+
+    @Test func killingOneDaemonUnderLoadLosesNothingAcknowledgedAndTheOtherServesOn() async throws {
+        try await withTwoDaemons { first, second in
+            let acknowledged = Locked<[UInt64: String]>([:])
+            let publisher = Task {
+                try await withWireClient(first.socketPath) { client in
+                    for batch in 0... {
+                        let payloads = (0..<50).map { "b\(batch)-\($0)" }
+                        let sequences = try await client.publish("load", payloads)
+                        acknowledged.withLock { for (sequence, payload) in zip(sequences, payloads) { $0[sequence] = payload } }
+                    }
+                }
+            }
+            while acknowledged.withLock({ $0.count }) < 2_000 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(await first.stop(SIGKILL) == SIGKILL)
+            _ = await publisher.result
+            let acked = acknowledged.value
+            try await withWireClient(second.socketPath) { client in
+                // The other daemon takes the next numbers after everything the killed one committed.
+                let next = try #require(try await client.publish("load", ["after"]).first)
+                #expect(next > acked.keys.max()!)
+                try await client.subscribe("load", sid: "all")
+                let stored = Dictionary(uniqueKeysWithValues: try await client.events(Int(next)).map { ($0.0, $0.1) })
+                #expect(Array(stored.keys).sorted() == Array(1...next), "no hole")
+                for (sequence, payload) in acked { #expect(stored[sequence] == payload, "acknowledged #\(sequence)") }
+            }
+        }
+    }
+
+    @Test func postgresRestartingUnderLoadGivesClearErrorsThenRecoversLosingNothing() async throws {
+        try await TestPostgres.withPrivateServer { server in
+            try await withTwoDaemons(on: server.url) { first, second in
+                let acknowledged = Locked<[UInt64: String]>([:])
+                let refusals = Locked<[ReplayError]>([])
+                // A subscriber on the other daemon, live through the outage.
+                try await withWireClient(second.socketPath) { subscriber in
+                    try await subscriber.subscribe("orders", sid: "live")
+                    let publisher = Task {
+                        try await withWireClient(first.socketPath) { client in
+                            var n = 0
+                            while acknowledged.withLock({ $0.count }) < 400 {
+                                n += 1
+                                switch try await client.tryPublish("orders", "e\(n)") {
+                                case .success(let sequence): acknowledged.withLock { $0[sequence] = "e\(n)" }
+                                case .failure(let error): refusals.withLock { $0.append(error) }
+                                }
+                            }
+                        }
+                    }
+                    while acknowledged.withLock({ $0.count }) < 100 { try await Task.sleep(for: .milliseconds(5)) }
+                    try await server.pause()
+                    while refusals.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+                    try await server.resume()
+                    try await publisher.value
+                    let errors = refusals.value
+                    #expect(errors.allSatisfy { $0.code == .storageUnavailable }, "\(errors)")
+                    let acked = acknowledged.value
+                    let last = acked.keys.max()!
+                    // The subscriber kept its position: everything acknowledged arrives, once, in order.
+                    var seen: [UInt64: String] = [:]
+                    var previous: UInt64 = 0
+                    while previous < last {
+                        for (sequence, payload) in try await subscriber.events(1) {
+                            #expect(sequence > previous)
+                            previous = sequence
+                            seen[sequence] = payload
+                        }
+                    }
+                    for (sequence, payload) in acked { #expect(seen[sequence] == payload, "acknowledged #\(sequence)") }
+                }
+            }
+        }
+    }
+
+    @Test func publishersOnBothDaemonsGetOneContiguousSequence() async throws {
+        try await withTwoDaemons { first, second in
+            let perPublisher = 200
+            let all = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+                for (index, daemon) in [first, second, first, second].enumerated() {
+                    group.addTask {
+                        try await withWireClient(daemon.socketPath) { client in
+                            var sequences: [UInt64] = []
+                            for chunk in stride(from: 0, to: perPublisher, by: 20) {
+                                sequences += try await client.publish("shared", (chunk..<chunk + 20).map { "p\(index)-\($0)" })
+                            }
+                            return sequences
+                        }
+                    }
+                }
+                var all: [UInt64] = []
+                for try await part in group {
+                    #expect(part == part.sorted(), "one connection's publishes keep their order")
+                    all += part
+                }
+                return all
+            }
+            #expect(all.sorted() == Array(1...UInt64(4 * perPublisher)), "no hole, no number given twice")
+            // Both daemons replay the same log.
+            for daemon in [first, second] {
+                try await withWireClient(daemon.socketPath) { client in
+                    try await client.subscribe("shared", sid: "all")
+                    let events = try await client.events(4 * perPublisher)
+                    #expect(events.map(\.0) == Array(1...UInt64(4 * perPublisher)))
+                }
+            }
+        }
+    }
+}
+
+/// Two daemons on a new database of the test PostgreSQL server (or on `url`).
+func withTwoDaemons(on url: String? = nil, arguments: [String] = [], _ body: (TestDaemon, TestDaemon) async throws -> Void) async throws {
+    if url == nil {
+        return try await TestPostgres.withDatabase { url in try await withTwoDaemons(on: url, arguments: arguments, body) }
+    }
+    let url = url!
+    do {
+        try await withTemporaryDirectory { directory in
+            let first = try await TestDaemon.start(in: directory, arguments: arguments, database: url, socket: directory + "/first.sock")
+            let second: TestDaemon
+            do {
+                second = try await TestDaemon.start(in: directory, arguments: arguments, database: url, socket: directory + "/second.sock")
+            } catch {
+                await first.stop()
+                throw error
+            }
+            do {
+                try await body(first, second)
+            } catch {
+                await first.stop(SIGKILL)
+                await second.stop(SIGKILL)
+                throw error
+            }
+            // A daemon the test killed is not asked to stop cleanly.
+            for daemon in [first, second] where daemon.isRunning {
+                #expect(await daemon.stop() == 0, "\(daemon.log)")
+            }
+        }
+    }
+}
+
+extension WireClient {
+    /// Publishes one event; its sequence number, or the error the daemon answered.
+    func tryPublish(_ stream: String, _ payload: String) async throws -> Result<UInt64, ReplayError> {
+        try await send(.publish(stream: stream, payload: ByteBuffer(string: payload)))
+        switch try await expectFrame() {
+        case .published(let sequence): return .success(sequence)
+        case .error(let error): return .failure(error)
+        case let other: throw TestFailure("PUB answered \(other)")
+        }
+    }
+}
