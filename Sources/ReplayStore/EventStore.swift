@@ -240,6 +240,16 @@ public final class EventStore: Sendable {
         return try sqlite.pool.read(body)
     }
 
+    // MARK: Sources (one runner per stream)
+
+    /// Claims the right to run `stream`'s source in this process: always granted on SQLite
+    /// (one daemon per file); on PostgreSQL held by one daemon of those sharing the
+    /// database at a time, until `releaseSource` or that daemon's end (its session's
+    /// advisory lock). Blocking: call from a thread that may wait.
+    public func claimSource(_ stream: String) -> Bool { log.claimSource(stream) }
+
+    public func releaseSource(_ stream: String) { log.releaseSource(stream) }
+
     // MARK: Closing
 
     /// Refuses new writes, commits what is queued (completing those writes), then releases

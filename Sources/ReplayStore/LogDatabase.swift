@@ -23,6 +23,11 @@ protocol LogDatabase: Sendable {
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
 
+    /// Claims the right to run `stream`'s source: whether this daemon now holds it. Blocking.
+    func claimSource(_ stream: String) -> Bool
+    /// Gives a claimed source up (it stopped here).
+    func releaseSource(_ stream: String)
+
     /// After the writer has drained: release the database.
     func close()
 }

@@ -17,7 +17,12 @@ struct ComposeTests {
 
     @Test func everyFlagItUsesExists() async throws {
         let services = try #require(try await compose()["services"] as? [String: [String: Any]])
-        #expect(Set(services.keys) == ["replayd", "publisher", "subscriber"])
+        #expect(Set(services.keys) == ["replayd", "publisher", "subscriber", "postgres", "replayd-a", "replayd-b"])
+        for shared in ["replayd-a", "replayd-b"] {
+            let command = services[shared]?["command"] as? [String] ?? []
+            #expect(command.contains { $0.hasPrefix("postgres://") && $0.hasSuffix("@postgres:5432/replay") }, "\(shared) shares the database")
+            #expect(services[shared]?["profiles"] as? [String] == ["postgres"])
+        }
         let volumes = services["replayd"]?["volumes"] as? [String] ?? []
         #expect(volumes.contains("./run:/run/replay"), "the socket is in a host-mounted folder")
         #expect(volumes.contains { $0.hasPrefix("replay-data:") }, "the database is in a named volume")

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ReplayProtocol
 import ReplayTesting
+import ReplayClient
 import ReplayCore
 import Testing
 
@@ -95,6 +96,48 @@ struct SharedPostgresTests {
         }
     }
 
+    @Test func aLazySourceRunsOnceAcrossBothAndMovesWhenItsDaemonDies() async throws {
+        try await withTwoDaemons { first, second in
+            let runs = first.directory + "/runs"
+            let lazy = try await ReplayClient.connect(to: first.socketPath)
+            try await lazy.create("feed", source: "echo run >> \(runs); while true; do echo x; sleep 0.05; done", connect: "lazy")
+            await lazy.close()
+            // A subscriber on each daemon; each gets events, from one run.
+            let onFirst = try await ReplayClient.connect(to: first.socketPath)
+            var fromFirst = try await onFirst.subscribe("feed", from: .new).makeAsyncIterator()
+            _ = try await fromFirst.next()
+            let onSecond = try await ReplayClient.connect(to: second.socketPath)
+            var fromSecond = try await onSecond.subscribe("feed", from: .new).makeAsyncIterator()
+            for _ in 0..<20 { _ = try await fromSecond.next() }
+            #expect(lineCount(runs) == 1, "one run for subscribers on two daemons")
+            #expect(try await onSecond.info("feed").source?.state == "not connected", "the second daemon does not run it")
+            // The daemon running it dies: the other takes the source over, and its subscriber reads on.
+            await onFirst.close()
+            #expect(await first.stop(SIGKILL) == SIGKILL)
+            try await eventually("the second daemon to run the source") { try await onSecond.info("feed").source?.state == "running" }
+            #expect(lineCount(runs) == 2)
+            for _ in 0..<5 { _ = try await fromSecond.next() }
+            await onSecond.close()
+        }
+    }
+
+    @Test func anEagerSourceMovesToTheOtherDaemonWhenItsDaemonDies() async throws {
+        try await withTwoDaemons { first, second in
+            let runs = first.directory + "/eager-runs"
+            let client = try await ReplayClient.connect(to: first.socketPath)
+            try await client.create("clock", source: "echo run >> \(runs); while true; do echo tick; sleep 0.05; done", connect: "eager")
+            await client.close()
+            try await eventually("the first daemon to run it") { lineCount(runs) == 1 }
+            let other = try await ReplayClient.connect(to: second.socketPath)
+            try await eventually("the second daemon to learn of the stream") { (try? await other.info("clock")) != nil }
+            #expect(try await other.info("clock").source?.state == "not connected")
+            #expect(await first.stop(SIGKILL) == SIGKILL)
+            try await eventually("the second daemon to run it") { try await other.info("clock").source?.state == "running" }
+            #expect(lineCount(runs) == 2, "one run at a time: the first's, then the second's")
+            await other.close()
+        }
+    }
+
     @Test func publishersOnBothDaemonsGetOneContiguousSequence() async throws {
         try await withTwoDaemons { first, second in
             let perPublisher = 200
@@ -128,6 +171,11 @@ struct SharedPostgresTests {
             }
         }
     }
+}
+
+/// Lines in a file (0 if there is none).
+func lineCount(_ path: String) -> Int {
+    ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").count
 }
 
 /// Two daemons on a new database of the test PostgreSQL server (or on `url`).

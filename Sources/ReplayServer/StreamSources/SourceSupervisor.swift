@@ -31,7 +31,18 @@ final class SourceSupervisor: Sendable {
         var autoconnected: Signal<Data>?
         var connectionDisposable: (any Disposable)?
         var retired = false
+        /// Whether this daemon holds the right to run the source (`EventStore.claimSource`).
+        var claimed = false
+        /// Whether a retry of the claim is scheduled.
+        var claimRetryPending = false
+        /// Refcount leases that hold the source connected here.
+        var leases = 0
     }
+
+    /// How often a daemon that wants to run a source held by another daemon (a shared
+    /// database) asks again: the holder's death frees it, and this is how long the source
+    /// stays stopped at most after that.
+    static let claimRetry: DispatchTimeInterval = .seconds(1)
 
     let stream: String
     let source: StreamSource
@@ -83,9 +94,47 @@ final class SourceSupervisor: Sendable {
                 return Disposables.empty
             }
             let held = SerialDisposable()
-            control.async { held.inner = shared.subscribe() }
-            return Disposables.action { [control] in control.async { held.dispose() } }
+            control.async { [self] in
+                state.withLock { $0.leases += 1 }
+                holdWhenClaimed(held, shared)
+            }
+            return Disposables.action { [control, self] in
+                control.async { [self] in
+                    held.dispose()
+                    // The last subscriber here left: another daemon's may run it now.
+                    let release = state.withLock { state in
+                        state.leases -= 1
+                        defer { if state.leases == 0 { state.claimed = false } }
+                        return state.leases == 0 && state.claimed
+                    }
+                    if release { store.releaseSource(stream) }
+                }
+            }
         }
+    }
+
+    /// Subscribes `held` to the refcounted source once this daemon holds its claim; asks
+    /// again while the lease lasts.
+    private func holdWhenClaimed(_ held: SerialDisposable, _ shared: Signal<Data>) {
+        guard !held.isDisposed, !state.withLock({ $0.retired }) else { return }
+        if claim() {
+            held.inner = shared.subscribe()
+        } else {
+            control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in holdWhenClaimed(held, shared) }
+        }
+    }
+
+    /// Whether this daemon may run the source now (sources' queue only).
+    private func claim() -> Bool {
+        if state.withLock({ $0.claimed }) { return true }
+        guard store.claimSource(stream) else { return false }
+        state.withLock { $0.claimed = true }
+        return true
+    }
+
+    /// Gives the claim up once the source no longer runs here (sources' queue only).
+    private func releaseClaim() {
+        if state.withLock({ state in defer { state.claimed = false }; return state.claimed }) { store.releaseSource(stream) }
     }
 
     /// Stops the source without ending the stream (shutdown, deletion).
@@ -97,6 +146,7 @@ final class SourceSupervisor: Sendable {
             return state.connectionDisposable
         }
         disposable?.dispose()
+        control.async { [self] in releaseClaim() }
     }
 
     /// The stream's terminal event was cleared: the source may run again.
@@ -149,8 +199,25 @@ final class SourceSupervisor: Sendable {
         }
     }
 
+    /// Connects the source here once this daemon holds its claim; until then asks again
+    /// every `claimRetry` (sources' queue only).
     private func connectOnce() {
         guard let connection = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.connection }) else { return }
+        // Ended by another daemon's run of it (a shared database): nothing to run.
+        guard store.info(stream)?.terminal == nil else { return }
+        guard claim() else {
+            let schedule = state.withLock { state in
+                defer { state.claimRetryPending = true }
+                return !state.claimRetryPending
+            }
+            if schedule {
+                control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
+                    state.withLock { $0.claimRetryPending = false }
+                    connectOnce()
+                }
+            }
+            return
+        }
         let disposable = connection.connect()
         state.withLock { $0.connectionDisposable = disposable }
     }
@@ -164,8 +231,10 @@ final class SourceSupervisor: Sendable {
         let terminal: Terminal = if case .failed(let error) = event { .failed(message: "\(error)") } else { .completed }
         state.withLock { $0.status = terminal == .completed ? .completed : .failed(Self.message(terminal)) }
         logger.info("source ended", metadata: ["result": "\(terminal)"])
-        store.terminate(stream, terminal) { [logger] result in
+        store.terminate(stream, terminal) { [logger, control, self] result in
             if case .failure(let error) = result { logger.warning("could not store the source's end", metadata: ["error": "\(error)"]) }
+            // Only once the end is committed: another daemon claiming it then sees the end.
+            control.async { [self] in releaseClaim() }
         }
     }
 

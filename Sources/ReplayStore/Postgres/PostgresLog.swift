@@ -52,6 +52,7 @@ final class PostgresLog: LogDatabase {
         logger.logLevel = .warning
         self.logger = logger
         writerSession = PostgresSession(location, logger: logger)
+        sourceSession = PostgresSession(location, logger: logger)
         readers = (0..<max(1, options.readerCount)).map { _ in PostgresSession(location, logger: logger) }
         do {
             try PostgresMigrations.migrate(writerSession, location: location.redacted)
@@ -184,8 +185,38 @@ final class PostgresLog: LogDatabase {
         }
     }
 
+    // MARK: Sources
+
+    /// The session whose advisory locks say which sources this daemon runs: a lock dies
+    /// with its session, so a daemon that dies (or loses its host) frees its sources for
+    /// the others without any protocol of replay's own.
+    private let sourceSession: PostgresSession
+
+    func claimSource(_ stream: String) -> Bool {
+        do {
+            let rows = try sourceSession.query("SELECT pg_try_advisory_lock(hashtextextended(\("source:" + stream), 0))")
+            guard try rows.rows.first?.decode(Bool.self) == true else { return false }
+            // The previous holder may have ended the stream just before letting go, and this
+            // daemon's catalog may not know yet: the database says.
+            let ended = try sourceSession.query("SELECT count(*) FROM streams WHERE name = \(stream) AND terminal IS NOT NULL")
+            guard try ended.rows.first?.decode(Int64.self) == 0 else {
+                releaseSource(stream)
+                return false
+            }
+            return true
+        } catch {
+            logger.warning("cannot claim the source of '\(stream)': \(String(reflecting: error))")
+            return false
+        }
+    }
+
+    func releaseSource(_ stream: String) {
+        _ = try? sourceSession.query("SELECT pg_advisory_unlock(hashtextextended(\("source:" + stream), 0))")
+    }
+
     func close() {
         listening.withLock { $0 }?.cancel()
+        sourceSession.close()
         writerSession.close()
         for reader in readers { reader.close() }
     }

@@ -99,6 +99,10 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    /// One daemon per file (`ProcessLock`): its sources are its own.
+    func claimSource(_ stream: String) -> Bool { true }
+    func releaseSource(_ stream: String) {}
+
     /// Checkpoints the WAL into the database file, closes it and releases it for another
     /// process (or another store in this one).
     func close() {
