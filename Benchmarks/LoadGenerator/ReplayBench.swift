@@ -9,9 +9,11 @@ struct ReplayBench: ParsableCommand {
         commandName: "replay-bench",
         abstract: "Load-test replayd over its socket, and Redis Streams the same way.")
 
-    @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
+    @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), replay-pg (two replayd on one PostgreSQL database, see --postgres), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
     var against: String = "both"
     @Option(help: "The replayd binary.") var replayd: String = "../.build/release/replayd"
+    @Option(help: "For replay-pg: a PostgreSQL server's URL (each run gets a new database on it; tools/postgres-cluster.sh starts one).")
+    var postgres: String = ProcessInfo.processInfo.environment["REPLAY_TEST_POSTGRES"] ?? ""
     @Option(name: .customLong("redis-server"), help: "The redis-server binary.") var redisServer: String = "/usr/bin/redis-server"
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
@@ -63,6 +65,7 @@ struct ReplayBench: ParsableCommand {
         let system: any SystemUnderTest = switch name {
         case "redis": try RedisSystem(redisServer: redisServer, directory: directory)
         case "replay-http": try ReplayHTTPSystem(replayd: replayd, directory: directory, durability: sync, payloadSize: payloadSize)
+        case "replay-pg": try ReplayPostgresSystem(replayd: replayd, directory: directory, postgres: postgres, durability: sync)
         default: try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
         }
         defer { system.stop() }

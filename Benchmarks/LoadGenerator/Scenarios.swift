@@ -177,7 +177,7 @@ struct Scenarios {
             let done = DispatchGroup()
             let delivered = Locked(0)
             for _ in 0..<subscribers {
-                let client = UnsafeTransfer(try system.client())
+                let client = UnsafeTransfer(try system.subscriberClient())
                 ready.enter()
                 done.enter()
                 Thread.detachNewThread {
@@ -200,7 +200,7 @@ struct Scenarios {
             }
             ready.wait()
             if system.name == "redis" { usleep(200_000) }  // XREAD BLOCK must be parked before the first XADD
-            let publisher = try system.client()
+            let publisher = try system.publisherClient()
             let start = now()
             var acked = 0
             var sent = 0

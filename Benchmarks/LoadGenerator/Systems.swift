@@ -10,6 +10,15 @@ protocol SystemUnderTest: AnyObject {
     /// Stops the server and starts it again on the same data; returns the nanoseconds from
     /// process start to the first answered PING.
     func restart() throws -> UInt64
+    /// Where a fan-out's subscribers and its publisher connect (the same server, but for
+    /// several daemons sharing one database: subscribers on one, the publisher on another).
+    func subscriberClient() throws -> any BenchClient
+    func publisherClient() throws -> any BenchClient
+}
+
+extension SystemUnderTest {
+    func subscriberClient() throws -> any BenchClient { try client() }
+    func publisherClient() throws -> any BenchClient { try client() }
 }
 
 /// Starts `process` and polls with PING until it answers; returns the nanoseconds taken.
@@ -172,4 +181,59 @@ final class ReplayHTTPSystem: SystemUnderTest {
         try readPort()
         return time
     }
+}
+
+/// Two replayd sharing a new database on a PostgreSQL server (`--postgres`), each on its
+/// own socket, as two hosts would run them. Connections alternate between the two, so
+/// pipelined publishers split over both; a fan-out publishes on the first and subscribes
+/// on the second, so its latency is the cross-daemon one (commit, NOTIFY, read back).
+final class ReplayPostgresSystem: SystemUnderTest {
+    let name = "replay-pg"
+    private let servers: [ServerProcess]
+    private let server: String
+    private let database: String
+    private var next = 0
+
+    init(replayd: String, directory: String, postgres: String, durability: String = "full") throws {
+        server = postgres
+        database = "replay_bench_\(UInt32.random(in: 0...UInt32.max))"
+        try Self.psql(postgres, "CREATE DATABASE \(database)")
+        let url = postgres[..<(postgres.range(of: "/", options: .backwards)?.upperBound ?? postgres.endIndex)] + database
+        servers = try ["a", "b"].map { host in
+            let socketPath = directory + "/replayd-\(host).sock"
+            return try ServerProcess(socketPath: socketPath) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: replayd)
+                process.arguments = ["--socket", socketPath, "--db", String(url), "--sync", durability, "--default-capacity", "unlimited"]
+                process.standardError = FileHandle.nullDevice
+                return process
+            }
+        }
+    }
+
+    static func psql(_ url: String, _ sql: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["psql", url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchError("psql \(sql) failed") }
+    }
+
+    func client() throws -> any BenchClient {
+        defer { next += 1 }
+        return try ReplayBenchClient(path: servers[next % 2].socketPath)
+    }
+
+    func subscriberClient() throws -> any BenchClient { try ReplayBenchClient(path: servers[1].socketPath) }
+    func publisherClient() throws -> any BenchClient { try ReplayBenchClient(path: servers[0].socketPath) }
+    var residentBytes: Int { servers.map(\.residentBytes).reduce(0, +) }
+
+    func stop() {
+        for server in servers { server.stop() }
+        try? Self.psql(server, "DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+    }
+
+    func restart() throws -> UInt64 { try servers[0].restart { try ReplayBenchClient(path: $0) } }
 }

@@ -163,6 +163,6 @@ extension StreamRow {
             sourceCommand: row["source_command"], sourceConnect: row["source_connect"], sourceOptions: row["source_options"],
             contentType: row["content_type"], ttlSeconds: row["ttl_seconds"], expiresAt: row["expires_at"],
             writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
-            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"])
+            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], forkSource: row["fork_source"])
     }
 }

@@ -197,6 +197,7 @@ func withTwoDaemons(on url: String? = nil, arguments: [String] = [], _ body: (Te
             do {
                 try await body(first, second)
             } catch {
+                Issue.record("the daemons' state and logs:\n\(await TestDaemon.stateDump(socketPath: first.socketPath))\n\(await TestDaemon.stateDump(socketPath: second.socketPath))\n\(first.log.suffix(3000))\n\(second.log.suffix(3000))")
                 await first.stop(SIGKILL)
                 await second.stop(SIGKILL)
                 throw error

@@ -12,10 +12,11 @@ enum PostgresMigrations {
 
     static func migrate(_ session: PostgresSession, location: String) throws {
         let connection = PinnedConnection(try session.connected(), logger: session.logger)
-        try connection.query("CREATE TABLE IF NOT EXISTS replay_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
         try connection.query("BEGIN")
         do {
+            // The lock first: two daemons creating the table at once collide even with IF NOT EXISTS.
             try connection.query("SELECT pg_advisory_xact_lock(\(lockKey))")
+            try connection.query("CREATE TABLE IF NOT EXISTS replay_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
             var applied = Set<String>()
             for row in try connection.query("SELECT identifier FROM replay_migrations").rows {
                 applied.insert(try row.decode(String.self))

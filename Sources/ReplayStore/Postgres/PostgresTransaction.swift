@@ -51,6 +51,16 @@ final class PostgresTransaction: LogTransaction {
         return locked[name] ?? nil
     }
 
+    func committedRecord(_ name: String) throws -> Catalog.Record? {
+        try flush()
+        let rows = try session.query("""
+            SELECT \(unescaped: Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = \(name)
+            """)
+        var found = try Self.records(rows.rows)
+        try Self.loadConsumers(into: &found, session)
+        return found[name]
+    }
+
     func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64 {
         try flush()
         let rows = try session.query("""

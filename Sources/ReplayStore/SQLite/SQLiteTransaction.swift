@@ -18,6 +18,20 @@ final class SQLiteTransaction: LogTransaction {
 
     func record(_ name: String, cached: Catalog.Record?) -> Catalog.Record? { cached }
 
+    func committedRecord(_ name: String) throws -> Catalog.Record? {
+        let row = try Row.fetchOne(
+            db, sql: "SELECT s.*, src.name AS fork_source FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = ?",
+            arguments: [name])
+        guard var record = row.map({ StreamRow(row: $0).record }) else { return nil }
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM consumers WHERE stream_id = ?", arguments: [record.id]) {
+            let consumer = ConsumerInfo(
+                name: row["name"], ackedSequence: UInt64(row["acked_seq"] as Int64),
+                createdAt: Timestamp.date(millis: row["created_at"]), updatedAt: Timestamp.date(millis: row["updated_at"]))
+            record.consumers[consumer.name] = consumer
+        }
+        return record
+    }
+
     func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64 {
         try db.execute(
             sql: """

@@ -17,6 +17,10 @@ protocol LogTransaction: AnyObject {
     /// The stream's record as this transaction may change it: the catalog's copy where this
     /// process is the only writer, the row read and locked until commit where it is not.
     func record(_ name: String, cached: Catalog.Record?) throws -> Catalog.Record?
+    /// The stream as last committed, read without locking it: for `refresh`, which only
+    /// learns what another daemon did (locking there would wait on, and could deadlock
+    /// with, that daemon's next batch).
+    func committedRecord(_ name: String) throws -> Catalog.Record?
 
     /// A new stream row; its id.
     func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64

@@ -104,7 +104,16 @@ struct Transaction<DB: LogTransaction> {
     mutating func run(_ batch: [WriteRequest]) throws {
         reset()
         var names = Set<String>()
-        for request in batch { names.formUnion(request.streamNames) }
+        for request in batch {
+            names.formUnion(request.streamNames)
+            // The retention pass touches the streams with an age limit or an expiry: lock them
+            // with the rest, in the one order.
+            if case .enforceRetention = request {
+                for record in catalog.all where record.info.config.maxAge != nil || record.info.config.expiry != nil {
+                    names.insert(record.info.name)
+                }
+            }
+        }
         try db.prepare(streams: names)
         for request in batch { try perform(request) }
         try finish()
@@ -259,7 +268,7 @@ struct Transaction<DB: LogTransaction> {
 
         case .refresh(let names):
             for name in names where indexByName[name] == nil && !deleted.contains(name) {
-                refreshed[name] = .some(try db.record(name, cached: nil))
+                refreshed[name] = .some(try db.committedRecord(name))
             }
 
         case .enforceRetention(let done):
