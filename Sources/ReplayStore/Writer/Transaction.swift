@@ -49,6 +49,13 @@ struct Transaction<DB: LogTransaction> {
     /// Streams read again because another writer changed them (`refresh`): told to the
     /// catalog and listeners without being written.
     var refreshed: [String: Catalog.Record?] = [:]
+    /// The events another daemon appended to a refreshed stream, read once here so that
+    /// every cursor of this daemon is served from the tail ring rather than each reading
+    /// them from the database.
+    var refreshedEvents: [String: [StoredEvent]] = [:]
+    /// At most this many events are read per refreshed stream; a larger step is left to
+    /// the cursors' own paged reads.
+    static var refreshEventLimit: Int { 1024 }
     /// When producers idle past their lifetime were last forgotten.
     let producerExpiry: ProducerExpiry
     /// Whether this transaction forgot them (a cache of them is then stale).
@@ -77,6 +84,7 @@ struct Transaction<DB: LogTransaction> {
         appendedEvents = 0
         appendedBytes = 0
         refreshed = [:]
+        refreshedEvents = [:]
         expiredProducers = false
     }
 
@@ -268,7 +276,23 @@ struct Transaction<DB: LogTransaction> {
 
         case .refresh(let names):
             for name in names where indexByName[name] == nil && !deleted.contains(name) {
-                refreshed[name] = .some(try db.committedRecord(name))
+                let record = try db.committedRecord(name)
+                refreshed[name] = .some(record)
+                if let record, let known = catalog[name], known.id == record.id,
+                    record.info.lastSequence > known.info.lastSequence,
+                    record.info.lastSequence - known.info.lastSequence <= UInt64(Self.refreshEventLimit)
+                {
+                    let segments = LogSegments(of: record, from: known.info.lastSequence + 1, through: record.info.lastSequence) { catalog[$0] }
+                    var events: [StoredEvent] = []
+                    try db.forEachEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload in
+                        events.append(StoredEvent(sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload)))
+                    }
+                    // Only a complete, contiguous run can go to the ring (retention may have
+                    // trimmed some already, or the byte budget stopped the read).
+                    if events.first?.sequence == known.info.lastSequence + 1, events.last?.sequence == record.info.lastSequence {
+                        refreshedEvents[name] = events
+                    }
+                }
             }
 
         case .enforceRetention(let done):
@@ -592,7 +616,9 @@ struct Transaction<DB: LogTransaction> {
 
     var commitBatch: CommitBatch {
         var changes: [String: CommitBatch.Change] = [:]
-        for (name, record) in refreshed { changes[name] = CommitBatch.Change(info: record?.info, appended: []) }
+        for (name, record) in refreshed {
+            changes[name] = CommitBatch.Change(info: record?.info, appended: refreshedEvents[name] ?? [])
+        }
         for name in deleted { changes[name] = CommitBatch.Change(info: nil, appended: []) }
         for (name, index) in indexByName {
             changes[name] = CommitBatch.Change(info: streams[index].record.info, appended: streams[index].appended)
