@@ -250,6 +250,13 @@ public final class EventStore: Sendable {
 
     public func releaseSource(_ stream: String) { log.releaseSource(stream) }
 
+    /// Whether this daemon still holds the claim it made: false once a shared database's
+    /// session that held it has dropped (another daemon may then claim the source).
+    public func holdsSource(_ stream: String) -> Bool { log.holdsSource(stream) }
+
+    /// Whether other daemons may share this store (PostgreSQL).
+    public var isShared: Bool { log.isShared }
+
     // MARK: Closing
 
     /// Refuses new writes, commits what is queued (completing those writes), then releases

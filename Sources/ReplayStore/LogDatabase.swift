@@ -27,6 +27,10 @@ protocol LogDatabase: Sendable {
     func claimSource(_ stream: String) -> Bool
     /// Gives a claimed source up (it stopped here).
     func releaseSource(_ stream: String)
+    /// Whether a claim made here still holds (a shared database's session may have dropped).
+    func holdsSource(_ stream: String) -> Bool
+    /// Whether other daemons may share this database (and its sources).
+    var isShared: Bool { get }
 
     /// After the writer has drained: release the database.
     func close()

@@ -138,6 +138,39 @@ struct SharedPostgresTests {
         }
     }
 
+    @Test func aSourceNeverRunsTwiceAtOnceThroughAPostgresRestart() async throws {
+        try await TestPostgres.withPrivateServer { server in
+            try await withTwoDaemons(on: server.url) { first, second in
+                let folder = first.directory
+                // A run holds a lock folder while it runs (let go however it stops: TERM, or
+                // SIGPIPE once its reader is gone); a run that finds it taken notes an overlap.
+                let command = """
+                    trap 'rmdir \(folder)/running 2>/dev/null' EXIT; trap 'exit 0' TERM PIPE INT; \
+                    mkdir \(folder)/running 2>/dev/null || echo overlap >> \(folder)/overlaps; \
+                    echo run >> \(folder)/runs; while true; do echo tick || exit 0; sleep 0.05; done
+                    """
+                let client = try await ReplayClient.connect(to: first.socketPath)
+                try await client.create("clock", source: command, connect: "eager")
+                await client.close()
+                try await eventually("a daemon to run it") { lineCount(folder + "/runs") == 1 }
+                try await server.pause()
+                try await Task.sleep(for: .seconds(1))
+                try await server.resume()
+                try await eventually("a daemon to run it again after the restart") { lineCount(folder + "/runs") >= 2 }
+                // Not a timing assertion: an overlap, if any, leaves its line whenever it happens.
+                try await Task.sleep(for: .seconds(3))
+                #expect(lineCount(folder + "/overlaps") == 0, "two runs at once")
+                var running = 0
+                for daemon in [first, second] {
+                    let client = try await ReplayClient.connect(to: daemon.socketPath)
+                    if try await client.info("clock").source?.state == "running" { running += 1 }
+                    await client.close()
+                }
+                #expect(running == 1)
+            }
+        }
+    }
+
     @Test func publishersOnBothDaemonsGetOneContiguousSequence() async throws {
         try await withTwoDaemons { first, second in
             let perPublisher = 200

@@ -37,12 +37,18 @@ final class SourceSupervisor: Sendable {
         var claimRetryPending = false
         /// Refcount leases that hold the source connected here.
         var leases = 0
+        /// On a shared database: not before this may a fresh claim start the source.
+        var startsAfter: DispatchTime?
     }
 
     /// How often a daemon that wants to run a source held by another daemon (a shared
     /// database) asks again: the holder's death frees it, and this is how long the source
     /// stays stopped at most after that.
     static let claimRetry: DispatchTimeInterval = .seconds(1)
+    /// On a shared database, how long a fresh claim waits before starting the source: a
+    /// daemon whose session to the database dropped (its lock with it) notices within
+    /// `claimRetry` and stops its run, so the two runs do not overlap.
+    static let claimGrace: DispatchTimeInterval = .seconds(2)
 
     let stream: String
     let source: StreamSource
@@ -118,6 +124,9 @@ final class SourceSupervisor: Sendable {
     private func holdWhenClaimed(_ held: SerialDisposable, _ shared: Signal<Data>) {
         guard !held.isDisposed, !state.withLock({ $0.retired }) else { return }
         if claim() {
+            if let after = state.withLock({ $0.startsAfter }), after > .now() {
+                return control.asyncAfter(deadline: after) { [self] in holdWhenClaimed(held, shared) }
+            }
             held.inner = shared.subscribe()
         } else {
             control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in holdWhenClaimed(held, shared) }
@@ -128,8 +137,33 @@ final class SourceSupervisor: Sendable {
     private func claim() -> Bool {
         if state.withLock({ $0.claimed }) { return true }
         guard store.claimSource(stream) else { return false }
-        state.withLock { $0.claimed = true }
+        let shared = store.isShared
+        state.withLock { state in
+            state.claimed = true
+            state.startsAfter = shared ? .now() + Self.claimGrace : nil
+        }
         return true
+    }
+
+    /// While the source runs here on a shared database: checks every `claimRetry` that the
+    /// claim still holds, and stops the run if not (the session holding it dropped, so
+    /// another daemon may claim it); then it is claimed again like a new one.
+    private func watchClaim() {
+        control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
+            let running = state.withLock { !$0.retired && $0.claimed && $0.connectionDisposable != nil && !Self.isTerminal($0.status) }
+            guard running else { return }
+            if store.holdsSource(stream) { return watchClaim() }
+            logger.warning("the claim on the source was lost with its database session; stopping it here")
+            let old = state.withLock { state -> (any Disposable)? in
+                state.claimed = false
+                if case .running = state.status { state.status = .notConnected }
+                defer { state.connectionDisposable = nil }
+                return state.connectionDisposable
+            }
+            old?.dispose()
+            arm()
+            connectOnce()
+        }
     }
 
     /// Gives the claim up once the source no longer runs here (sources' queue only).
@@ -218,8 +252,14 @@ final class SourceSupervisor: Sendable {
             }
             return
         }
+        if let after = state.withLock({ $0.startsAfter }), after > .now() {
+            control.asyncAfter(deadline: after) { [self] in connectOnce() }
+            return
+        }
+        let alreadyConnected = state.withLock { $0.connectionDisposable != nil }
         let disposable = connection.connect()
         state.withLock { $0.connectionDisposable = disposable }
+        if store.isShared && !alreadyConnected { watchClaim() }
     }
 
     /// The source's run ended on its own (after any restarts): store the stream's end.

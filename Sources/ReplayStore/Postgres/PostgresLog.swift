@@ -192,8 +192,18 @@ final class PostgresLog: LogDatabase {
     /// the others without any protocol of replay's own.
     private let sourceSession: PostgresSession
 
+    /// The connection each claim was made on: a claim holds while that connection does.
+    private let claims = Locked<[String: ObjectIdentifier]>([:])
+    var isShared: Bool { true }
+
+    func holdsSource(_ stream: String) -> Bool {
+        guard let claimedOn = claims.withLock({ $0[stream] }), let current = sourceSession.current, !current.isClosed else { return false }
+        return ObjectIdentifier(current) == claimedOn
+    }
+
     func claimSource(_ stream: String) -> Bool {
         do {
+            let connection = try sourceSession.connected()
             let rows = try sourceSession.query("SELECT pg_try_advisory_lock(hashtextextended(\("source:" + stream), 0))")
             guard try rows.rows.first?.decode(Bool.self) == true else { return false }
             // The previous holder may have ended the stream just before letting go, and this
@@ -203,6 +213,7 @@ final class PostgresLog: LogDatabase {
                 releaseSource(stream)
                 return false
             }
+            claims.withLock { $0[stream] = ObjectIdentifier(connection) }
             return true
         } catch {
             logger.warning("cannot claim the source of '\(stream)': \(String(reflecting: error))")
@@ -211,6 +222,7 @@ final class PostgresLog: LogDatabase {
     }
 
     func releaseSource(_ stream: String) {
+        claims.withLock { _ = $0.removeValue(forKey: stream) }
         _ = try? sourceSession.query("SELECT pg_advisory_unlock(hashtextextended(\("source:" + stream), 0))")
     }
 

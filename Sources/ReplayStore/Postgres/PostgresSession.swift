@@ -53,6 +53,9 @@ final class PostgresSession: PostgresQuerying, Sendable {
         }
     }
 
+    /// The connection as it is now, if any (not reconnecting).
+    var current: PostgresConnection? { connection.value }
+
     func close() {
         let open = connection.withLock { current in
             defer { current = nil }

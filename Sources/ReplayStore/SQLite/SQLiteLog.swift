@@ -102,6 +102,8 @@ final class SQLiteLog: LogDatabase {
     /// One daemon per file (`ProcessLock`): its sources are its own.
     func claimSource(_ stream: String) -> Bool { true }
     func releaseSource(_ stream: String) {}
+    func holdsSource(_ stream: String) -> Bool { true }
+    var isShared: Bool { false }
 
     /// Checkpoints the WAL into the database file, closes it and releases it for another
     /// process (or another store in this one).

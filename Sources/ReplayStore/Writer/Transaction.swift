@@ -89,16 +89,30 @@ struct Transaction<DB: LogTransaction> {
     }
 
     /// The stream as this transaction leaves it so far, without bringing it in.
-    func record(_ name: String) throws -> Catalog.Record? {
+    mutating func record(_ name: String) throws -> Catalog.Record? {
         if let index = indexByName[name] { return streams[index].record }
-        return deleted.contains(name) ? nil : try db.record(name, cached: catalog[name])
+        if deleted.contains(name) { return nil }
+        let cached = catalog[name]
+        let found = try db.record(name, cached: cached)
+        learn(name, found, cached: cached)
+        return found
+    }
+
+    /// A stream another daemon created or deleted (a shared database), found while reading
+    /// it: the catalog and the hubs learn it with this commit.
+    private mutating func learn(_ name: String, _ found: Catalog.Record?, cached: Catalog.Record?) {
+        if (found == nil) != (cached == nil), refreshed[name] == nil { refreshed[name] = .some(found) }
     }
 
     /// The stream's index in `streams` (bringing it in once); `nil` if it does not exist.
     /// A stream deleted while forks read from it (soft-deleted) counts as not existing.
     mutating func touch(_ name: String) throws -> Int? {
         if let index = indexByName[name] { return streams[index].record.info.isSoftDeleted ? nil : index }
-        guard !deleted.contains(name), let record = try db.record(name, cached: catalog[name]), !record.info.isSoftDeleted else { return nil }
+        guard !deleted.contains(name) else { return nil }
+        let cached = catalog[name]
+        let found = try db.record(name, cached: cached)
+        learn(name, found, cached: cached)
+        guard let record = found, !record.info.isSoftDeleted else { return nil }
         return add(record)
     }
 
