@@ -127,14 +127,25 @@ struct SharedPostgresTests {
             let client = try await ReplayClient.connect(to: first.socketPath)
             try await client.create("clock", source: "echo run >> \(runs); while true; do echo tick; sleep 0.05; done", connect: "eager")
             await client.close()
-            try await eventually("the first daemon to run it") { lineCount(runs) == 1 }
-            let other = try await ReplayClient.connect(to: second.socketPath)
-            try await eventually("the second daemon to learn of the stream") { (try? await other.info("clock")) != nil }
-            #expect(try await other.info("clock").source?.state == "not connected")
-            #expect(await first.stop(SIGKILL) == SIGKILL)
-            try await eventually("the second daemon to run it") { try await other.info("clock").source?.state == "running" }
-            #expect(lineCount(runs) == 2, "one run at a time: the first's, then the second's")
-            await other.close()
+            try await eventually("a daemon to run it") { lineCount(runs) == 1 }
+            // Whichever claimed it first runs it (the creating daemon, as a rule); the other waits.
+            var states: [String] = []
+            try await eventually("both daemons to know the stream") {
+                states = []
+                for daemon in [first, second] {
+                    let client = try await ReplayClient.connect(to: daemon.socketPath)
+                    states.append((try? await client.info("clock"))?.source?.state ?? "unknown")
+                    await client.close()
+                }
+                return !states.contains("unknown")
+            }
+            #expect(states.sorted() == ["not connected", "running"], "\(states)")
+            let (runner, other) = states[0] == "running" ? (first, second) : (second, first)
+            #expect(await runner.stop(SIGKILL) == SIGKILL)
+            let survivor = try await ReplayClient.connect(to: other.socketPath)
+            try await eventually("the other daemon to run it") { try await survivor.info("clock").source?.state == "running" }
+            #expect(lineCount(runs) == 2, "one run at a time: the first daemon's, then the other's")
+            await survivor.close()
         }
     }
 
