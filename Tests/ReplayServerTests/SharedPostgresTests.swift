@@ -149,7 +149,8 @@ struct SharedPostgresTests {
         }
     }
 
-    @Test func aSourceNeverRunsTwiceAtOnceThroughAPostgresRestart() async throws {
+    @Test(arguments: ["eager", "refcount"])
+    func aSourceNeverRunsTwiceAtOnceThroughAPostgresRestart(connect: String) async throws {
         try await TestPostgres.withPrivateServer { server in
             try await withTwoDaemons(on: server.url) { first, second in
                 let folder = first.directory
@@ -161,7 +162,18 @@ struct SharedPostgresTests {
                     echo run >> \(folder)/runs; while true; do echo tick || exit 0; sleep 0.05; done
                     """
                 let client = try await ReplayClient.connect(to: first.socketPath)
-                try await client.create("clock", source: command, connect: "eager")
+                try await client.create("clock", source: command, connect: connect)
+                // A refcount source runs while someone subscribes: one subscriber on each daemon.
+                var subscribers: [ReplayClient] = []
+                var feeds: [Any] = []
+                if connect == "refcount" {
+                    for daemon in [first, second] {
+                        let subscriber = try await ReplayClient.connect(to: daemon.socketPath)
+                        try await eventually("the daemon to know the stream") { (try? await subscriber.info("clock")) != nil }
+                        feeds.append(try await subscriber.subscribe("clock", from: .new))
+                        subscribers.append(subscriber)
+                    }
+                }
                 await client.close()
                 try await eventually("a daemon to run it") { lineCount(folder + "/runs") == 1 }
                 try await server.pause()
@@ -178,6 +190,8 @@ struct SharedPostgresTests {
                     await client.close()
                 }
                 #expect(running == 1)
+                for subscriber in subscribers { await subscriber.close() }
+                feeds.removeAll()
             }
         }
     }

@@ -39,6 +39,10 @@ final class SourceSupervisor: Sendable {
         var leases = 0
         /// On a shared database: not before this may a fresh claim start the source.
         var startsAfter: DispatchTime?
+        /// The refcount leases' subscriptions, to stop them all if the claim is lost.
+        var holders: [ObjectIdentifier: SerialDisposable] = [:]
+        /// Whether `watchClaim` runs.
+        var watching = false
     }
 
     /// How often a daemon that wants to run a source held by another daemon (a shared
@@ -101,7 +105,10 @@ final class SourceSupervisor: Sendable {
             }
             let held = SerialDisposable()
             control.async { [self] in
-                state.withLock { $0.leases += 1 }
+                state.withLock { state in
+                    state.leases += 1
+                    state.holders[ObjectIdentifier(held)] = held
+                }
                 holdWhenClaimed(held, shared)
             }
             return Disposables.action { [control, self] in
@@ -109,6 +116,7 @@ final class SourceSupervisor: Sendable {
                     held.dispose()
                     // The last subscriber here left: another daemon's may run it now.
                     let release = state.withLock { state in
+                        state.holders[ObjectIdentifier(held)] = nil
                         state.leases -= 1
                         defer { if state.leases == 0 { state.claimed = false } }
                         return state.leases == 0 && state.claimed
@@ -128,6 +136,7 @@ final class SourceSupervisor: Sendable {
                 return control.asyncAfter(deadline: after) { [self] in holdWhenClaimed(held, shared) }
             }
             held.inner = shared.subscribe()
+            if store.isShared { startWatching() }
         } else {
             control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in holdWhenClaimed(held, shared) }
         }
@@ -148,21 +157,41 @@ final class SourceSupervisor: Sendable {
     /// While the source runs here on a shared database: checks every `claimRetry` that the
     /// claim still holds, and stops the run if not (the session holding it dropped, so
     /// another daemon may claim it); then it is claimed again like a new one.
+    private func startWatching() {
+        let start = state.withLock { state in
+            defer { state.watching = true }
+            return !state.watching
+        }
+        if start { watchClaim() }
+    }
+
     private func watchClaim() {
         control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
-            let running = state.withLock { !$0.retired && $0.claimed && $0.connectionDisposable != nil && !Self.isTerminal($0.status) }
+            let running = state.withLock { state in
+                let running = !state.retired && state.claimed && (state.connectionDisposable != nil || !state.holders.isEmpty)
+                    && !Self.isTerminal(state.status)
+                if !running { state.watching = false }
+                return running
+            }
             guard running else { return }
             if store.holdsSource(stream) { return watchClaim() }
             logger.warning("the claim on the source was lost with its database session; stopping it here")
-            let old = state.withLock { state -> (any Disposable)? in
+            let (old, holders, shared) = state.withLock { state in
                 state.claimed = false
+                state.watching = false
                 if case .running = state.status { state.status = .notConnected }
                 defer { state.connectionDisposable = nil }
-                return state.connectionDisposable
+                return (state.connectionDisposable, Array(state.holders.values), state.autoconnected)
             }
             old?.dispose()
-            arm()
-            connectOnce()
+            if source.connect == .refcount, let shared {
+                // Every subscription here lets go (the refcounted run stops), then each waits for a claim again.
+                for holder in holders { holder.inner = Disposables.empty }
+                for holder in holders { holdWhenClaimed(holder, shared) }
+            } else {
+                arm()
+                connectOnce()
+            }
         }
     }
 
@@ -259,7 +288,7 @@ final class SourceSupervisor: Sendable {
         let alreadyConnected = state.withLock { $0.connectionDisposable != nil }
         let disposable = connection.connect()
         state.withLock { $0.connectionDisposable = disposable }
-        if store.isShared && !alreadyConnected { watchClaim() }
+        if store.isShared && !alreadyConnected { startWatching() }
     }
 
     /// The source's run ended on its own (after any restarts): store the stream's end.
