@@ -6,6 +6,9 @@ COPY Package.swift ./
 COPY Sources Sources
 COPY Tests Tests
 COPY migrations migrations
+# The build embeds migrations/ with the plugin in Plugins/ and its script in tools/.
+COPY Plugins Plugins
+COPY tools/embed-migrations.sh tools/
 RUN swift build -c release --product replayd && swift build -c release --product replayctl \
     && mkdir /out && cp .build/release/replayd .build/release/replayctl /out/
 

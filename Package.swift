@@ -53,8 +53,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            // The schema's SQL files, compiled in (see Plugins/EmbedMigrations).
+            plugins: ["EmbedMigrations"]
         ),
+        .plugin(name: "EmbedMigrations", capability: .buildTool()),
         // Test support shared by the test targets: a virtual-time timeline recorder and the
         // replay-subject conformance scenarios that every ReplayBuffer must pass.
         .target(
