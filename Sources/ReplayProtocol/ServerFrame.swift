@@ -25,12 +25,4 @@ public enum ServerFrame: Sendable, Equatable {
     case failed(stream: String, sid: String, lastSequence: UInt64, message: String)
     /// Events `from...through` are no longer retained: the subscriber fell behind retention.
     case gap(stream: String, sid: String, from: UInt64, through: UInt64)
-
-    /// Whether this frame answers a command (as opposed to a subscription's frames).
-    public var isReply: Bool {
-        switch self {
-        case .ok, .published, .publishedAll, .error, .pong, .info, .list: true
-        case .hello, .event, .completed, .failed, .gap: false
-        }
-    }
 }

@@ -146,7 +146,6 @@ public final class TestDaemon: @unchecked Sendable {
     }
 
     /// Whether the process ended by a signal rather than by exiting.
-    public var wasKilledBySignal: Bool { process.terminationReason == .uncaughtSignal }
 
     /// File descriptors the daemon holds open (from /proc).
     public var openDescriptors: Int {

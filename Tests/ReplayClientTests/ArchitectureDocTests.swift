@@ -11,7 +11,7 @@ struct ArchitectureDocTests {
     @Test func everyNamedTypeAndFileExists() throws {
         let doc = try String(contentsOfFile: Self.root + "/docs/ARCHITECTURE.md", encoding: .utf8)
         let files = try FileManager.default.subpathsOfDirectory(atPath: Self.root).filter { !$0.hasPrefix(".") && !$0.contains("/.build") }
-        let sources = try files.filter { $0.hasPrefix("Sources/") && $0.hasSuffix(".swift") }
+        let sources = try files.filter { ($0.hasPrefix("Sources/") || $0.hasPrefix("Plugins/")) && $0.hasSuffix(".swift") }
             .map { try String(contentsOfFile: Self.root + "/" + $0, encoding: .utf8) }
             .joined(separator: "\n")
         let modules = Set(files.filter { $0.hasPrefix("Sources/") && $0.split(separator: "/").count == 2 }.map { String($0.dropFirst(8)) })

@@ -13,12 +13,12 @@ struct ConnectionStateProbe {
     var subscriptions: Set<String> { state.subscriptions }
 
     mutating func subscribe(_ sid: String) -> Bool {
-        if case .subscribe = state.receive(.command(.subscribe(stream: "s", sid: sid, start: .all))) { return true }
+        if case .perform(.subscribe) = state.receive(.command(.subscribe(stream: "s", sid: sid, start: .all))) { return true }
         return false
     }
 
     mutating func unsubscribe(_ sid: String) -> Bool {
-        if case .unsubscribe = state.receive(.command(.unsubscribe(sid: sid))) { return true }
+        if case .perform(.unsubscribe) = state.receive(.command(.unsubscribe(sid: sid))) { return true }
         return false
     }
 

@@ -10,8 +10,8 @@ struct ConnectionStateTests {
         var state = ConnectionState(maxSubscriptions: 2)
         #expect(state.receive(.command(.ping)) == .reply(.pong))
         #expect(state.receive(.command(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
-            == .publish(stream: "s", payload: ByteBuffer(string: "x")))
-        #expect(state.receive(.command(.list)) == .admin(.list))
+            == .perform(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
+        #expect(state.receive(.command(.list)) == .perform(.list))
         let bad = ReplayError(.badCommand, "usage")
         #expect(state.receive(.invalid(bad)) == .reply(.error(bad)))
         let fatal = ReplayError(.lineTooLong, "too long")
@@ -20,7 +20,7 @@ struct ConnectionStateTests {
 
     @Test func subscriptionIdsAreUniqueAndLimited() {
         var state = ConnectionState(maxSubscriptions: 2)
-        #expect(state.receive(.command(.subscribe(stream: "s", sid: "a", start: .all))) == .subscribe(stream: "s", sid: "a", start: .all))
+        #expect(state.receive(.command(.subscribe(stream: "s", sid: "a", start: .all))) == .perform(.subscribe(stream: "s", sid: "a", start: .all)))
         guard case .reply(.error(let duplicate)) = state.receive(.command(.subscribe(stream: "t", sid: "a", start: .all))) else {
             Issue.record("a duplicate sid must be refused"); return
         }
@@ -30,7 +30,7 @@ struct ConnectionStateTests {
             Issue.record("the third subscription must be refused"); return
         }
         #expect(limit.code == .tooManySubscriptions)
-        #expect(state.receive(.command(.unsubscribe(sid: "a"))) == .unsubscribe(sid: "a"))
+        #expect(state.receive(.command(.unsubscribe(sid: "a"))) == .perform(.unsubscribe(sid: "a")))
         guard case .reply(.error(let unknown)) = state.receive(.command(.unsubscribe(sid: "a"))) else {
             Issue.record("unsubscribing twice must be refused"); return
         }

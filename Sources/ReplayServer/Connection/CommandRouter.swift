@@ -72,13 +72,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
                 ? .pong : .error(ReplayError(.shuttingDown, "replayd is shutting down; reconnect to the next instance"))
             return fill(slot, with: reply)
         }
+        if inTask == 0, case .command(let command) = inbound, store.submitPublish(command, sink: sink, token: slot) { return }
         switch inbound {
-        case .command(.publish(let stream, let payload)) where inTask == 0:
-            store.append(Data(payload.readableBytesView), to: stream, sink: sink, token: slot)
-        case .command(.publishChecked(let stream, let payload, let checks)) where inTask == 0:
-            store.append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: sink, token: slot)
-        case .command(.atomic(let events)) where inTask == 0:
-            store.appendAtomically(events.map(\.append), sink: sink, token: slot)
         case .command(.ping):
             fill(slot, with: .pong)  // no effect to order: answered here
         case .invalid(let error) where !error.isFatal:
@@ -268,5 +263,23 @@ struct ReplyChannel: Sendable {
     /// For the state dump (from its own queue; waits for the event loop).
     var stateDescription: String {
         (try? sink.fromRouter { $0.stateDescription }) ?? "replies unknown (event loop gone)"
+    }
+}
+
+extension EventStore {
+    /// Hands a PUB (checked or not) or an ATOMIC to the writer, its result told to `sink`
+    /// under `token`; `false`, and nothing done, for any other command.
+    func submitPublish(_ command: ClientCommand, sink: any AppendSink, token: UInt64) -> Bool {
+        switch command {
+        case .publish(let stream, let payload):
+            append(Data(payload.readableBytesView), to: stream, sink: sink, token: token)
+        case .publishChecked(let stream, let payload, let checks):
+            append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: sink, token: token)
+        case .atomic(let events):
+            appendAtomically(events.map(\.append), sink: sink, token: token)
+        default:
+            return false
+        }
+        return true
     }
 }

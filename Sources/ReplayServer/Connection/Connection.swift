@@ -120,22 +120,17 @@ final class Connection: Sendable {
     /// take effect in the order they were sent.
     private func perform(_ action: ConnectionState.Action, slot: ReplyOrder.Slot, output: SubscriberOutput) {
         let replies = self.replies
+        let command: ClientCommand
         switch action {
-        case .reply(let frame):
-            replies.fill(slot, with: frame)
-        case .close(let error):
-            replies.fill(slot, with: .error(error))
-        case .publish(let stream, let payload):
-            // A PUB that followed other commands through this task (see CommandRouter).
-            context.store.append(Data(payload.readableBytesView), to: stream, sink: replies.sink, token: slot)
-        case .publishChecked(let stream, let payload, let checks):
-            context.store.append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: replies.sink, token: slot)
-        case .atomic(let events):
-            context.store.appendAtomically(events.map(\.append), sink: replies.sink, token: slot)
+        case .reply(let frame): return replies.fill(slot, with: frame)
+        case .close(let error): return replies.fill(slot, with: .error(error))
+        case .perform(let performed): command = performed
+        }
+        // A PUB that followed other commands through this task (see CommandRouter).
+        if context.store.submitPublish(command, sink: replies.sink, token: slot) { return }
+        switch command {
         case .ack(let sid, let sequence):
             acknowledge(sid: sid, sequence: sequence, slot: slot)
-        case .admin(let command):
-            context.admin.submit(command) { replies.fill(slot, with: $0) }
         case .unsubscribe(let sid):
             subscriptions.withLock { $0.bySid.removeValue(forKey: sid) }?.task.cancel()
             replies.fill(slot, with: .ok)
@@ -145,6 +140,8 @@ final class Connection: Sendable {
             subscribe(
                 stream: stream, sid: sid, position: resolveDurable(stream: stream, start: start, consumer: consumer),
                 consumer: consumer, slot: slot, output: output)
+        default:
+            context.admin.submit(command) { replies.fill(slot, with: $0) }
         }
     }
 

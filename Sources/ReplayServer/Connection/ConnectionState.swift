@@ -9,22 +9,9 @@ struct ConnectionState {
     enum Action: Equatable {
         /// Answer at once.
         case reply(ServerFrame)
-        /// Append to a stream; answer when committed.
-        case publish(stream: String, payload: ByteBuffer)
-        /// Append if the checks hold (expected sequence, idempotent producer).
-        case publishChecked(stream: String, payload: ByteBuffer, checks: AppendConditions)
-        /// Append every event or none.
-        case atomic([AtomicEvent])
-        /// Start a subscription; the sid is already reserved.
-        case subscribe(stream: String, sid: String, start: StartPosition)
-        /// Start a durable consumer's subscription; the sid is already reserved.
-        case subscribeDurable(stream: String, sid: String, start: StartPosition, consumer: String)
-        /// Acknowledge for the durable subscription `sid`.
-        case ack(sid: String, sequence: UInt64)
-        /// Stop a subscription and answer.
-        case unsubscribe(sid: String)
-        /// A stream administration command, answered when done.
-        case admin(ClientCommand)
+        /// Carry the command out (a subscription's id is checked and reserved, or freed);
+        /// its answer comes when it is done.
+        case perform(ClientCommand)
         /// Send this error, then close: the byte stream cannot be trusted any more.
         case close(ReplayError)
     }
@@ -49,18 +36,11 @@ struct ConnectionState {
         switch command {
         case .ping:
             return .reply(.pong)
-        case .publish(let stream, let payload):
-            return .publish(stream: stream, payload: payload)
-        case .publishChecked(let stream, let payload, let checks):
-            return .publishChecked(stream: stream, payload: payload, checks: checks)
-        case .atomic(let events):
-            return .atomic(events)
-        case .ack(let sid, let sequence):
+        case .ack(let sid, _):
             guard subscriptions.contains(sid) else {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
             }
-            return .ack(sid: sid, sequence: sequence)
-        case .subscribe(let stream, let sid, _), .subscribeDurable(let stream, let sid, _, _):
+        case .subscribe(_, let sid, _), .subscribeDurable(_, let sid, _, _):
             guard !subscriptions.contains(sid) else {
                 return .reply(.error(ReplayError(.duplicateSubscription, "subscription id '\(sid)' is already in use on this connection")))
             }
@@ -69,19 +49,14 @@ struct ConnectionState {
                     .tooManySubscriptions, "this connection has \(maxSubscriptions) subscriptions, the limit; unsubscribe some or open another connection")))
             }
             subscriptions.insert(sid)
-            if case .subscribeDurable(_, _, let start, let consumer) = command {
-                return .subscribeDurable(stream: stream, sid: sid, start: start, consumer: consumer)
-            }
-            guard case .subscribe(_, _, let start) = command else { preconditionFailure("a subscription") }
-            return .subscribe(stream: stream, sid: sid, start: start)
         case .unsubscribe(let sid):
             guard subscriptions.remove(sid) != nil else {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
             }
-            return .unsubscribe(sid: sid)
-        case .create, .delete, .info, .list, .complete, .fail, .reset, .consumers, .deleteConsumer:
-            return .admin(command)
+        default:
+            break
         }
+        return .perform(command)
     }
 
     /// A subscription ended on its own (its stream terminated or was deleted), or could

@@ -45,12 +45,12 @@ struct StreamAdmin: Sendable {
                 guard let info = store.info(stream), !info.isSoftDeleted else {
                     return reply(.error(ReplayError(StoreError.unknownStream(stream))))
                 }
-                reply(json(describe(info)).map { ServerFrame.info(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+                reply(json(describe(info), ServerFrame.info))
             }
         case .list:
             store.barrier { [self] result in
                 guard case .success = result else { return answer(result) }
-                reply(json(store.streams.filter { !$0.isSoftDeleted }.map(describe)).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+                reply(json(store.streams.filter { !$0.isSoftDeleted }.map(describe), ServerFrame.list))
             }
         case .consumers(let stream):
             store.barrier { [self] result in
@@ -64,7 +64,7 @@ struct StreamAdmin: Sendable {
                         lag: info.lastSequence - min(info.lastSequence, consumer.ackedSequence),
                         createdAt: Timestamp.format(consumer.createdAt), updatedAt: Timestamp.format(consumer.updatedAt))
                 }
-                reply(json(described).map { ServerFrame.list(json: $0) } ?? .error(ReplayError(.internal, "could not encode JSON")))
+                reply(json(described, ServerFrame.list))
             }
         case .deleteConsumer(let stream, let name):
             store.deleteConsumer(name, of: stream, completion: answer)
@@ -89,9 +89,11 @@ struct StreamAdmin: Sendable {
             subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name))
     }
 
-    private func json<T: Encodable>(_ value: T) -> ByteBuffer? {
+    /// `value` as JSON, in the reply `frame` makes of it.
+    private func json<T: Encodable>(_ value: T, _ frame: (ByteBuffer) -> ServerFrame) -> ServerFrame {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(value)).map { ByteBuffer(bytes: $0) }
+        guard let data = try? encoder.encode(value) else { return .error(ReplayError(.internal, "could not encode JSON")) }
+        return frame(ByteBuffer(bytes: data))
     }
 }
