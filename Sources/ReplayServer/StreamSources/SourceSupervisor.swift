@@ -20,8 +20,9 @@ final class SourceSupervisor: Sendable {
         case running(pid: Int32)
         case restarting(attempt: Int)
         case stopped
-        case completed
-        case failed(String)
+        /// The stream ended (by this source or by hand): the source does not run again
+        /// until it is reset.
+        case ended(Terminal)
     }
 
     private struct State {
@@ -82,7 +83,7 @@ final class SourceSupervisor: Sendable {
     /// At daemon start and when the stream is created or reset: eager sources run now.
     func activate() {
         if let terminal = store.info(stream)?.terminal {
-            state.withLock { $0.status = terminal == .completed ? .completed : .failed(Self.message(terminal)) }
+            state.withLock { $0.status = .ended(terminal) }
             return
         }
         arm()
@@ -298,7 +299,7 @@ final class SourceSupervisor: Sendable {
             return retire()
         }
         let terminal: Terminal = if case .failed(let error) = event { .failed(message: "\(error)") } else { .completed }
-        state.withLock { $0.status = terminal == .completed ? .completed : .failed(Self.message(terminal)) }
+        state.withLock { $0.status = .ended(terminal) }
         logger.info("source ended", metadata: ["result": "\(terminal)"])
         store.terminate(stream, terminal) { [logger, control, self] result in
             if case .failure(let error) = result { logger.warning("could not store the source's end", metadata: ["error": "\(error)"]) }
@@ -322,15 +323,8 @@ final class SourceSupervisor: Sendable {
     }
 
     private static func isTerminal(_ status: Status) -> Bool {
-        switch status {
-        case .completed, .failed: true
-        default: false
-        }
-    }
-
-    private static func message(_ terminal: Terminal) -> String {
-        if case .failed(let message) = terminal { return message }
-        return ""
+        if case .ended = status { return true }
+        return false
     }
 
     /// For INFO.
@@ -341,8 +335,7 @@ final class SourceSupervisor: Sendable {
         case .running(let pid): ("running", pid, nil)
         case .restarting: ("restarting", nil, nil)
         case .stopped: ("stopped", nil, nil)
-        case .completed: ("completed", nil, nil)
-        case .failed(let message): ("failed", nil, message)
+        case .ended(let terminal): (terminal.kind, nil, terminal.message)
         }
         return SourceDescription(
             command: source.command, connect: source.connect.rawValue, framing: settings.framing.rawValue,
