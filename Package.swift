@@ -153,6 +153,8 @@ let package = Package(
             dependencies: [
                 "ReplayStore", "ReplayCore", "ReplayModel", "ReplayTesting", "ReplayStoreProbe",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             // A database written by an earlier release, opened by path (see MigrationTests).
             exclude: ["Fixtures"]

@@ -6,14 +6,23 @@ import ReplayCore
 
 /// The real `replayd` binary, started on a socket and database in a temp folder.
 ///
-/// `@unchecked Sendable`: `Process` is used only to read its pid and status and to signal
-/// it, which are safe from any thread once it runs.
-public final class TestDaemon: @unchecked Sendable {
+/// Started with swift-subprocess, not Foundation's `Process`: the `Process.run()` of the
+/// toolchain's Foundation (6.3.x) copies each `/proc/self/fd` entry's name as a 256-byte
+/// struct field, reading past the end of glibc's `readdir` buffer. With the many
+/// descriptors of a full parallel test run open, that read crossed into an unmapped page
+/// and the whole test process died of SIGSEGV in `Process.run()` (swift-corelibs-foundation
+/// #5472, fixed on its main branch only). swift-subprocess closes descriptors with
+/// `close_range` instead. `ChildProcessTests` keeps `Process` out of the code.
+public final class TestDaemon: Sendable {
     public let directory: String
     public let socketPath: String
     public let databasePath: String
     public let logPath: String
-    private let process: Process
+    public let pid: Int32
+    /// The daemon's exit status once swift-subprocess has reaped it (the signal number if a
+    /// signal killed it), or the error that ended the run.
+    private let ended: Task<Int32, Never>
+    private let exitStatus: Locked<Int32?>
 
     /// Starts `replayd` and returns once it accepts connections. `database` is a file name
     /// in `directory`, or a `postgres://` URL (several daemons then share it: give each its
@@ -21,29 +30,56 @@ public final class TestDaemon: @unchecked Sendable {
     public static func start(
         in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil
     ) async throws -> TestDaemon {
-        let daemon = try TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
+        let daemon = try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
         try await daemon.waitUntilReady()
         return daemon
     }
 
     /// Starts `replayd` without waiting (for tests of start-up failures).
-    public static func launch(in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil) throws -> TestDaemon {
-        try TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
+    public static func launch(
+        in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil
+    ) async throws -> TestDaemon {
+        try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
     }
 
-    private init(directory: String, extra: [String], database: String, socket: String? = nil) throws {
+    private init(directory: String, extra: [String], database: String, socket: String? = nil) async throws {
         self.directory = directory
         socketPath = socket ?? directory + "/replayd.sock"
         databasePath = database.hasPrefix("postgres") ? database : directory + "/" + database
         logPath = directory + "/replayd-\(UInt32.random(in: 0...UInt32.max)).log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: try builtExecutable("replayd"))
-        process.arguments = ["--socket", socketPath, "--db", databasePath] + extra
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        Self.running.withLock { $0[socketPath] = (process.processIdentifier, logPath) }
+        let log = try FileDescriptor.open(
+            FilePath(logPath), .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite, .groupRead, .otherRead])
+        let executable = FilePath(try builtExecutable("replayd"))
+        let arguments = Arguments(["--socket", socketPath, "--db", databasePath] + extra)
+        // The run lives in a task of its own for as long as the daemon does; its body hands
+        // the pid back at once and returns, and the run then waits for the process to exit.
+        let (spawned, spawnedSink) = AsyncStream.makeStream(of: Result<pid_t, any Error>.self)
+        let exitStatus = Locked<Int32?>(nil)
+        ended = Task {
+            let status: Int32
+            do {
+                let result = try await Subprocess.run(
+                    .path(executable), arguments: arguments, input: .none, output: .discarded,
+                    error: .fileDescriptor(log, closeAfterSpawningProcess: true)
+                ) { execution in
+                    spawnedSink.yield(.success(execution.processIdentifier.value))
+                }
+                status = switch result.terminationStatus {
+                case .exited(let code): code
+                case .signaled(let signal): signal
+                }
+            } catch {
+                spawnedSink.yield(.failure(error))
+                status = -1
+            }
+            spawnedSink.finish()
+            exitStatus.withLock { $0 = status }
+            return status
+        }
+        self.exitStatus = exitStatus
+        guard let outcome = await spawned.first(where: { _ in true }) else { throw TestFailure("replayd was not started") }
+        pid = try outcome.get()
+        Self.running.withLock { $0[socketPath] = (pid, logPath) }
     }
 
     /// The daemons this test process started, by socket path, for `stateDump`.
@@ -68,8 +104,8 @@ public final class TestDaemon: @unchecked Sendable {
             : "replayd \(pid)'s state:\n" + dump.joined(separator: "\n")
     }
 
-    public var pid: Int32 { process.processIdentifier }
-    public var isRunning: Bool { process.isRunning }
+    /// Whether the process still runs: not yet reaped, and not a zombie waiting to be.
+    public var isRunning: Bool { exitStatus.value == nil && processIsAlive(pid) }
 
     /// What the daemon wrote to stderr so far.
     public var log: String {
@@ -80,8 +116,9 @@ public final class TestDaemon: @unchecked Sendable {
     /// assertion); fails if the process exits first or takes more than a minute.
     public func waitUntilReady() async throws {
         for _ in 0..<3000 {
-            guard process.isRunning else {
-                throw TestFailure("replayd exited with \(process.terminationStatus) during start-up: \(log)")
+            guard isRunning else {
+                let status = await waitForExit()
+                throw TestFailure("replayd exited with \(status) during start-up: \(log)")
             }
             let socketPath = self.socketPath
             if FileManager.default.fileExists(atPath: socketPath), await Self.accepts(socketPath) { return }
@@ -112,9 +149,8 @@ public final class TestDaemon: @unchecked Sendable {
     /// signal number if it was killed by one).
     @discardableResult
     public func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, signal) }
+        if isRunning { kill(pid, signal) }
         let status = await waitForExit()
-        let pid = self.pid
         Self.running.withLock { running in
             if running[socketPath]?.pid == pid { running[socketPath] = nil }
         }
@@ -123,11 +159,7 @@ public final class TestDaemon: @unchecked Sendable {
 
     /// Waits for the process to exit on its own.
     public func waitForExit() async -> Int32 {
-        let process = self.process
-        return await blockingCall {
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        await ended.value
     }
 
     /// The address of the HTTP front door (`--http host:0` picks a port; the daemon logs the
@@ -139,13 +171,11 @@ public final class TestDaemon: @unchecked Sendable {
             {
                 return String(address)
             }
-            guard process.isRunning else { throw TestFailure("replayd exited before its HTTP front door listened: \(log)") }
+            guard isRunning else { throw TestFailure("replayd exited before its HTTP front door listened: \(log)") }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestFailure("replayd's HTTP front door did not listen within a minute: \(log)")
     }
-
-    /// Whether the process ended by a signal rather than by exiting.
 
     /// File descriptors the daemon holds open (from /proc).
     public var openDescriptors: Int {
@@ -162,7 +192,7 @@ public final class TestDaemon: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if isRunning { kill(pid, SIGKILL) }
     }
 }
 
@@ -200,6 +230,18 @@ public func runProgram(
     case .signaled(let signal): 128 + signal
     }
     return (status, result.standardOutput, result.standardError)
+}
+
+/// Runs `body` with a tmpfs of `size` (as mount's `size=`, e.g. "4m") mounted on
+/// `directory`; unmounts it afterwards, lazily, so that a descriptor still open does not
+/// keep it. Mounting needs root.
+public func withTmpfs<T>(at directory: String, size: String, _ body: () async throws -> T) async throws -> T {
+    let mount = try await runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
+    guard mount.status == 0 else { throw TestFailure("mount tmpfs on \(directory): \(mount.stderr)") }
+    let result: Result<T, any Error>
+    do { result = .success(try await body()) } catch { result = .failure(error) }
+    _ = try? await runProgram("/bin/umount", ["-l", directory])
+    return try result.get()
 }
 
 /// Polls `condition` until it holds; fails after `seconds`. For waiting on real processes

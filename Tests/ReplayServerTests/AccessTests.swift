@@ -50,7 +50,7 @@ struct AccessTests {
 
             // A declaration that contradicts the database stops the start, with the reason.
             try Data(#"{"streams": [{"name": "plain", "capacity": 7}]}"#.utf8).write(to: URL(fileURLWithPath: declarations))
-            let refused = try TestDaemon.launch(in: directory, arguments: ["--config", declarations])
+            let refused = try await TestDaemon.launch(in: directory, arguments: ["--config", declarations])
             #expect(await refused.waitForExit() == 1)
             #expect(refused.log.contains("stream plain exists with other settings than its declaration"))
         }

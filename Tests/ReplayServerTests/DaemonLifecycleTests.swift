@@ -26,7 +26,7 @@ struct DaemonLifecycleTests {
 
     @Test func aSecondDaemonOnTheSameSocketIsRefusedAndTheFirstKeepsServing() async throws {
         try await withDaemon { daemon in
-            let second = try TestDaemon.launch(in: daemon.directory, database: "other.sqlite", socket: daemon.socketPath)
+            let second = try await TestDaemon.launch(in: daemon.directory, database: "other.sqlite", socket: daemon.socketPath)
             #expect(await second.waitForExit() == 1)
             #expect(second.log.contains("another replayd is already running on \(daemon.socketPath)"))
             try await withWireClient(daemon.socketPath) { client in
@@ -38,7 +38,7 @@ struct DaemonLifecycleTests {
 
     @Test func aSecondDaemonOnTheSameDatabaseIsRefused() async throws {
         try await withDaemon { daemon in
-            let second = try TestDaemon.launch(in: daemon.directory, socket: daemon.directory + "/other.sock")
+            let second = try await TestDaemon.launch(in: daemon.directory, socket: daemon.directory + "/other.sock")
             #expect(await second.waitForExit() == 1)
             #expect(second.log.contains("is in use by another replay process (pid \(daemon.pid))"))
         }

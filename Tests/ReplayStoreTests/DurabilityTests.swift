@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import ReplayStore
 import ReplayTesting
+import Subprocess
+import SystemPackage
 import Testing
 
 @Suite("Durability")
@@ -36,35 +38,27 @@ struct DurabilityTests {
     @Test func everyAcknowledgedAppendSurvivesSIGKILL() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory + "/replay.sqlite"
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: try builtExecutable("ReplayStoreProbe"))
-            probe.arguments = [database, "crash", "100000000"]
-            let output = Pipe()
-            probe.standardOutput = output
-            try probe.run()
-
-            // Read acknowledgements until a good number arrived, then kill mid-stream; on a
-            // thread of its own (`blockingCall`), never on the cooperative pool.
-            let reader = output.fileHandleForReading
-            let acknowledged = await blockingCall { () -> [(UInt64, String)] in
+            // Read acknowledgements until a good number arrived, then kill mid-stream.
+            let run = try await Subprocess.run(
+                .path(FilePath(try builtExecutable("ReplayStoreProbe"))), arguments: [database, "crash", "100000000"],
+                input: .none, output: .sequence, error: .discarded
+            ) { execution in
                 var acknowledged: [(UInt64, String)] = []
-                var buffer = Data()
-                while acknowledged.count < 3_000 {
-                    let chunk = reader.availableData
-                    if chunk.isEmpty { break }
-                    buffer += chunk
+                var buffer: [UInt8] = []
+                reading: for try await chunk in execution.standardOutput {
+                    chunk.withUnsafeBytes { buffer += $0 }
                     while let newline = buffer.firstIndex(of: 10) {
-                        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                        buffer = Data(buffer[(newline + 1)...])
-                        let parts = line.split(separator: " ")
+                        let parts = String(decoding: buffer[..<newline], as: UTF8.self).split(separator: " ")
+                        buffer.removeSubrange(...newline)
                         acknowledged.append((UInt64(parts[0])!, String(parts[1])))
+                        if acknowledged.count >= 3_000 { break reading }
                     }
                 }
-                kill(probe.processIdentifier, SIGKILL)
-                probe.waitUntilExit()
+                try execution.send(signal: .kill)
                 return acknowledged
             }
-            #expect(probe.terminationReason == .uncaughtSignal)
+            #expect(run.terminationStatus == .signaled(SIGKILL))
+            let acknowledged = run.closureResult
             #expect(acknowledged.count >= 3_000)
 
             let store = try openStore(directory)

@@ -251,11 +251,11 @@ struct MigrationTests {
         try await withTemporaryDirectory { directory in
             let path = directory + "/replay.sqlite"
             if geteuid() == 0 {
-                try shell("mount -t tmpfs -o size=4m tmpfs '\(directory)'")
-                defer { _ = try? shell("umount '\(directory)'") }
-                try openStore(directory).close()
-                try shell("mount -o remount,ro '\(directory)'")
-                #expect(throws: StoreError.readOnly(path: path)) { try openStore(directory) }
+                try await withTmpfs(at: directory, size: "4m") {
+                    try openStore(directory).close()
+                    try await shell("mount -o remount,ro '\(directory)'")
+                    #expect(throws: StoreError.readOnly(path: path)) { try openStore(directory) }
+                }
             } else {
                 try openStore(directory).close()
                 chmod(path, 0o444)

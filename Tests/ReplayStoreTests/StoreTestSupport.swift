@@ -44,22 +44,10 @@ func scalar(_ store: EventStore, _ sql: String) async throws -> Int? {
 
 /// Runs a shell command; returns its standard output, throws on a non-zero exit.
 @discardableResult
-func shell(_ command: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestFailure("`\(command)` exited \(process.terminationStatus): \(errorText)")
-    }
-    return String(decoding: data, as: UTF8.self)
+func shell(_ command: String) async throws -> String {
+    let result = try await runProgram("/bin/sh", ["-c", command])
+    guard result.status == 0 else { throw TestFailure("`\(command)` exited \(result.status): \(result.stderr)") }
+    return result.stdout
 }
 
 extension EventStore {
