@@ -31,6 +31,8 @@ final class PostgresTransaction: LogTransaction {
         s.deleted_at, src.name AS fork_source
         """
 
+    static var locksStreamsUpFront: Bool { true }
+
     func prepare(streams: Set<String>) throws {
         let names = streams.filter { locked[$0] == nil }.sorted()
         guard !names.isEmpty else { return }

@@ -14,6 +14,9 @@ final class SQLiteTransaction: LogTransaction {
         self.producers = producers
     }
 
+    /// One process writes the file (its lock says so): nothing to lock up front.
+    static var locksStreamsUpFront: Bool { false }
+
     func prepare(streams: Set<String>) {}
 
     func record(_ name: String, cached: Catalog.Record?) -> Catalog.Record? { cached }

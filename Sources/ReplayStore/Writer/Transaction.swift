@@ -125,18 +125,20 @@ struct Transaction<DB: LogTransaction> {
     /// Runs the batch inside the database's open transaction.
     mutating func run(_ batch: [WriteRequest]) throws {
         reset()
-        var names = Set<String>()
-        for request in batch {
-            names.formUnion(request.streamNames)
-            // The retention pass touches the streams with an age limit or an expiry: lock them
-            // with the rest, in the one order.
-            if case .enforceRetention = request {
-                for record in catalog.all where record.info.config.maxAge != nil || record.info.config.expiry != nil {
-                    names.insert(record.info.name)
+        if DB.locksStreamsUpFront {
+            var names = Set<String>()
+            for request in batch {
+                names.formUnion(request.streamNames)
+                // The retention pass touches the streams with an age limit or an expiry: lock
+                // them with the rest, in the one order.
+                if case .enforceRetention = request {
+                    for record in catalog.all where record.info.config.maxAge != nil || record.info.config.expiry != nil {
+                        names.insert(record.info.name)
+                    }
                 }
             }
+            try db.prepare(streams: names)
         }
-        try db.prepare(streams: names)
         for request in batch { try perform(request) }
         try finish()
     }
