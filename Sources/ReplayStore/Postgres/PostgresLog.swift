@@ -84,10 +84,10 @@ final class PostgresLog: LogDatabase {
             do {
                 connection = PinnedConnection(try writerSession.connected(), logger: logger)
             } catch {
-                return Transaction<PostgresTransaction>.failed(batch, StoreError(postgres: error))
+                return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error))
             }
             let transaction = PostgresTransaction(connection)
-            var rules = Transaction(catalog: catalog, db: transaction, time: now(), producerExpiry: producerExpiry)
+            var rules = WriterRules(catalog: catalog, db: transaction, time: now(), producerExpiry: producerExpiry)
             do {
                 try connection.query("BEGIN")
                 try rules.run(batch)
@@ -101,7 +101,7 @@ final class PostgresLog: LogDatabase {
                 if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
                 if attempt < 5, let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) { continue }
                 logger.warning("commit failed: \(String(reflecting: error))")
-                return Transaction<PostgresTransaction>.failed(batch, StoreError(postgres: error))
+                return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error))
             }
             return rules.committed(batch, started: started, listeners: listeners)
         }

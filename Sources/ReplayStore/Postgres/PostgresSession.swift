@@ -15,7 +15,7 @@ protocol PostgresQuerying {
 /// Statements from several threads queue on the connection (postgres-nio runs them in order).
 ///
 /// Written here rather than taken from postgres-nio's `PostgresClient` because that pool is
-/// async-only, while the store's transaction (`Transaction`, shared with SQLite) runs
+/// async-only, while the writer's rules (`WriterRules`, shared with SQLite) run
 /// synchronously on the writer's own thread and reads run on threads that wait by design,
 /// never on an event loop or the cooperative pool.
 final class PostgresSession: PostgresQuerying, Sendable {

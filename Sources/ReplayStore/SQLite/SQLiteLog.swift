@@ -52,20 +52,20 @@ final class SQLiteLog: LogDatabase {
 
     func commit(_ batch: [WriteRequest]) {
         let started = ContinuousClock.now
-        var committed: Transaction<SQLiteTransaction>?
+        var committed: WriterRules<SQLiteTransaction>?
         do {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
-                    var transaction = Transaction(
+                    var rules = WriterRules(
                         catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(),
                         producerExpiry: producers.expiry)
-                    try transaction.run(batch)
-                    committed = transaction
+                    try rules.run(batch)
+                    committed = rules
                     return .commit
                 }
             }
         } catch {
-            return Transaction<SQLiteTransaction>.failed(batch, StoreError(error, path: path))
+            return WriterRules<SQLiteTransaction>.failed(batch, StoreError(error, path: path))
         }
         guard let committed else { return }
         producers.apply(committed.producerChanges, deletedStreams: committed.deletedIDs, expired: committed.expiredProducers)

@@ -1,7 +1,7 @@
 import Foundation
 import ReplayModel
 
-/// What the writer's rules (`Transaction`: numbering, checks, retention, forks, producers,
+/// What the writer's rules (`WriterRules`: numbering, checks, retention, forks, producers,
 /// consumers) ask of the database they write, inside one open transaction: the one seam
 /// between those rules and a database's SQL. `SQLiteTransaction` and `PostgresTransaction`
 /// are its two sides; everything above the store is the same code over both.

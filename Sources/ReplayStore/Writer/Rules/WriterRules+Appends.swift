@@ -1,0 +1,197 @@
+import Foundation
+import ReplayModel
+
+/// Appends: numbering, the conditions a publish carries (expected sequence, producers),
+/// atomic sends, and the HTTP front door's writes.
+extension WriterRules {
+    /// Appends to the stream (creating it with `autoCreate` if it is new and that is set),
+    /// if `conditions` hold against the stream as this transaction has left it so far: the
+    /// stored event, a producer's duplicate, or why it was refused. Throws only what fails
+    /// the transaction.
+    mutating func appendResult(
+        _ payload: Data, to name: String, autoCreate: StreamConfig?, conditions: AppendConditions
+    ) throws -> Result<Appended, StoreError> {
+        let existing = try touch(name)
+        if let expected = conditions.expectedLastSequence {
+            let last = existing.map { streams[$0].record.info.lastSequence } ?? 0
+            guard last == expected else { return .failure(.wrongLastSequence(stream: name, last: last, expected: expected)) }
+        }
+        // The producer's working state, found once per event: its index in `producerChanges`
+        // (nothing is inserted there before it is used again).
+        var producer: Dictionary<ProducerKey, ProducerState>.Index?
+        if let stamp = conditions.producer, let existing {
+            let key = ProducerKey(stream: streams[existing].record.id, producer: stamp.id)
+            try loadProducer(key)
+            producer = producerChanges.index(forKey: key)
+            switch ProducerState.judge(producer.map { producerChanges.values[$0] }, stamp, stream: name) {
+            case .accept: break
+            case .duplicate(let sequence?): return .success(.duplicate(sequence))
+            case .duplicate(nil): return .failure(.forgottenDuplicate(stream: name, producer: stamp.id, pseq: stamp.sequence))
+            case .refuse(let error): return .failure(error)
+            }
+        } else if let stamp = conditions.producer, stamp.sequence != 0 {
+            return .failure(.producerSequenceGap(stream: name, producer: stamp.id, expected: 0, received: stamp.sequence))
+        }
+        let index: Int
+        if let existing {
+            index = existing
+        } else {
+            guard let autoCreate else { return .failure(.unknownStream(name)) }
+            do throws(StoreError) { try admitNewStream(name, autoCreate) } catch { return .failure(error) }
+            index = try insertStream(name, autoCreate)
+        }
+        if let full = sequenceNumbersLeft(for: 1, in: index) { return .failure(full) }
+        guard let event = try append(payload, to: index) else { return .failure(.terminated(stream: name)) }
+        if let stamp = conditions.producer {
+            if let producer {
+                producerChanges.values[producer].record(stamp, sequence: event.sequence, now: millis)
+            } else {
+                var first = ProducerState(first: stamp, now: millis)
+                first.record(stamp, sequence: event.sequence, now: millis)
+                producerChanges[ProducerKey(stream: streams[index].record.id, producer: stamp.id)] = first
+            }
+        }
+        return .success(.stored(event))
+    }
+
+    /// Brings a producer's stored state into this transaction's working copies, once.
+    mutating func loadProducer(_ key: ProducerKey) throws {
+        if producerChanges[key] == nil, let stored = try db.producerState(key) { producerChanges[key] = stored }
+    }
+
+    /// `limitReached` if `count` more events would pass the last sequence number a
+    /// stream's key can hold (`EventKey`); `nil` if they fit.
+    func sequenceNumbersLeft(for count: Int, in index: Int) -> StoreError? {
+        let info = streams[index].record.info
+        guard info.lastSequence + UInt64(count) > EventKey.maxSequence else { return nil }
+        return .limitReached("stream '\(info.name)' has used every sequence number (\(EventKey.maxSequence)); append to a new stream")
+    }
+
+    /// A write of the HTTP front door (see `StreamWrite`): the checks in the protocol's
+    /// order (a producer's retry is recognised even on a closed stream), then the events
+    /// and the close. Its events cannot fail one by one, so no savepoint is needed.
+    mutating func perform(_ write: StreamWrite) throws -> Result<StreamWriteOutcome, StoreError> {
+        let name = write.stream
+        var created = false
+        let index: Int
+        if let existing = try touch(name) {
+            if write.create != nil { return .success(.existing(streams[existing].record.info)) }
+            index = existing
+        } else {
+            guard let config = write.create else { return .failure(.unknownStream(name)) }
+            // A soft-deleted stream keeps its name until its forks are gone.
+            if try record(name) != nil { return .failure(.streamExists(name)) }
+            do throws(StoreError) { try admitNewStream(name, config) } catch { return .failure(error) }
+            if let request = write.fork {
+                switch try createFork(name, of: request, config) {
+                case .success(let forked): index = forked
+                case .failure(let error): return .failure(error)
+                }
+            } else {
+                index = try insertStream(name, config)
+            }
+            created = true
+        }
+        var producerKey: ProducerKey?
+        if let stamp = write.producer {
+            let key = ProducerKey(stream: streams[index].record.id, producer: stamp.id)
+            try loadProducer(key)
+            switch ProducerState.judge(producerChanges[key], stamp, stream: name) {
+            case .accept: producerKey = key
+            case .duplicate:
+                let last = producerChanges[key]?.lastPseq ?? stamp.sequence
+                return .success(.duplicate(streams[index].record.info, lastProducerSequence: last))
+            case .refuse(let error): return .failure(error)
+            }
+        }
+        let info = streams[index].record.info
+        if info.terminal != nil {
+            return write.payloads.isEmpty && write.close ? .success(.alreadyClosed(info)) : .failure(.terminated(stream: name))
+        }
+        if let received = write.writerSequence {
+            if let last = info.writerSequence, !last.utf8.lexicographicallyPrecedes(received.utf8) {
+                return .failure(.writerSequenceRegression(stream: name, last: last, received: received))
+            }
+            streams[index].record.info.writerSequence = received
+        }
+        if let full = sequenceNumbersLeft(for: write.payloads.count, in: index) { return .failure(full) }
+        for payload in write.payloads { _ = try append(payload, to: index) }
+        if let stamp = write.producer, let producerKey {
+            let first = info.lastSequence + 1
+            if producerChanges[producerKey] == nil { producerChanges[producerKey] = ProducerState(first: stamp, now: millis) }
+            producerChanges[producerKey]?.record(stamp, sequence: first, now: millis)
+        }
+        if write.close {
+            streams[index].record.info.terminal = .completed
+            streams[index].record.info.terminalAt = time
+        }
+        streams[index].record.lastWrite = millis
+        let after = streams[index].record.info
+        return .success(created ? .created(after) : .appended(after))
+    }
+
+    /// An atomic send: every event, or none. A savepoint undoes the rows of a send that
+    /// fails part-way; a copy of this transaction's working state undoes the rest.
+    mutating func appendAtomically(
+        _ events: [AtomicAppend], autoCreate: StreamConfig?, token: UInt64
+    ) throws -> AppendResult {
+        let before = self
+        try db.savepoint()
+        var sequences: [UInt64] = []
+        sequences.reserveCapacity(events.count)
+        for event in events {
+            let result = try appendResult(
+                event.payload, to: event.stream, autoCreate: autoCreate,
+                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence))
+            switch result {
+            case .success(let appended):
+                sequences.append(appended.sequence)
+            case .failure(let error):
+                try db.rollbackToSavepoint()
+                self = before
+                return AppendResult(token: token, sequence: .failure(error))
+            }
+        }
+        try db.releaseSavepoint()
+        guard let first = sequences.first else {
+            return AppendResult(token: token, sequence: .failure(.invalidConfig("an atomic send needs at least one event")))
+        }
+        return AppendResult(token: token, sequence: .success(first), more: Array(sequences.dropFirst()))
+    }
+
+    /// Numbers and inserts one event; `nil` if the stream has ended.
+    mutating func append(_ payload: Data, to index: Int) throws -> StoredEvent? {
+        let record = streams[index].record
+        guard record.info.terminal == nil else { return nil }
+        let sequence = record.info.lastSequence + 1
+        let (eventMillis, eventText) = record.lastTime > millis ? (record.lastTime, Timestamp.format(millis: record.lastTime)) : (millis, timeText)
+        // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
+        // the event live.
+        if record.info.config.capacity != 0 {
+            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload)
+            streams[index].record.info.byteCount += payload.count
+        } else {
+            streams[index].record.info.firstSequence = sequence + 1
+        }
+        streams[index].record.info.lastSequence = sequence
+        streams[index].record.lastTime = eventMillis
+        appendedEvents += 1
+        appendedBytes += payload.count
+        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload)
+        streams[index].appended.append(event)
+        return event
+    }
+}
+
+/// What an append did: stored a new event, or recognised a producer's retry.
+enum Appended {
+    case stored(StoredEvent)
+    case duplicate(UInt64)
+
+    var sequence: UInt64 {
+        switch self {
+        case .stored(let event): event.sequence
+        case .duplicate(let sequence): sequence
+        }
+    }
+}

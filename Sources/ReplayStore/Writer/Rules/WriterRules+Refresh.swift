@@ -1,0 +1,31 @@
+import Foundation
+
+/// Another daemon's commits (a shared database): the streams it changed are read again
+/// and told to the catalog and the hubs with this commit, without being written.
+extension WriterRules {
+    /// At most this many events are read per refreshed stream; a larger step is left to
+    /// the cursors' own paged reads.
+    static var refreshEventLimit: Int { 1024 }
+
+    mutating func refresh(_ names: [String]) throws {
+        for name in names where indexByName[name] == nil && !deleted.contains(name) {
+            let record = try db.committedRecord(name)
+            refreshed[name] = .some(record)
+            if let record, let known = catalog[name], known.id == record.id,
+                record.info.lastSequence > known.info.lastSequence,
+                record.info.lastSequence - known.info.lastSequence <= UInt64(Self.refreshEventLimit)
+            {
+                let segments = LogSegments(of: record, from: known.info.lastSequence + 1, through: record.info.lastSequence) { catalog[$0] }
+                var events: [StoredEvent] = []
+                try db.forEachEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload in
+                    events.append(StoredEvent(sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload)))
+                }
+                // Only a complete, contiguous run can go to the ring (retention may have
+                // trimmed some already, or the byte budget stopped the read).
+                if events.first?.sequence == known.info.lastSequence + 1, events.last?.sequence == record.info.lastSequence {
+                    refreshedEvents[name] = events
+                }
+            }
+        }
+    }
+}

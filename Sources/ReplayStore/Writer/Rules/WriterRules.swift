@@ -1,0 +1,250 @@
+import Foundation
+import ReplayModel
+
+/// The writer's rules, applied to one batch of write requests inside one transaction of a
+/// database (`LogTransaction`): assigns sequence numbers, checks each request's
+/// conditions, inserts, trims each touched stream to its retention, updates the stream
+/// rows; once the database has committed, the catalog, the listeners and the requests'
+/// completions learn of it (`committed`). Sequence numbers are assigned here, inside the
+/// transaction, so a failed transaction (a full disk, a lost connection) leaves no hole:
+/// the catalog is untouched and the next batch reuses the same numbers.
+///
+/// This file holds the batch's working state and its life (run, finish, commit); the
+/// handlers are in files by concern beside it: appends (`+Appends`), streams' lifecycle
+/// and admission (`+Streams`), durable consumers (`+Consumers`), retention and another
+/// daemon's commits (`+Retention`, `+Refresh`), forks (`+Forks`).
+struct WriterRules<DB: LogTransaction> {
+    /// A stream this transaction changed: its record as of now, and its new events.
+    struct Touched {
+        var record: Catalog.Record
+        var appended: [StoredEvent] = []
+        /// Durable consumers written (added or moved) and removed.
+        var consumersWritten: Set<String> = []
+        var consumersRemoved: Set<String> = []
+    }
+
+    let catalog: Catalog
+    /// The database side of this transaction.
+    let db: DB
+    let time: Date
+    /// The commit's time in ms; a stream whose newest event is later (the clock was set
+    /// back) keeps its own time instead, so times never decrease within a stream.
+    let millis: Int64
+    let timeText: String
+    /// Working copies, mutated in place through their index: an append looks its stream's
+    /// name up once, then works on the array element (hashing the name for every field
+    /// was a measurable share of the writer's time).
+    var streams: [Touched] = []
+    var indexByName: [String: Int] = [:]
+    /// Streams this transaction deleted (and did not create again), and their ids.
+    var deleted: Set<String> = []
+    var deletedIDs: [Int64] = []
+    /// Producer states as this transaction leaves them.
+    var producerChanges: [ProducerKey: ProducerState] = [:]
+    var completions: [@Sendable () -> Void] = []
+    /// The results of `publish` requests, told to their sinks once per batch.
+    var sinks = SinkResults()
+    /// Events and payload bytes appended, for the metrics.
+    var appendedEvents = 0
+    var appendedBytes = 0
+
+    /// Streams read again because another writer changed them (`refresh`): told to the
+    /// catalog and listeners without being written.
+    var refreshed: [String: Catalog.Record?] = [:]
+    /// The events another daemon appended to a refreshed stream, read once here so that
+    /// every cursor of this daemon is served from the tail ring rather than each reading
+    /// them from the database.
+    var refreshedEvents: [String: [StoredEvent]] = [:]
+    /// When producers idle past their lifetime were last forgotten.
+    let producerExpiry: ProducerExpiry
+    /// Whether this transaction forgot them (a cache of them is then stale).
+    var expiredProducers = false
+
+    init(catalog: Catalog, db: DB, time: Date, producerExpiry: ProducerExpiry) {
+        self.catalog = catalog
+        self.db = db
+        self.producerExpiry = producerExpiry
+        // One commit time for the whole batch: cheap, and times never go backwards in it.
+        self.millis = Timestamp.millis(time)
+        self.time = Timestamp.date(millis: millis)
+        self.timeText = Timestamp.format(millis: millis)
+    }
+
+    /// Forgets a previous attempt (GRDB may retry the block only on our own error paths,
+    /// but a clean slate makes that harmless).
+    mutating func reset() {
+        streams = []
+        indexByName = [:]
+        deleted = []
+        deletedIDs = []
+        producerChanges = [:]
+        completions = []
+        sinks = SinkResults()
+        appendedEvents = 0
+        appendedBytes = 0
+        refreshed = [:]
+        refreshedEvents = [:]
+        expiredProducers = false
+    }
+
+    // MARK: The working copies
+
+    /// The stream as this transaction leaves it so far, without bringing it in.
+    mutating func record(_ name: String) throws -> Catalog.Record? {
+        if let index = indexByName[name] { return streams[index].record }
+        return try lookUp(name)
+    }
+
+    /// The stream's index in `streams` (bringing it in once); `nil` if it does not exist.
+    /// A stream deleted while forks read from it (soft-deleted) counts as not existing.
+    mutating func touch(_ name: String) throws -> Int? {
+        if let index = indexByName[name] { return streams[index].record.info.isSoftDeleted ? nil : index }
+        guard let record = try lookUp(name), !record.info.isSoftDeleted else { return nil }
+        return add(record)
+    }
+
+    /// A stream this transaction has not brought in yet, as the database has it. One
+    /// another daemon created or deleted (a shared database), found while reading it: the
+    /// catalog and the hubs learn it with this commit.
+    private mutating func lookUp(_ name: String) throws -> Catalog.Record? {
+        guard !deleted.contains(name) else { return nil }
+        let cached = catalog[name]
+        let found = try db.record(name, cached: cached)
+        if (found == nil) != (cached == nil), refreshed[name] == nil { refreshed[name] = .some(found) }
+        return found
+    }
+
+    mutating func add(_ record: Catalog.Record) -> Int {
+        streams.append(Touched(record: record))
+        indexByName[record.info.name] = streams.count - 1
+        return streams.count - 1
+    }
+
+    // MARK: The batch's life
+
+    /// Runs the batch inside the database's open transaction.
+    mutating func run(_ batch: [WriteRequest]) throws {
+        reset()
+        if DB.locksStreamsUpFront { try lockUpFront(batch) }
+        for request in batch { try perform(request) }
+        try finish()
+    }
+
+    /// On a database several daemons share, the rows a batch touches are locked first, in
+    /// name order, so that daemons number each stream contiguously and never deadlock.
+    private func lockUpFront(_ batch: [WriteRequest]) throws {
+        var names = Set<String>()
+        for request in batch {
+            names.formUnion(request.streamNames)
+            // The retention pass touches the streams with an age limit or an expiry: lock
+            // them with the rest, in the one order.
+            if case .enforceRetention = request { names.formUnion(retentionCandidates.map(\.info.name)) }
+        }
+        try db.prepare(streams: names)
+    }
+
+    /// One request: a dispatch to the handler of its concern.
+    private mutating func perform(_ request: WriteRequest) throws {
+        switch request {
+        case .append(let name, let payload, let autoCreate, let done):
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none)
+            completions.append {
+                done(result.flatMap { appended in
+                    guard case .stored(let event) = appended else { return .failure(.invalidConfig("a plain append has no duplicate")) }
+                    return .success(event)
+                })
+            }
+        case .publish(let name, let payload, let autoCreate, let conditions, let sink, let token):
+            let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions)
+            sinks.add(sink, AppendResult(token: token, sequence: result.map(\.sequence)))
+        case .atomic(let events, let autoCreate, let sink, let token):
+            sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token))
+        case .streamWrite(let write, let done):
+            complete(done, try perform(write))
+        case .openConsumer(let name, let consumer, let initialNext, let done):
+            complete(done, try openConsumer(consumer, of: name, initialNext: initialNext))
+        case .acknowledge(let name, let consumer, let sequence, let done):
+            complete(done, try acknowledge(sequence, consumer: consumer, of: name))
+        case .deleteConsumer(let name, let consumer, let done):
+            complete(done, try deleteConsumer(consumer, of: name))
+        case .create(let name, let config, let done):
+            complete(done, try create(name, config))
+        case .delete(let name, let done):
+            complete(done, try deleteByRequest(name))
+        case .terminate(let name, let terminal, let done):
+            complete(done, try terminate(name, terminal))
+        case .reset(let name, let keepHistory, let done):
+            complete(done, try reset(name, keepHistory: keepHistory))
+        case .barrier(let done):
+            complete(done, .success(()))
+        case .refresh(let names):
+            try refresh(names)
+        case .enforceRetention(let done):
+            try enforceRetention()
+            complete(done, .success(()))
+        }
+    }
+
+    /// A request's answer, given once the transaction has committed.
+    private mutating func complete<T: Sendable>(_ done: @escaping WriteRequest.Completion<T>, _ result: Result<T, StoreError>) {
+        completions.append { done(result) }
+    }
+
+    /// Trims every touched stream to its retention and writes its row.
+    mutating func finish() throws {
+        // The streams changed that still exist (a deleted one's copy is unreachable by name).
+        for index in indexByName.values {
+            try Retention(now: time).trim(&streams[index].record, db)
+            let record = streams[index].record
+            try db.updateStream(record)
+            for name in streams[index].consumersWritten {
+                guard let consumer = record.consumers[name] else { continue }
+                try db.writeConsumer(stream: record.id, consumer)
+            }
+            for name in streams[index].consumersRemoved {
+                try db.deleteConsumer(stream: record.id, name: name)
+            }
+        }
+        try db.writeProducers(producerChanges)
+    }
+
+    /// After the database committed: metrics, the catalog, listeners, then the requests.
+    func committed(_ batch: [WriteRequest], started: ContinuousClock.Instant, listeners: CommitListeners) {
+        StoreMetrics.commitDuration.record(duration: ContinuousClock.now - started)
+        StoreMetrics.commits.increment()
+        StoreMetrics.batchSize.record(batch.count)
+        StoreMetrics.eventsPublished.increment(by: appendedEvents)
+        StoreMetrics.bytesPublished.increment(by: appendedBytes)
+        catalog.apply(changedRecords)
+        listeners.notify(commitBatch)
+        sinks.deliver()
+        for completion in completions { completion() }
+    }
+
+    /// When the transaction failed: every request fails with the same error.
+    static func failed(_ batch: [WriteRequest], _ failure: StoreError) {
+        StoreMetrics.failedCommits.increment()
+        var sinks = SinkResults()
+        for request in batch { request.fail(failure, sinks: &sinks) }
+        sinks.deliver()
+    }
+
+    var changedRecords: [String: Catalog.Record?] {
+        var changes = refreshed
+        for name in deleted { changes[name] = .some(nil) }
+        for (name, index) in indexByName { changes[name] = streams[index].record }
+        return changes
+    }
+
+    var commitBatch: CommitBatch {
+        var changes: [String: CommitBatch.Change] = [:]
+        for (name, record) in refreshed {
+            changes[name] = CommitBatch.Change(info: record?.info, appended: refreshedEvents[name] ?? [])
+        }
+        for name in deleted { changes[name] = CommitBatch.Change(info: nil, appended: []) }
+        for (name, index) in indexByName {
+            changes[name] = CommitBatch.Change(info: streams[index].record.info, appended: streams[index].appended)
+        }
+        return CommitBatch(changes: changes)
+    }
+}
