@@ -30,7 +30,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case staleEpoch(stream: String, producer: String, epoch: UInt64, current: UInt64)
     /// A producer skipped producer sequence numbers (or started a new epoch above 0).
     case producerSequenceGap(stream: String, producer: String, expected: UInt64, received: UInt64)
-    /// A `Stream-Seq` that does not sort after the stream's last one: nothing was stored.
+    /// A writer's own sequence label that does not sort after the stream's last one
+    /// (HTTP's `Stream-Seq`): nothing was stored.
     case writerSequenceRegression(stream: String, last: String, received: String)
     /// A fork of a stream that was deleted (it is kept only for its existing forks).
     case forkOfDeletedStream(String)
@@ -54,11 +55,11 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notADatabase(let path):
-            "\(path) is not a replay database (not a SQLite file); point --db at a new or existing replay database"
+            "\(path) is not a replay database (not a SQLite file); use a new or existing replay database"
         case .readOnly(let path):
-            "\(path) is read-only: replay needs to write the file and create \(path)-wal and \(path)-shm beside it; fix the permissions or choose another --db"
+            "\(path) is read-only: replay needs to write the file and create \(path)-wal and \(path)-shm beside it; fix the permissions or use another database"
         case .locked(let path, let holder):
-            "\(path) is in use by another replay process (\(holder)); stop it or choose another --db"
+            "\(path) is in use by another replay process (\(holder)); stop it or use another database"
         case .newerSchema(let path, let unknown):
             "\(path) was written by a newer version of replay (unknown migrations: \(unknown.joined(separator: ", "))); upgrade replay to open it"
         case .unknownStream(let name):
@@ -82,7 +83,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .producerSequenceGap(let stream, let producer, let expected, let received):
             "producer '\(producer)' of stream '\(stream)' expects pseq=\(expected), got pseq=\(received); nothing was stored: resend from pseq \(expected)"
         case .writerSequenceRegression(let stream, let last, let received):
-            "Stream-Seq '\(received)' does not sort after the last one of stream '\(stream)', '\(last)'; nothing was stored"
+            "writer sequence '\(received)' does not sort after the last one of stream '\(stream)', '\(last)'; nothing was stored"
         case .forkOfDeletedStream(let name):
             "stream '\(name)' was deleted (it is kept only while its forks read from it): it cannot be forked"
         case .invalidFork(let reason):

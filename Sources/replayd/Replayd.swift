@@ -140,7 +140,7 @@ struct Replayd: AsyncParsableCommand {
                     logger: logger))
             try await group.run()
         } catch {
-            FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("replayd: \(Self.explain(error))\n".utf8))
             throw ExitCode(1)
         }
         logger.info("replayd stopped")
@@ -148,6 +148,16 @@ struct Replayd: AsyncParsableCommand {
 }
 
 extension Replayd {
+    /// The error, with the flag that chose the database where it is about the database
+    /// itself (the store speaks of storage only).
+    static func explain(_ error: any Error) -> String {
+        guard let error = error as? StoreError else { return "\(error)" }
+        switch error {
+        case .notADatabase, .readOnly, .locked, .newerSchema: return "\(error) (--db)"
+        default: return "\(error)"
+        }
+    }
+
     /// Routes the process's swift-metrics to a Prometheus registry, which `GET /metrics`
     /// serves. Names take Prometheus's form (hummingbird's dotted labels become underscored).
     static func bootstrapMetrics() -> PrometheusCollectorRegistry {

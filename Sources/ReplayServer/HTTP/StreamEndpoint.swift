@@ -258,7 +258,7 @@ struct StreamEndpoint: Sendable {
             return HTTPError(
                 .conflict, headers: [.producerExpectedSeq: String(expected), .producerReceivedSeq: String(received)],
                 message: error.description)
-        default: return Self.httpError(error)
+        default: return HTTPError(error)
         }
     }
 
@@ -287,7 +287,7 @@ struct StreamEndpoint: Sendable {
         do {
             return try await store.write(write)
         } catch {
-            throw Self.httpError(error)
+            throw HTTPError(error)
         }
     }
 
@@ -295,25 +295,7 @@ struct StreamEndpoint: Sendable {
         do {
             return try await body()
         } catch {
-            throw Self.httpError(error)
+            throw HTTPError(error)
         }
-    }
-
-    static func httpError(_ error: StoreError) -> HTTPError {
-        let status: HTTPResponse.Status = switch error {
-        case .unknownStream: .notFound
-        case .streamExists, .terminated, .wrongLastSequence, .writerSequenceRegression: .conflict
-        case .invalidStreamName, .invalidConfig, .producerSequenceGap, .invalidFork: .badRequest
-        case .forkOfDeletedStream: .conflict
-        case .staleEpoch: .forbidden
-        case .storageFull: .init(code: 507, reasonPhrase: "Insufficient Storage")
-        case .closed, .unavailable: .serviceUnavailable
-        case .limitReached: .init(code: 507, reasonPhrase: "Insufficient Storage")
-        case .forgottenDuplicate: .noContent
-        case .unknownConsumer: .notFound
-        case .invalidAck: .badRequest
-        case .notADatabase, .readOnly, .locked, .newerSchema, .sqlite: .internalServerError
-        }
-        return HTTPError(status, message: error.description)
     }
 }

@@ -1,0 +1,27 @@
+import Foundation
+import ReplayProtocol
+import ReplayStore
+
+extension EventStore {
+    /// Hands a PUB (checked or not) or an ATOMIC to the writer, its result told to `sink`
+    /// under `token`; `false`, and nothing done, for any other command.
+    func submitPublish(_ command: ClientCommand, sink: any AppendSink, token: UInt64) -> Bool {
+        switch command {
+        case .publish(let stream, let payload):
+            append(Data(payload.readableBytesView), to: stream, sink: sink, token: token)
+        case .publishChecked(let stream, let payload, let checks):
+            append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: sink, token: token)
+        case .atomic(let events):
+            appendAtomically(events.map(\.append), sink: sink, token: token)
+        default:
+            return false
+        }
+        return true
+    }
+}
+
+extension AtomicEvent {
+    var append: AtomicAppend {
+        AtomicAppend(stream: stream, payload: Data(payload.readableBytesView), expectedLastSequence: expect)
+    }
+}
