@@ -206,7 +206,7 @@ public final class ReplayClient: Sendable {
     ///
     /// With a `source`, the daemon runs that shell command and its output becomes the
     /// stream's events; `connect` is `eager`, `lazy` (the default) or `refcount`, and
-    /// `sourceOptions` takes `framing`, `restart`, `max_restarts`, `restart_delay`, `grace`.
+    /// `sourceOptions` takes `SourceOptions`' words (`SourceOptions.Key`, or `options.words`).
     public func create(
         _ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil,
         source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:]

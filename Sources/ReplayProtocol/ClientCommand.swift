@@ -26,7 +26,8 @@ public struct CreateOptions: Sendable, Equatable {
 
     /// When a source runs if `connect=` is not given: for its first subscriber, once.
     public static let defaultConnect = "lazy"
-    /// Source options (framing, restart policy) as given, for example `framing=lines`.
+    /// Source options (`SourceOptions.Key`: framing, restart policy…) as given, for
+    /// example `framing=lines`; the daemon reads them as `SourceOptions`.
     public var sourceOptions: [String: String]
 
     public enum Capacity: Sendable, Equatable {

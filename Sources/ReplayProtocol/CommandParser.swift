@@ -206,10 +206,11 @@ enum CommandParser {
                 options.connect = value.lowercased()
             case "source":
                 sourceSize = try size(value)
-            case "framing", "restart", "max_restarts", "restart_delay", "grace":
-                options.sourceOptions[key] = value
             default:
-                throw bad("unknown CREATE option '\(key.prefix(32))'")
+                // The source's options are checked where they take effect (the daemon's
+                // `SourceOptions`); here only their names.
+                guard SourceOptions.Key(rawValue: key) != nil else { throw bad("unknown CREATE option '\(key.prefix(32))'") }
+                options.sourceOptions[key] = value
             }
         }
         if (options.connect != nil) != (sourceSize != nil) {

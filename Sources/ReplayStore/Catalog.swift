@@ -35,7 +35,7 @@ final class Catalog: Sendable {
         var names: [Int64: String] = [:]
         var forks: [(name: String, sourceID: Int64)] = []
         for row in try Row.fetchAll(db, sql: "SELECT * FROM streams") {
-            let record = StreamRow(row: row).record
+            let record = try StreamRow(row: row).record()
             records[record.info.name] = record
             names[record.id] = record.info.name
             if let source: Int64 = row["fork_of"] { forks.append((record.info.name, source)) }
@@ -122,10 +122,18 @@ struct StreamRow {
     /// The source's name, where the database joins it in (else filled in by the catalog).
     var forkSource: String?
 
-    var record: Catalog.Record {
+    /// The row as the catalog keeps it; a source's options that are not valid (a row
+    /// written by hand) are an error that names the stream, not a silent default.
+    func record() throws(StoreError) -> Catalog.Record {
         var source: StreamSource?
         if let command = sourceCommand, let connect = StreamSource.ConnectMode(rawValue: sourceConnect ?? "") {
-            source = StreamSource(command: command, connect: connect, options: sourceOptions)
+            var options = SourceOptions()
+            if let sourceOptions {
+                do { options = try SourceOptions(json: sourceOptions) } catch {
+                    throw .invalidConfig("stream '\(name)' has source options the store cannot read: \(error.message)")
+                }
+            }
+            source = StreamSource(command: command, connect: connect, options: options)
         }
         var expiry: StreamExpiry?
         if let ttlSeconds {

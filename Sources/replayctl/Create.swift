@@ -1,5 +1,6 @@
 import ArgumentParser
 import ReplayClient
+import ReplayModel
 import ReplayProtocol
 
 struct Create: DaemonCommand, StreamCommand {
@@ -40,14 +41,15 @@ struct Create: DaemonCommand, StreamCommand {
     @Option(help: ArgumentHelp("Time between SIGTERM and SIGKILL when a source is stopped.", valueName: "duration"))
     var grace: String?
 
+    /// The source options given, as CREATE's words under their one spelling (`SourceOptions.Key`).
     var sourceOptions: [String: String] {
-        var options: [String: String] = [:]
-        if let framing { options["framing"] = framing }
-        if let restart { options["restart"] = restart }
-        if let maxRestarts { options["max_restarts"] = "\(maxRestarts)" }
-        if let restartDelay, let seconds = Duration.seconds(restartDelay) { options["restart_delay"] = "\(seconds)" }
-        if let grace, let seconds = Duration.seconds(grace) { options["grace"] = "\(seconds)" }
-        return options
+        let given: [(SourceOptions.Key, String?)] = [
+            (.framing, framing), (.restart, restart), (.maxRestarts, maxRestarts.map { "\($0)" }),
+            (.restartDelay, restartDelay.flatMap(Duration.seconds).map { "\($0)" }), (.grace, grace.flatMap(Duration.seconds).map { "\($0)" }),
+        ]
+        var words: [String: String] = [:]
+        for case let (key, value?) in given { words[key.rawValue] = value }
+        return words
     }
 
     func validate() throws {
@@ -58,6 +60,7 @@ struct Create: DaemonCommand, StreamCommand {
         for (name, value) in [("--restart-delay", restartDelay), ("--grace", grace)] {
             if let value, Duration.seconds(value) == nil { throw ValidationError("\(name) takes a duration such as 500ms, 2s or 1m") }
         }
+        do { _ = try SourceOptions(words: sourceOptions) } catch { throw ValidationError(error.message) }
         if let maxAge, Duration.seconds(maxAge) == nil {
             throw ValidationError("--max-age takes a duration such as 90s, 15m, 12h or 7d")
         }

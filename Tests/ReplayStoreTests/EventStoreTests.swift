@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReplayCore
+import ReplayModel
 import ReplayStore
 import ReplayTesting
 import Testing
@@ -105,7 +106,7 @@ struct EventStoreTests {
             defer { store.close() }
             let config = StreamConfig(
                 capacity: 10, maxBytes: 1000, maxAge: 60,
-                source: StreamSource(command: "date", connect: .lazy, options: #"{"framing":"lines"}"#))
+                source: StreamSource(command: "date", connect: .lazy, options: try SourceOptions(json: #"{"framing":"lines"}"#)))
             let created = try await store.create("orders", config: config)
             #expect(created.config == config)
             #expect(try await store.create("orders", config: config) == created)

@@ -1,3 +1,4 @@
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
@@ -15,13 +16,13 @@ extension CreateOptions {
             guard let mode = StreamSource.ConnectMode(rawValue: connect ?? CreateOptions.defaultConnect) else {
                 throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
             }
-            let settings: SourceSettings
+            let options: SourceOptions
             do {
-                settings = try SourceSettings(words: sourceOptions)
+                options = try SourceOptions(words: sourceOptions)
             } catch {
                 throw ReplayError(.invalidConfig, error.message)
             }
-            streamSource = StreamSource(command: command, connect: mode, options: settings.json)
+            streamSource = StreamSource(command: command, connect: mode, options: options)
         } else if !sourceOptions.isEmpty {
             throw ReplayError(.invalidConfig, "source options need a source")
         }

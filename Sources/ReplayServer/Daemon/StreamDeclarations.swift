@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
@@ -20,18 +21,26 @@ struct StreamDeclarations: Decodable {
         var maxAge: Double?
         var source: String?
         var connect: String?
-        var framing: String?
-        var restart: String?
-        var maxRestarts: Int?
-        var restartDelay: Double?
-        var grace: Double?
+        /// The source's options, at the declaration's top level under their own keys
+        /// (`SourceOptions.Key`); `nil` when none is given.
+        var sourceOptions: SourceOptions?
 
         enum CodingKeys: String, CodingKey {
-            case name, capacity, source, connect, framing, restart, grace
+            case name, capacity, source, connect
             case maxBytes = "max_bytes"
             case maxAge = "max_age"
-            case maxRestarts = "max_restarts"
-            case restartDelay = "restart_delay"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            capacity = try container.decodeIfPresent(Int.self, forKey: .capacity)
+            maxBytes = try container.decodeIfPresent(Int.self, forKey: .maxBytes)
+            maxAge = try container.decodeIfPresent(Double.self, forKey: .maxAge)
+            source = try container.decodeIfPresent(String.self, forKey: .source)
+            connect = try container.decodeIfPresent(String.self, forKey: .connect)
+            let given = try decoder.container(keyedBy: SourceOptions.Key.self).allKeys
+            sourceOptions = given.isEmpty ? nil : try SourceOptions(from: decoder)
         }
     }
 
@@ -69,12 +78,10 @@ struct StreamDeclarations: Decodable {
 extension StreamDeclarations.Stream {
     /// The declaration as CREATE's options (`capacity: -1` is unlimited).
     var options: CreateOptions {
-        var words: [String: String] = [:]
-        if let framing { words["framing"] = framing }
-        if let restart { words["restart"] = restart }
-        if let maxRestarts { words["max_restarts"] = "\(maxRestarts)" }
-        if let restartDelay { words["restart_delay"] = "\(restartDelay)" }
-        if let grace { words["grace"] = "\(grace)" }
+        // Every option given is a word, even one equal to its default, so that options
+        // without a source are refused as over the socket.
+        var words = sourceOptions?.words ?? [:]
+        if let sourceOptions, words.isEmpty { words[SourceOptions.Key.framing.rawValue] = sourceOptions.framing.rawValue }
         let limit: CreateOptions.Capacity? = capacity.map { $0 < 0 ? .unlimited : .count($0) }
         return CreateOptions(capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words)
     }

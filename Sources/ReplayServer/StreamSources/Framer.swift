@@ -1,11 +1,12 @@
 import Foundation
+import ReplayModel
 
 /// Cuts a byte stream into events by the source's framing.
 struct Framer {
-    let framing: SourceSettings.Framing
+    let framing: SourceOptions.Framing
     private var partial = Data()
 
-    init(_ framing: SourceSettings.Framing) {
+    init(_ framing: SourceOptions.Framing) {
         self.framing = framing
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import ReplayCore
+import ReplayModel
 import Subprocess
 
 /// Why a source ended badly: its exit status (or signal) and the tail of its stderr.
@@ -27,7 +28,7 @@ func mayBlock() -> Bool {
 /// fills and the command blocks on its own writes.
 enum SourceSignal {
     static func make(
-        command: String, settings: SourceSettings, runs: SourceRuns,
+        command: String, settings: SourceOptions, runs: SourceRuns,
         environment additions: @escaping @Sendable () -> [String: String],
         admit: @escaping @Sendable () async -> Void,
         started: @escaping @Sendable (pid_t) -> Void,

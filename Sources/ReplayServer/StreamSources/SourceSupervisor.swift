@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import ReplayCore
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
@@ -57,7 +58,7 @@ final class SourceSupervisor: Sendable {
 
     let stream: String
     let source: StreamSource
-    let settings: SourceSettings
+    var settings: SourceOptions { source.options }
     private let store: EventStore
     private let logger: Logger
     private let state = Locked(State())
@@ -72,7 +73,6 @@ final class SourceSupervisor: Sendable {
         self.control = control
         self.runs = runs
         self.source = source
-        self.settings = SourceSettings.parse(source.options)
         self.store = store
         var logger = logger
         logger[metadataKey: "stream"] = "\(stream)"

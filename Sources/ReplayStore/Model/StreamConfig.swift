@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// The settings of a stream: its retention (the replay subject's capacity, plus optional
 /// byte and age limits, like NATS JetStream's MaxMsgs, MaxBytes and MaxAge) and its source.
@@ -80,10 +81,10 @@ public struct StreamSource: Sendable, Equatable {
 
     public var command: String
     public var connect: ConnectMode
-    /// Further settings (framing, restart policy) as a JSON object, kept as given.
-    public var options: String?
+    /// Framing, restart policy, grace; kept as their JSON object.
+    public var options: SourceOptions
 
-    public init(command: String, connect: ConnectMode, options: String? = nil) {
+    public init(command: String, connect: ConnectMode, options: SourceOptions = SourceOptions()) {
         self.command = command
         self.connect = connect
         self.options = options

@@ -71,7 +71,7 @@ final class PostgresTransaction: LogTransaction {
                                  content_type, ttl_seconds, expires_at,
                                  fork_of, fork_seq, fork_offset, fork_sub_offset)
             VALUES (\(name), \(config.capacity), \(config.maxBytes), \(config.maxAge), \(createdAt),
-                    \(config.source?.command), \(config.source?.connect.rawValue), \(config.source?.options),
+                    \(config.source?.command), \(config.source?.connect.rawValue), \(config.source?.options.json),
                     \(config.contentType), \(config.expiry?.idleSeconds), \(config.expiry?.deadline.map(Timestamp.millis)),
                     \(fork?.sourceID), \(fork.map { Int64($0.0.sequence) }), \(fork.map { Int64($0.0.requestedSequence) }),
                     \(fork.map { Int64($0.0.requestedSubOffset) }))
@@ -305,7 +305,7 @@ final class PostgresTransaction: LogTransaction {
                 forkSequence: try c["fork_seq"].decode(Int64?.self), forkOffset: try c["fork_offset"].decode(Int64?.self),
                 forkSubOffset: try c["fork_sub_offset"].decode(Int64?.self), deletedAt: try c["deleted_at"].decode(String?.self),
                 forkSource: try c["fork_source"].decode(String?.self))
-            records[stream.name] = stream.record
+            records[stream.name] = try stream.record()
         }
         return records
     }

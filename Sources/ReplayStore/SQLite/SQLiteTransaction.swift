@@ -25,7 +25,8 @@ final class SQLiteTransaction: LogTransaction {
         let row = try Row.fetchOne(
             db, sql: "SELECT s.*, src.name AS fork_source FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = ?",
             arguments: [name])
-        guard var record = row.map({ StreamRow(row: $0).record }) else { return nil }
+        guard let row else { return nil }
+        var record = try StreamRow(row: row).record()
         for row in try Row.fetchAll(db, sql: "SELECT * FROM consumers WHERE stream_id = ?", arguments: [record.id]) {
             let consumer = ConsumerInfo(
                 name: row["name"], ackedSequence: UInt64(row["acked_seq"] as Int64),
@@ -46,7 +47,7 @@ final class SQLiteTransaction: LogTransaction {
                 """,
             arguments: [
                 name, config.capacity, config.maxBytes, config.maxAge, createdAt,
-                config.source?.command, config.source?.connect.rawValue, config.source?.options,
+                config.source?.command, config.source?.connect.rawValue, config.source?.options.json,
                 config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
                 fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
                 fork.map { Int64($0.0.requestedSubOffset) },
