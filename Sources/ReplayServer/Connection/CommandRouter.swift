@@ -19,13 +19,11 @@ struct RoutedCommand: Sendable {
 /// writer with no task hop, and the writer tells this connection's `PublishSink` once per
 /// group commit, so all of a batch's `+OK`s cost one hop back here and one write.
 ///
-/// Order of effects: a PUB goes to the writer directly only while no earlier command is
-/// still on its way through the task (`inTask`); otherwise it follows them through the
-/// task, so `COMPLETE s` then `PUB s` still refuses the PUB.
-///
-/// Reading stops (the `read` is held) until the connection is admitted (its HELLO
-/// written), while more than `maxOwed` replies are owed (a client sending faster than
-/// commits complete), and once draining.
+/// Its decisions are `RouterState`'s, a state machine without I/O: order of effects (a PUB
+/// goes to the writer directly only while no earlier command is still on its way through
+/// the task), when reading is held (until the connection is admitted, while more than
+/// `maxOwed` replies are owed, once draining), and what a draining or closing connection
+/// answers. This class performs what it decides.
 final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = InboundCommand
     typealias InboundOut = RoutedCommand
@@ -33,21 +31,15 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = ByteBuffer
 
     private let store: EventStore
-    private let maxOwed: Int
+    private var state: RouterState
     private var order = ReplyOrder()
     private var context: ChannelHandlerContext?
     private(set) var sink: PublishSink!
-    private var admitted = false
-    private var draining = false
-    private var closing = false
-    private var readHeld = false
-    /// Commands forwarded to the task whose effect it has not yet submitted.
-    private var inTask = 0
     private var whenFlushed: [EventLoopPromise<Void>] = []
 
     init(store: EventStore, maxOwed: Int) {
         self.store = store
-        self.maxOwed = maxOwed
+        self.state = RouterState(maxOwed: maxOwed)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -65,23 +57,16 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let inbound = unwrapInboundIn(data)
-        guard !closing else { return }
-        let slot = order.reserve()
-        if draining {
-            let reply: ServerFrame = inbound == .command(.ping)
-                ? .pong : .error(ReplayError(.shuttingDown, "replayd is shutting down; reconnect to the next instance"))
-            return fill(slot, with: reply)
-        }
-        if inTask == 0, case .command(let command) = inbound, store.submitPublish(command, sink: sink, token: slot) { return }
-        switch inbound {
-        case .command(.ping):
-            fill(slot, with: .pong)  // no effect to order: answered here
-        case .invalid(let error) where !error.isFatal:
-            fill(slot, with: .error(error))
-        default:
-            if case .invalid = inbound { closing = true }  // the task answers it, then closes
-            inTask += 1
-            context.fireChannelRead(wrapInboundOut(RoutedCommand(command: inbound, slot: slot)))
+        switch state.read(inbound) {
+        case .discard:
+            break
+        case .reply(let frame):
+            fill(order.reserve(), with: frame)
+        case .publish:
+            guard case .command(let command) = inbound else { return }
+            _ = store.submitPublish(command, sink: sink, token: order.reserve())
+        case .forward:
+            context.fireChannelRead(wrapInboundOut(RoutedCommand(command: inbound, slot: order.reserve())))
         }
     }
 
@@ -91,10 +76,10 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case ChannelEvent.inputClosed:
-            draining = true
+            state.inputEnded()
             context.fireUserInboundEventTriggered(event)
         case is ChannelShouldQuiesceEvent:
-            draining = true
+            state.inputEnded()
             context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
         default:
             context.fireUserInboundEventTriggered(event)
@@ -109,19 +94,14 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Outbound
 
     func read(context: ChannelHandlerContext) {
-        if admitted, !draining, order.owed <= maxOwed {
-            context.read()
-        } else {
-            readHeld = true
-        }
+        if state.readRequested(owed: order.owed) { context.read() }
     }
 
     // MARK: From the task and the writer (always on the event loop)
 
     /// The connection may be served: say HELLO, start reading.
     func admit(hello: ServerFrame) {
-        guard let context, !admitted else { return }
-        admitted = true
+        guard let context, state.admit() else { return }
         context.writeAndFlush(wrapOutboundOut(hello.bytes), promise: nil)
         resumeReading()
     }
@@ -138,7 +118,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The task submitted the effect of one forwarded command.
     func performed() {
-        inTask -= 1
+        state.performed()
     }
 
     /// One group commit's results for this connection's PUBs.
@@ -162,8 +142,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// "N replies owed (oldest filled or not)", for the state dump.
     var stateDescription: String {
-        "\(order.owed) replies owed (oldest \(order.owed == 0 ? "none" : order.isBlockedAtHead ? "unfilled" : "ready")), \(inTask) commands in the task"
-            + (draining ? ", draining" : "")
+        "\(order.owed) replies owed (oldest \(order.owed == 0 ? "none" : order.isBlockedAtHead ? "unfilled" : "ready")), \(state.inTask) commands in the task"
+            + (state.isDraining ? ", draining" : "")
     }
 
     private func writeReady() {
@@ -178,8 +158,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func resumeReading() {
-        guard readHeld, admitted, !draining, order.owed <= maxOwed, let context else { return }
-        readHeld = false
+        guard let context, state.resumeReading(owed: order.owed) else { return }
         context.read()
     }
 
