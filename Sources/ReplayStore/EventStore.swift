@@ -32,9 +32,11 @@ public final class EventStore: Sendable {
     }
 
     /// Where the streams are: the SQLite file's path, or the PostgreSQL URL without its password.
-    public let path: String
+    public let location: String
     public let options: Options
     private let log: any LogDatabase
+    /// The same database when it is a SQLite file, for diagnostics (`query`).
+    private let sqlite: SQLiteLog?
     private let catalog: Catalog
     private let listeners: CommitListeners
     private let writer: WriteQueue
@@ -47,7 +49,7 @@ public final class EventStore: Sendable {
     public convenience init(path: String, options: Options = Options(), clock: @escaping @Sendable () -> Date = Date.init) throws(StoreError) {
         let listeners = CommitListeners()
         let log = try SQLiteLog(path: path, options: options, listeners: listeners, now: clock)
-        self.init(log: log, location: path, listeners: listeners, options: options, clock: clock)
+        self.init(log: log, sqlite: log, location: path, listeners: listeners, options: options, clock: clock)
     }
 
     /// Opens the store `location` names: a `postgres://` or `postgresql://` URL (the
@@ -59,18 +61,22 @@ public final class EventStore: Sendable {
         }
         let listeners = CommitListeners()
         let log = try PostgresLog(url, options: options, listeners: listeners, now: clock)
-        self.init(log: log, location: url.redacted, listeners: listeners, options: options, clock: clock)
+        self.init(log: log, sqlite: nil, location: url.redacted, listeners: listeners, options: options, clock: clock)
     }
 
-    private init(log: any LogDatabase, location: String, listeners: CommitListeners, options: Options, clock: @escaping @Sendable () -> Date) {
-        self.path = location
+    private init(
+        log: any LogDatabase, sqlite: SQLiteLog?, location: String, listeners: CommitListeners, options: Options,
+        clock: @escaping @Sendable () -> Date
+    ) {
+        self.location = location
         self.options = options
         self.log = log
+        self.sqlite = sqlite
         self.catalog = log.catalog
         self.listeners = listeners
         self.clock = clock
         writer = WriteQueue(limits: .init()) { batch in log.commit(batch) }
-        (log as? PostgresLog)?.start(writer: writer)
+        log.start(writer: writer)
     }
 
     /// Whether `location` names a PostgreSQL server rather than a SQLite file.
@@ -111,14 +117,14 @@ public final class EventStore: Sendable {
     /// Appends an event; completes with its sequence number and time once committed.
     /// An unknown stream is created with `Options.autoCreate` if set.
     public func append(_ payload: Data, to stream: String, completion: @escaping @Sendable (Result<StoredEvent, StoreError>) -> Void) {
-        writer.submit(.append(stream: stream, payload: payload, autoCreate: options.autoCreate, completion))
+        writer.submit(.appendWithCompletion(stream: stream, payload: payload, autoCreate: options.autoCreate, completion))
     }
 
     /// Appends an event; its result goes to `sink`, with the other results the sink is owed
     /// from the same group commit, once that transaction committed. `token` comes back
     /// with the result. An unknown stream is created with `Options.autoCreate` if set.
     public func append(_ payload: Data, to stream: String, conditions: AppendConditions = .none, sink: any AppendSink, token: UInt64) {
-        writer.submit(.publish(
+        writer.submit(.appendToSink(
             stream: stream, payload: payload, autoCreate: options.autoCreate, conditions: conditions, sink: sink, token: token))
     }
 
@@ -234,9 +240,10 @@ public final class EventStore: Sendable {
         return try log.firstSequence(of: record, atOrAfter: Timestamp.millis(time))
     }
 
-    /// Runs a read-only SQL query on a reader, for diagnostics and tests.
-    public func query<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws -> T {
-        guard let sqlite = log as? SQLiteLog else { throw StoreError.invalidConfig("SQL diagnostics read SQLite stores only") }
+    /// Runs a read-only SQL query on a SQLite store's reader, for tests' diagnostics. Not
+    /// public: GRDB's `Database` stays out of the store's API.
+    func query<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws -> T {
+        guard let sqlite else { throw StoreError.invalidConfig("SQL diagnostics read SQLite stores only") }
         return try sqlite.pool.read(body)
     }
 

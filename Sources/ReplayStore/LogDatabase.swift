@@ -32,6 +32,10 @@ protocol LogDatabase: Sendable {
     /// Whether other daemons may share this database (and its sources).
     var isShared: Bool { get }
 
+    /// Once the store's writer exists: a shared database starts following the other
+    /// daemons' commits (they become `refresh` requests of this writer).
+    func start(writer: WriteQueue)
+
     /// After the writer has drained: release the database.
     func close()
 }

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import ReplayStore
+@testable import ReplayStore
 import ReplayTesting
 import Subprocess
 import SystemPackage

@@ -35,11 +35,11 @@ func openStore(
 /// One integer from SQL that reads the same in both databases, through their own shells'
 /// way in: GRDB for SQLite, psql for PostgreSQL.
 func scalar(_ store: EventStore, _ sql: String) async throws -> Int? {
-    guard EventStore.isPostgres(store.path) else {
+    guard EventStore.isPostgres(store.location) else {
         return try store.query { db in try Int.fetchOne(db, sql: sql) }
     }
     // The tests' URLs carry no password, so the store's (redacted) location is the URL.
-    return Int(try await TestPostgres.psql(store.path, sql))
+    return Int(try await TestPostgres.psql(store.location, sql))
 }
 
 /// Runs a shell command; returns its standard output, throws on a non-zero exit.

@@ -16,7 +16,7 @@ struct RoutedCommand: Sendable {
 /// on to the connection's task. Replies are written from here, in command order.
 ///
 /// Why on the event loop: publishing is the hot path. A PUB decoded here is handed to the
-/// writer with no task hop, and the writer tells this connection's `PublishSink` once per
+/// writer with no task hop, and the writer tells this connection's `RouterHandle` once per
 /// group commit, so all of a batch's `+OK`s cost one hop back here and one write.
 ///
 /// Its decisions are `RouterState`'s, a state machine without I/O: order of effects (a PUB
@@ -34,7 +34,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     private var state: RouterState
     private var order = ReplyOrder()
     private var context: ChannelHandlerContext?
-    private(set) var sink: PublishSink!
+    private(set) var sink: RouterHandle!
     private var whenFlushed: [EventLoopPromise<Void>] = []
 
     init(store: EventStore, maxOwed: Int) {
@@ -44,7 +44,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        sink = PublishSink(router: NIOLoopBound(self, eventLoop: context.eventLoop))
+        sink = RouterHandle(router: NIOLoopBound(self, eventLoop: context.eventLoop))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -172,7 +172,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 /// The way back to one connection's router, on its event loop: for the writer (results of
 /// its PUBs, once per group commit, in one hop) and for the connection's task (every other
 /// reply, through `ReplyChannel`).
-final class PublishSink: AppendSink {
+final class RouterHandle: AppendSink {
     private let router: NIOLoopBound<CommandRouter>
 
     init(router: NIOLoopBound<CommandRouter>) {
@@ -209,7 +209,7 @@ struct AcceptedConnection: Sendable {
 /// The connection task's handle on its `CommandRouter`: every call hops to the event loop.
 struct ReplyChannel: Sendable {
     /// Also where the PUBs that reach the task send their results (see `CommandRouter`).
-    let sink: PublishSink
+    let sink: RouterHandle
 
     /// Made on the event loop, once the router is in the pipeline.
     init(_ router: CommandRouter) {

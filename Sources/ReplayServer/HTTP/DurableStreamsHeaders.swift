@@ -1,6 +1,6 @@
 import HTTPTypes
 
-/// The Durable Streams protocol's headers (PROTOCOL.md §13.2), and replay's own extension.
+/// The Durable Streams protocol's headers (Durable Streams PROTOCOL.md §13.2), and replay's own extension.
 extension HTTPField.Name {
     static let streamNextOffset = Self("Stream-Next-Offset")!
     static let streamUpToDate = Self("Stream-Up-To-Date")!

@@ -1,7 +1,7 @@
 import Hummingbird
 
 /// What every HTTP response gets: the bearer-token check (`--http-token`), and the browser
-/// security headers of PROTOCOL.md §12.7, also on errors.
+/// security headers of the Durable Streams PROTOCOL.md §12.7, also on errors.
 struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
     let settings: HTTPSettings
 

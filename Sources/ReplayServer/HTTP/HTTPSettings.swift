@@ -12,7 +12,7 @@ public struct HTTPSettings: Sendable {
     /// How long a long-poll waits for new events before `204 No Content`.
     public var longPollTimeout: Duration = .seconds(15)
     /// How long one SSE response lasts before the server ends it and the client reconnects
-    /// from its last offset (PROTOCOL.md §10.2: about a minute, so caches can collapse).
+    /// from its last offset (Durable Streams PROTOCOL.md §10.2: about a minute, so caches can collapse).
     public var sseDuration: Duration = .seconds(60)
     /// The registry the process's metrics backend writes to, served at `GET /metrics`;
     /// `nil`: no metrics endpoint.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// JSON mode (PROTOCOL.md §9.1): a stream of `application/json` keeps message boundaries.
+/// JSON mode (Durable Streams PROTOCOL.md §9.1): a stream of `application/json` keeps message boundaries.
 /// A POST body is one message, or an array whose elements are messages (one level
 /// flattened); a read returns the messages as one JSON array.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `Stream-Cursor` (PROTOCOL.md §10.1): the number of 20-second intervals since
+/// `Stream-Cursor` (Durable Streams PROTOCOL.md §10.1): the number of 20-second intervals since
 /// 2024-10-09T00:00:00Z, never at or below the cursor the client echoed, so that a CDN
 /// collapsing live requests by URL never serves the same cached empty answer forever.
 enum LiveCursor {

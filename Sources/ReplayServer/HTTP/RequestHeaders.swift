@@ -4,7 +4,7 @@ import ReplayModel
 import ReplayStore
 
 /// The Durable Streams headers of one request, parsed and checked: each malformed header
-/// is a `400 Bad Request` that names it (PROTOCOL.md §5).
+/// is a `400 Bad Request` that names it (Durable Streams PROTOCOL.md §5).
 struct RequestHeaders {
     let fields: HTTPFields
 

@@ -3,7 +3,7 @@ import Hummingbird
 import NIOCore
 import ReplayStore
 
-/// SSE (PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
+/// SSE (Durable Streams PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
 /// streams), each followed by a `control` event with the next offset. The response is a
 /// cursor: a chunk is written, and the next is read only once the write is done, so a
 /// reader that stalls holds its position and nothing else.

@@ -8,7 +8,7 @@ extension StreamInfo {
     /// Streams created over the socket have no content type: HTTP serves them as bytes.
     var httpContentType: String { config.contentType ?? "application/octet-stream" }
 
-    /// JSON mode (PROTOCOL.md §9.1): messages kept apart, reads answered as an array.
+    /// JSON mode (Durable Streams PROTOCOL.md §9.1): messages kept apart, reads answered as an array.
     var isJSON: Bool { RequestHeaders.mediaType(httpContentType) == "application/json" }
 
     /// SSE carries `text/*` and JSON as text, everything else as base64 (§5.8).
@@ -40,7 +40,7 @@ extension StreamInfo {
         String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
     }
 
-    /// Whether a PUT of these settings re-declares this stream (PROTOCOL.md §5.1: content
+    /// Whether a PUT of these settings re-declares this stream (Durable Streams PROTOCOL.md §5.1: content
     /// type, expiry and closure must match, or it is a conflict).
     func matches(contentType: String, expiry: StreamExpiry?, closed: Bool) -> Bool {
         RequestHeaders.mediaType(httpContentType) == RequestHeaders.mediaType(contentType)

@@ -77,7 +77,7 @@ final class SocketListener: Service, Sendable {
             logger.info(
                 "replayd \(ReplayVersion.current) ready",
                 metadata: [
-                    "socket": "\(configuration.socketPath)", "database": "\(context.store.path)",
+                    "socket": "\(configuration.socketPath)", "database": "\(context.store.location)",
                     "durability": "\(configuration.durability.rawValue)", "streams": "\(context.store.streams.count)",
                     "max_connections": "\(configuration.maxConnections)", "fd_limit": "\(fileLimit)",
                 ])

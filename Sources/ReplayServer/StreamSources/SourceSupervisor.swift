@@ -6,8 +6,9 @@ import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
-/// Runs one stream's source according to its connect mode, the articles' conversions
-/// made durable:
+/// Runs one stream's source according to its connect mode, the conversions of a cold
+/// signal to a hot one that the ReactiveCocoa cold/hot articles teach (ReplayCore's
+/// model; README), made durable:
 /// - `eager` is `replay()`: connect now (at creation, at every daemon start);
 /// - `lazy` is `replayLazily()`: connect on the first subscriber, then stay connected;
 /// - `refcount` is `autoconnect()`: connected while anyone subscribes.

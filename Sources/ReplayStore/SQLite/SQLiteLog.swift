@@ -99,6 +99,9 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    /// One daemon per file (`ProcessLock`): no other daemon's commits to follow.
+    func start(writer: WriteQueue) {}
+
     /// One daemon per file (`ProcessLock`): its sources are its own.
     func claimSource(_ stream: String) -> Bool { true }
     func releaseSource(_ stream: String) {}

@@ -6,12 +6,14 @@ import ReplayModel
 enum WriteRequest: Sendable {
     typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
 
-    case append(stream: String, payload: Data, autoCreate: StreamConfig?, Completion<StoredEvent>)
+    /// An append told to its own completion (sources, the Swift API).
+    case appendWithCompletion(stream: String, payload: Data, autoCreate: StreamConfig?, Completion<StoredEvent>)
     /// An append whose result goes to `sink` with the batch's others (see `AppendSink`).
-    case publish(stream: String, payload: Data, autoCreate: StreamConfig?, conditions: AppendConditions, sink: any AppendSink, token: UInt64)
+    case appendToSink(stream: String, payload: Data, autoCreate: StreamConfig?, conditions: AppendConditions, sink: any AppendSink, token: UInt64)
     /// Appends that commit all or none; one result, with every sequence number.
     case atomic(events: [AtomicAppend], autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
-    /// A write of the HTTP front door: one unit, all or none.
+    /// A write of several events with a writer sequence, a producer stamp and a close
+    /// (the Durable Streams door's POST and PUT): one unit, all or none.
     case streamWrite(StreamWrite, Completion<StreamWriteOutcome>)
     /// A durable consumer's position, created after `initialNext(info) - 1` on first use.
     case openConsumer(stream: String, name: String, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<ConsumerStart>)
@@ -30,7 +32,7 @@ enum WriteRequest: Sendable {
     /// The streams the request names (a shared database locks them up front, in order).
     var streamNames: [String] {
         switch self {
-        case .append(let stream, _, _, _), .publish(let stream, _, _, _, _, _), .openConsumer(let stream, _, _, _),
+        case .appendWithCompletion(let stream, _, _, _), .appendToSink(let stream, _, _, _, _, _), .openConsumer(let stream, _, _, _),
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
             .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _):
             [stream]
@@ -42,7 +44,7 @@ enum WriteRequest: Sendable {
 
     var payloadSize: Int {
         switch self {
-        case .append(_, let payload, _, _), .publish(_, let payload, _, _, _, _): payload.count
+        case .appendWithCompletion(_, let payload, _, _), .appendToSink(_, let payload, _, _, _, _): payload.count
         case .atomic(let events, _, _, _): events.reduce(0) { $0 + $1.payload.count }
         case .streamWrite(let write, _): write.payloads.reduce(0) { $0 + $1.count }
         default: 0
@@ -51,7 +53,7 @@ enum WriteRequest: Sendable {
 
     /// Fails the request; a `publish` joins `sinks`, to be told with its batch.
     func fail(_ error: StoreError, sinks: inout SinkResults) {
-        if case .publish(_, _, _, _, let sink, let token) = self {
+        if case .appendToSink(_, _, _, _, let sink, let token) = self {
             sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
         } else if case .atomic(_, _, let sink, let token) = self {
             sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
@@ -62,13 +64,13 @@ enum WriteRequest: Sendable {
 
     func fail(_ error: StoreError) {
         switch self {
-        case .publish(_, _, _, _, let sink, let token), .atomic(_, _, let sink, let token):
+        case .appendToSink(_, _, _, _, let sink, let token), .atomic(_, _, let sink, let token):
             sink.appended([AppendResult(token: token, sequence: .failure(error))])
         case .streamWrite(_, let done): done(.failure(error))
         case .openConsumer(_, _, _, let done): done(.failure(error))
         case .acknowledge(_, _, _, let done): done(.failure(error))
         case .deleteConsumer(_, _, let done): done(.failure(error))
-        case .append(_, _, _, let done): done(.failure(error))
+        case .appendWithCompletion(_, _, _, let done): done(.failure(error))
         case .create(_, _, let done): done(.failure(error))
         case .delete(_, let done): done(.failure(error))
         case .terminate(_, _, let done): done(.failure(error))

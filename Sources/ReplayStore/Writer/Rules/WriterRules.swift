@@ -42,7 +42,7 @@ struct WriterRules<DB: LogTransaction> {
     /// Producer states as this transaction leaves them.
     var producerChanges: [ProducerKey: ProducerState] = [:]
     var completions: [@Sendable () -> Void] = []
-    /// The results of `publish` requests, told to their sinks once per batch.
+    /// The results of `appendToSink` and `atomic` requests, told to their sinks once per batch.
     var sinks = SinkResults()
     /// Events and payload bytes appended, for the metrics.
     var appendedEvents = 0
@@ -146,7 +146,7 @@ struct WriterRules<DB: LogTransaction> {
     /// One request: a dispatch to the handler of its concern.
     private mutating func perform(_ request: WriteRequest) throws {
         switch request {
-        case .append(let name, let payload, let autoCreate, let done):
+        case .appendWithCompletion(let name, let payload, let autoCreate, let done):
             let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none)
             completions.append {
                 done(result.flatMap { appended in
@@ -154,7 +154,7 @@ struct WriterRules<DB: LogTransaction> {
                     return .success(event)
                 })
             }
-        case .publish(let name, let payload, let autoCreate, let conditions, let sink, let token):
+        case .appendToSink(let name, let payload, let autoCreate, let conditions, let sink, let token):
             let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions)
             sinks.add(sink, AppendResult(token: token, sequence: result.map(\.sequence)))
         case .atomic(let events, let autoCreate, let sink, let token):
