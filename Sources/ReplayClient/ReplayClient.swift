@@ -179,7 +179,8 @@ public final class ReplayClient: Sendable {
             guard let self else { return }
             Task { await self.unsubscribe(sid) }
         }
-        let command: ClientCommand = consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
+        let command: ClientCommand =
+            consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
             ?? .subscribe(stream: stream, sid: sid, start: start)
         let reply = try await send([command], subscribe: (sid, feed))[0]
         switch reply {
@@ -212,9 +213,12 @@ public final class ReplayClient: Sendable {
         source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:]
     ) async throws {
         let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
-        try await expectOK(.create(stream: stream, options: CreateOptions(
-            capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
-            source: source, connect: source == nil ? nil : (connect ?? CreateOptions.defaultConnect), sourceOptions: sourceOptions)))
+        try await expectOK(
+            .create(
+                stream: stream,
+                options: CreateOptions(
+                    capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
+                    source: source, connect: source == nil ? nil : (connect ?? CreateOptions.defaultConnect), sourceOptions: sourceOptions)))
     }
 
     public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }

@@ -1,4 +1,3 @@
-
 /// An action that runs a signal per execution and reports on the executions (E19).
 ///
 /// `execute(_:)` makes the execution signal, turns it hot through a replay subject and
@@ -65,10 +64,11 @@ public final class Command<Input: Sendable, Output: Sendable>: Sendable {
             .on(terminated: { [self] in finished() })
             .multicast(ReplaySubject())
         let errorsSubject = self.errorsSubject
-        executions.send(connection.signal.catch { error in
-            errorsSubject.send(error)
-            return .empty
-        })
+        executions.send(
+            connection.signal.catch { error in
+                errorsSubject.send(error)
+                return .empty
+            })
         connection.connect()
         return connection.signal
     }

@@ -22,7 +22,8 @@ public enum StreamName {
         if name.isEmpty { return "it is empty" }
         if name.utf8.count > maxLength { return "it is \(name.utf8.count) bytes long, over \(maxLength)" }
         if let bad = name.unicodeScalars.first(where: { !isAllowed($0) }) {
-            let shown = bad.properties.isWhitespace || bad.value < 0x20
+            let shown =
+                bad.properties.isWhitespace || bad.value < 0x20
                 ? "U+\(String(bad.value, radix: 16, uppercase: true))" + (bad == " " ? " (a space)" : "")
                 : "'\(bad)'"
             return "it contains \(shown)"

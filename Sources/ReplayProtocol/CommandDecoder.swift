@@ -95,9 +95,10 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
                     case .needsPayload(let awaiting, let size):
                         guard size <= maxPayload else {
                             state = .skipping(remaining: size)
-                            return .invalid(ReplayError(
-                                .payloadTooLarge,
-                                "payload of \(size) bytes is over the limit of \(maxPayload) bytes; it was discarded"))
+                            return .invalid(
+                                ReplayError(
+                                    .payloadTooLarge,
+                                    "payload of \(size) bytes is over the limit of \(maxPayload) bytes; it was discarded"))
                         }
                         state = .payload(awaiting, size: size)
                     }

@@ -81,7 +81,9 @@ enum CommandParser {
             try expect(args, count: 1, usage: "UNSUB <sid>")
             return .command(.unsubscribe(sid: args[0]))
         case "CREATE":
-            guard let stream = args.first else { throw bad("usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [connect=eager|lazy|refcount source=<bytes>]") }
+            guard let stream = args.first else {
+                throw bad("usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [connect=eager|lazy|refcount source=<bytes>]")
+            }
             let (options, sourceSize) = try createOptions(args.dropFirst())
             if let sourceSize { return .needsPayload(.create(stream: stream, options: options), size: sourceSize) }
             return .command(.create(stream: stream, options: options))

@@ -91,8 +91,9 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
             guard let stream = words.next(), let sid = words.next(), let sequence = words.next(),
                 let time = words.next(), let size = words.next(), words.atEnd()
             else { return .other }
-            let event = Awaiting.event(stream: lastStream.string(stream), sid: lastSid.string(sid),
-                                       sequence: try number(sequence), time: lastTime.string(time))
+            let event = Awaiting.event(
+                stream: lastStream.string(stream), sid: lastSid.string(sid),
+                sequence: try number(sequence), time: lastTime.string(time))
             awaiting = (event, Int(try number(size, as: UInt32.self)))
             return .awaitingPayload
         }

@@ -124,8 +124,9 @@ public final class EventStore: Sendable {
     /// from the same group commit, once that transaction committed. `token` comes back
     /// with the result. An unknown stream is created with `Options.autoCreate` if set.
     public func append(_ payload: Data, to stream: String, conditions: AppendConditions = .none, sink: any AppendSink, token: UInt64) {
-        writer.submit(.appendToSink(
-            stream: stream, payload: payload, autoCreate: options.autoCreate, conditions: conditions, sink: sink, token: token))
+        writer.submit(
+            .appendToSink(
+                stream: stream, payload: payload, autoCreate: options.autoCreate, conditions: conditions, sink: sink, token: token))
     }
 
     /// Appends `events` all together or not at all (contiguous in each stream); one result

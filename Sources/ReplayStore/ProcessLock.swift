@@ -49,7 +49,9 @@ final class ProcessLock: Sendable {
         request.l_type = Int16(F_WRLCK)
         request.l_whence = Int16(SEEK_SET)
         guard fcntl(fd, F_SETLK, &request) == 0 else {
-            let holder = Self.holder(fd) ?? (try? String(contentsOfFile: path, encoding: .utf8))
+            let holder =
+                Self.holder(fd)
+                ?? (try? String(contentsOfFile: path, encoding: .utf8))
                 .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             close(fd)
             throw .locked(path: databasePath, holder: holder.map { "pid \($0)" } ?? "unknown pid")

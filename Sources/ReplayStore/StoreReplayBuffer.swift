@@ -54,11 +54,12 @@ public final class StoreReplayBuffer<Value: Sendable>: ReplayBuffer {
                 }
             }
         case .completed, .failed:
-            let terminal: Terminal = if case .failed(let error) = event {
-                .failed(message: "\(error)")
-            } else {
-                .completed
-            }
+            let terminal: Terminal =
+                if case .failed(let error) = event {
+                    .failed(message: "\(error)")
+                } else {
+                    .completed
+                }
             store.terminate(stream, terminal) { result in
                 callbacks.async {
                     completion(Self.adapt(result.map { ReplayEntry(sequence: $0.terminalSequence!, event: event) }))
@@ -75,10 +76,11 @@ public final class StoreReplayBuffer<Value: Sendable>: ReplayBuffer {
         if let terminal = info.terminal, let sequence = info.terminalSequence,
             entries.count < limit, from <= sequence, sequence <= through
         {
-            let event: Event<Value> = switch terminal {
-            case .completed: .completed
-            case .failed(let message): .failed(StreamFailure(message: message))
-            }
+            let event: Event<Value> =
+                switch terminal {
+                case .completed: .completed
+                case .failed(let message): .failed(StreamFailure(message: message))
+                }
             entries.append(ReplayEntry(sequence: sequence, event: event))
         }
         return entries

@@ -40,12 +40,13 @@ public struct ReplaySubjectConformance: Sendable {
         }
         s.at(2) { Self.sendAndWait(subject, .value("package 2")) }
         s.run()
-        #expect(timeline.all == [
-            .init(1, "1", "package 1"), .init(1, "2", "package 1"),
-            .init(1.1, "3", "package 1"), .init(1.1, "4", "package 1"),
-            .init(2, "1", "package 2"), .init(2, "2", "package 2"),
-            .init(2, "3", "package 2"), .init(2, "4", "package 2"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(1, "1", "package 1"), .init(1, "2", "package 1"),
+                .init(1.1, "3", "package 1"), .init(1.1, "4", "package 1"),
+                .init(2, "1", "package 2"), .init(2, "2", "package 2"),
+                .init(2, "3", "package 2"), .init(2, "4", "package 2"),
+            ])
     }
 
     /// E11: unbounded buffer; sub 1 at 0; p1 at 1, p2 at 2; sub 2 at 4 gets both at once.
@@ -58,10 +59,11 @@ public struct ReplaySubjectConformance: Sendable {
         s.at(2) { Self.sendAndWait(subject, .value("p2")) }
         s.at(4) { subject.signal.subscribe(timeline.observer("2")) }
         s.run()
-        #expect(timeline.all == [
-            .init(1, "1", "p1"), .init(2, "1", "p2"),
-            .init(4, "2", "p1"), .init(4, "2", "p2"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(1, "1", "p1"), .init(2, "1", "p2"),
+                .init(4, "2", "p1"), .init(4, "2", "p2"),
+            ])
     }
 
     /// E15: capacity 1 replays only C; capacity 3 replays A B C.

@@ -26,14 +26,16 @@ public func builtProductsDirectory() -> String {
     return FileManager.default.currentDirectoryPath + "/.build/debug"
 }
 
-/// The path of the package's executable `name`, built alongside the tests.
+/// The repository's folder (the one holding Package.swift), for tests that read its files.
+public let repositoryRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
 /// A script of the repository's `tools/` folder, for tests that run it.
 public func toolScript(_ name: String) -> String {
-    URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("tools/\(name)").path
+    repositoryRoot + "/tools/" + name
 }
 
+/// The path of the package's executable `name`, built alongside the tests.
 public func builtExecutable(_ name: String) throws -> String {
     let path = builtProductsDirectory() + "/" + name
     guard FileManager.default.isExecutableFile(atPath: path) else {

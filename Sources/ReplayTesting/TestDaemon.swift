@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
+import ReplayCore
 import Subprocess
 import SystemPackage
-import ReplayCore
 
 /// The real `replayd` binary, started on a socket and database in a temp folder.
 ///
@@ -64,10 +64,11 @@ public final class TestDaemon: Sendable {
                 ) { execution in
                     spawnedSink.yield(.success(execution.processIdentifier.value))
                 }
-                status = switch result.terminationStatus {
-                case .exited(let code): code
-                case .signaled(let signal): signal
-                }
+                status =
+                    switch result.terminationStatus {
+                    case .exited(let code): code
+                    case .signaled(let signal): signal
+                    }
             } catch {
                 spawnedSink.yield(.failure(error))
                 status = -1
@@ -100,7 +101,8 @@ public final class TestDaemon: Sendable {
         }
         let lines = text().split(separator: "\n").filter { $0.contains("state") }
         let dump = lines.suffix(from: lines.lastIndex { $0.contains("state dump begin") } ?? lines.startIndex)
-        return dump.isEmpty ? "(replayd \(pid) wrote no state dump; its log:\n\(text().suffix(4000)))"
+        return dump.isEmpty
+            ? "(replayd \(pid) wrote no state dump; its log:\n\(text().suffix(4000)))"
             : "replayd \(pid)'s state:\n" + dump.joined(separator: "\n")
     }
 
@@ -219,16 +221,18 @@ public func withDaemon<T: Sendable>(
 public func runProgram(
     _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let variables: Environment = environment.map {
-        .custom(.init(uniqueKeysWithValues: $0.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, value) } }))
-    } ?? .inherit
+    let variables: Environment =
+        environment.map {
+            .custom(.init(uniqueKeysWithValues: $0.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, value) } }))
+        } ?? .inherit
     let result = try await Subprocess.run(
         .path(FilePath(executable)), arguments: Arguments(arguments), environment: variables,
         input: .string(stdin ?? ""), output: .string(limit: 256 << 20), error: .string(limit: 256 << 20))
-    let status: Int32 = switch result.terminationStatus {
-    case .exited(let code): code
-    case .signaled(let signal): 128 + signal
-    }
+    let status: Int32 =
+        switch result.terminationStatus {
+        case .exited(let code): code
+        case .signaled(let signal): 128 + signal
+        }
     return (status, result.standardOutput, result.standardError)
 }
 

@@ -28,7 +28,8 @@ struct Consumers: DaemonCommand, StreamCommand {
         }
         var out = "NAME".padding(toLength: 24, withPad: " ", startingAt: 0) + "ACKED      LAG\n"
         for consumer in consumers {
-            out += consumer.name.padding(toLength: 24, withPad: " ", startingAt: 0)
+            out +=
+                consumer.name.padding(toLength: 24, withPad: " ", startingAt: 0)
                 + "\(consumer.ackedSeq)".padding(toLength: 11, withPad: " ", startingAt: 0) + "\(consumer.lag)\n"
         }
         printOut(Data(out.utf8))

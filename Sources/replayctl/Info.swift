@@ -43,11 +43,12 @@ enum StreamTable {
     }
 
     static func details(_ info: StreamDescription) -> String {
-        let state = switch info.terminal {
-        case "completed": "completed"
-        case "failed": "failed: \(info.terminalMessage ?? "")"
-        default: "open"
-        }
+        let state =
+            switch info.terminal {
+            case "completed": "completed"
+            case "failed": "failed: \(info.terminalMessage ?? "")"
+            default: "open"
+            }
         var lines: [(String, String)] = [
             ("stream", info.name),
             ("state", state),
@@ -82,8 +83,10 @@ enum StreamTable {
     static func rows(_ streams: [StreamDescription], nameWidth: Int = nameColumnWidth) -> String {
         let header = ["STREAM", "EVENTS", "LAST SEQ", "BYTES", "CAPACITY", "SUBS", "STATE"]
         let rows = streams.map { info in
-            [shortened(info.name, to: nameWidth), "\(info.count)", "\(info.lastSeq)", "\(info.bytes)", info.capacity.map(String.init) ?? "unlimited",
-             "\(info.subscribers)", info.terminal ?? "open"]
+            [
+                shortened(info.name, to: nameWidth), "\(info.count)", "\(info.lastSeq)", "\(info.bytes)", info.capacity.map(String.init) ?? "unlimited",
+                "\(info.subscribers)", info.terminal ?? "open",
+            ]
         }
         let all = [header] + rows
         let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }

@@ -69,7 +69,8 @@ struct Replayd: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Also serve the Durable Streams HTTP protocol on this address (127.0.0.1:8787; port 0 picks one).", valueName: "host:port"))
     var http: String?
 
-    @Option(name: .customLong("http-token"), help: ArgumentHelp("Require Authorization: Bearer <token> for HTTP writes ($REPLAY_HTTP_TOKEN).", valueName: "token"))
+    @Option(
+        name: .customLong("http-token"), help: ArgumentHelp("Require Authorization: Bearer <token> for HTTP writes ($REPLAY_HTTP_TOKEN).", valueName: "token"))
     var httpToken: String?
 
     @Flag(name: .customLong("http-token-reads"), help: "Require the token for HTTP reads too (GET, HEAD, /metrics, the page).")

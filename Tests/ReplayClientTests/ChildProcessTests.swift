@@ -1,4 +1,5 @@
 import Foundation
+import ReplayTesting
 import Testing
 
 /// The daemon and the test processes start children with swift-subprocess, never with
@@ -11,7 +12,7 @@ import Testing
 @Suite("child processes")
 struct ChildProcessTests {
     @Test func nothingStartsAChildWithFoundationsProcess() throws {
-        let root = ArchitectureDocTests.root
+        let root = repositoryRoot
         let files = try FileManager.default.subpathsOfDirectory(atPath: root)
             .filter { ($0.hasPrefix("Sources/") || $0.hasPrefix("Tests/")) && $0.hasSuffix(".swift") }
         let pattern = #"\bProcess\s*\(\s*\)|\bProcess\.run\(|:\s*Process\b|\bPipe\s*\(\s*\)"#

@@ -14,10 +14,11 @@ struct GuaranteeClientTests {
             let client = try await ReplayClient.connect(to: daemon.socketPath)
             #expect(try await client.publish("account", "opened", expect: 0) == 1)
             await #expect(throws: ReplayClientError.self) { try await client.publish("account", "again", expect: 0) }
-            #expect(try await client.publishAtomically([
-                AtomicEvent(stream: "account", "deposited 10", expect: 1),
-                AtomicEvent(stream: "audit", "account +10"),
-            ]) == [2, 1])
+            #expect(
+                try await client.publishAtomically([
+                    AtomicEvent(stream: "account", "deposited 10", expect: 1),
+                    AtomicEvent(stream: "audit", "account +10"),
+                ]) == [2, 1])
 
             let durable = try await client.subscribe("account", durable: "projector")
             var events = durable.makeAsyncIterator()
@@ -80,7 +81,8 @@ struct GuaranteeClientTests {
             let rest = try await runProgram(ctl, ["subscribe", "ledger", "--durable", "auditor", "--count", "2"] + socket)
             #expect(rest.stdout == "p\nq\n", "the second run resumes after the first one's acknowledgements")
             let consumers = try await runProgram(ctl, ["consumers", "ledger"] + socket)
-            #expect(consumers.stdout.contains("auditor") && consumers.stdout.split(separator: "\n").last?.hasSuffix("6          0") == true, "\(consumers.stdout)")
+            #expect(
+                consumers.stdout.contains("auditor") && consumers.stdout.split(separator: "\n").last?.hasSuffix("6          0") == true, "\(consumers.stdout)")
         }
     }
 

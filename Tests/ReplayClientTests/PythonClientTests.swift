@@ -23,7 +23,8 @@ struct PythonClientTests {
     @Test func swiftReceivesInOrderWhatPythonPublished() async throws {
         try await withDaemon { daemon in
             let lines = (1...500).map { "python \($0)" }
-            let result = try await runProgram("/usr/bin/env", ["python3", Self.script, "--socket", daemon.socketPath, "pub", "interop"], stdin: lines.joined(separator: "\n") + "\n")
+            let result = try await runProgram(
+                "/usr/bin/env", ["python3", Self.script, "--socket", daemon.socketPath, "pub", "interop"], stdin: lines.joined(separator: "\n") + "\n")
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout == (1...500).map { "\($0)\n" }.joined())
             let client = try await ReplayClient.connect(to: daemon.socketPath)

@@ -28,7 +28,10 @@ struct ReplayctlTests {
             let socket = directory + "/nobody.sock"
             let result = try await runProgram(try replayctl, ["ping", "--socket", socket])
             #expect(result.status == 3)
-            #expect(result.stderr == "replayctl: replayd is not running on \(socket) (No such file or directory); start it with `replayd --socket \(socket)` or set REPLAY_SOCKET\n")
+            #expect(
+                result.stderr
+                    == "replayctl: replayd is not running on \(socket) (No such file or directory); start it with `replayd --socket \(socket)` or set REPLAY_SOCKET\n"
+            )
             #expect(result.stdout.isEmpty)
         }
     }
@@ -47,7 +50,8 @@ struct ReplayctlTests {
             let sent = try await runProgram(ctl, ["--socket", daemon.socketPath, "send", "orders", #"{"id":1}"#, #"{"id":2}"#])
             #expect(sent.status == 0)
             #expect(sent.stdout == "1\n2\n")
-            let piped = try await runProgram(ctl, ["send", "orders", "--socket", daemon.socketPath], stdin: (3...10_002).map { "line \($0)" }.joined(separator: "\n") + "\n")
+            let piped = try await runProgram(
+                ctl, ["send", "orders", "--socket", daemon.socketPath], stdin: (3...10_002).map { "line \($0)" }.joined(separator: "\n") + "\n")
             #expect(piped.status == 0)
             #expect(piped.stdout == (3...10_002).map { "\($0)\n" }.joined())
             let quiet = try await runProgram(ctl, ["send", "-q", "orders", "x", "--socket", daemon.socketPath])

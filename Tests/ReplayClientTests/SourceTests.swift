@@ -210,7 +210,8 @@ struct SourceTests {
     @Test func resetRunsTheSourceAgainWithTheLastSequenceInItsEnvironment() async throws {
         try await withDaemon { daemon in
             let client = try await ReplayClient.connect(to: daemon.socketPath)
-            try await client.create("resumable", unlimited: true, source: #"echo "after $REPLAY_LAST_SEQ ($REPLAY_LAST_PAYLOAD) in $REPLAY_STREAM""#, connect: "eager")
+            try await client.create(
+                "resumable", unlimited: true, source: #"echo "after $REPLAY_LAST_SEQ ($REPLAY_LAST_PAYLOAD) in $REPLAY_STREAM""#, connect: "eager")
             try await eventually("the first run") { try await client.info("resumable").terminal == "completed" }
             try await client.reset("resumable", keepHistory: true)
             try await eventually("the second run") { try await client.info("resumable").terminal == "completed" }
@@ -239,7 +240,9 @@ struct SourceTests {
         }
     }
 
-    @Test(arguments: [("nul", #"printf 'a\0b\nc\0'"#, ["a", "b\nc"]), ("whole", "printf 'one\ntwo\n'", ["one\ntwo\n"]), ("lines", "printf 'x\r\ny\nz'", ["x", "y", "z"])])
+    @Test(arguments: [
+        ("nul", #"printf 'a\0b\nc\0'"#, ["a", "b\nc"]), ("whole", "printf 'one\ntwo\n'", ["one\ntwo\n"]), ("lines", "printf 'x\r\ny\nz'", ["x", "y", "z"]),
+    ])
     func framings(framing: String, command: String, expected: [String]) async throws {
         try await withDaemon { daemon in
             let client = try await ReplayClient.connect(to: daemon.socketPath)

@@ -1,7 +1,8 @@
 import Foundation
 import ReplayCore
-@testable import ReplayClient
 import Testing
+
+@testable import ReplayClient
 
 /// A subscription's events between the connection and its consumer.
 @Suite("SubscriptionFeed")

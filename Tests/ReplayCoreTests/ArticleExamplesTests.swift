@@ -36,12 +36,13 @@ struct ArticleExamplesTests {
         timeline.scheduler.at(0.1) { cold.subscribe(timeline.observer("1")) }
         timeline.scheduler.at(1.0) { cold.subscribe(timeline.observer("2")) }
         timeline.scheduler.run()
-        #expect(timeline.all == [
-            .init(0.1, "source", "work"),
-            .init(0.1, "1", "1"), .init(0.1, "1", "2"), .init(0.1, "1", "3"), .init(0.1, "1", "completed"),
-            .init(1, "source", "work"),
-            .init(1, "2", "1"), .init(1, "2", "2"), .init(1, "2", "3"), .init(1, "2", "completed"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(0.1, "source", "work"),
+                .init(0.1, "1", "1"), .init(0.1, "1", "2"), .init(0.1, "1", "3"), .init(0.1, "1", "completed"),
+                .init(1, "source", "work"),
+                .init(1, "2", "1"), .init(1, "2", "2"), .init(1, "2", "3"), .init(1, "2", "completed"),
+            ])
     }
 
     @Test func E2_publishedSignalIsSharedAndLateSubscribersMissEarlierValues() {
@@ -52,13 +53,14 @@ struct ArticleExamplesTests {
         timeline.scheduler.at(1.1) { connection.signal.subscribe(timeline.observer("1")) }
         timeline.scheduler.at(2.1) { connection.signal.subscribe(timeline.observer("2")) }
         timeline.scheduler.run()
-        #expect(timeline.all == [
-            .init(0, "source", "subscribed"),
-            .init(2, "1", "2"),
-            .init(3, "1", "3"), .init(3, "2", "3"),
-            .init(4, "1", "completed"), .init(4, "2", "completed"),
-            .init(4, "source", "disposed"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(0, "source", "subscribed"),
+                .init(2, "1", "2"),
+                .init(3, "1", "3"), .init(3, "2", "3"),
+                .init(4, "1", "completed"), .init(4, "2", "completed"),
+                .init(4, "source", "disposed"),
+            ])
     }
 
     /// E3: one request feeds title, description and a rendered description; three bindings
@@ -105,11 +107,12 @@ struct ArticleExamplesTests {
         }
         s.at(2) { subject.send("package 2") }
         s.run()
-        #expect(timeline.all == [
-            .init(1, "1", "package 1"), .init(1, "2", "package 1"),
-            .init(2, "1", "package 2"), .init(2, "2", "package 2"),
-            .init(2, "3", "package 2"), .init(2, "4", "package 2"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(1, "1", "package 1"), .init(1, "2", "package 1"),
+                .init(2, "1", "package 2"), .init(2, "2", "package 2"),
+                .init(2, "3", "package 2"), .init(2, "4", "package 2"),
+            ])
         // The replay-subject half of E4, shared with the SQLite buffer's suite.
         try await ReplaySubjectConformance { RingBuffer(capacity: $0) }.e4ReplaySubjectGivesHistoryToLateSubscribers()
     }
@@ -171,14 +174,15 @@ struct ArticleExamplesTests {
         again.scheduler.at(6) { subs.withLock { $0[1].dispose() } }
         again.scheduler.at(8) { refCounted.subscribe(again.observer("3")) }
         again.scheduler.advance(to: 10)
-        #expect(again.all == [
-            .init(2, "source", "subscribed"),
-            .init(3.5, "1", "A"),
-            .init(5, "1", "B"), .init(5, "2", "B"),
-            .init(6, "source", "disposed"),
-            .init(8, "source", "subscribed"),
-            .init(9.5, "3", "A"),
-        ])
+        #expect(
+            again.all == [
+                .init(2, "source", "subscribed"),
+                .init(3.5, "1", "A"),
+                .init(5, "1", "B"), .init(5, "2", "B"),
+                .init(6, "source", "disposed"),
+                .init(8, "source", "subscribed"),
+                .init(9.5, "3", "A"),
+            ])
     }
 
     @Test func E8_publishReplayReplayLastAndReplayLazily() {
@@ -223,10 +227,11 @@ struct ArticleExamplesTests {
         s.at(1.1) { pipe.signal.subscribe(timeline.observer("3")) }
         s.at(2) { pipe.send("p2") }
         s.run()
-        #expect(timeline.all == [
-            .init(1, "2", "p1"), .init(1, "1", "p1"),
-            .init(2, "2", "p2"), .init(2, "1", "p2"), .init(2, "3", "p2"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(1, "2", "p1"), .init(1, "1", "p1"),
+                .init(2, "2", "p2"), .init(2, "1", "p2"), .init(2, "3", "p2"),
+            ])
     }
 
     @Test func E10_coldProducerRunsOncePerStartRelativeToEachStart() {
@@ -235,13 +240,14 @@ struct ArticleExamplesTests {
         timeline.scheduler.at(2) { producer.subscribe(timeline.observer("first")) }
         timeline.scheduler.at(3) { producer.subscribe(timeline.observer("second")) }
         timeline.scheduler.run()
-        #expect(timeline.all == [
-            .init(2, "source", "subscribed"),
-            .init(3, "source", "subscribed"),
-            .init(3, "first", "p1"),
-            .init(4, "first", "p2"), .init(4, "second", "p1"),
-            .init(5, "second", "p2"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(2, "source", "subscribed"),
+                .init(3, "source", "subscribed"),
+                .init(3, "first", "p1"),
+                .init(4, "first", "p2"), .init(4, "second", "p1"),
+                .init(5, "second", "p2"),
+            ])
     }
 
     @Test func E11_bufferReplaysToLateSubscriber() async throws {
@@ -269,9 +275,10 @@ struct ArticleExamplesTests {
         timeline.scheduler.at(2) { buffer.signal.subscribe(timeline.observer("1")) }
         timeline.scheduler.at(4) { buffer.signal.subscribe(timeline.observer("2")) }
         timeline.scheduler.run()
-        #expect(timeline.all == [
-            .init(0, "buffer", "produce Hello"), .init(2, "1", "Hello"), .init(4, "2", "Hello"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(0, "buffer", "produce Hello"), .init(2, "1", "Hello"), .init(4, "2", "Hello"),
+            ])
     }
 
     @Test func E14_replayLazilyStartsOnFirstSubscriptionOnly() {
@@ -284,9 +291,10 @@ struct ArticleExamplesTests {
         timeline.scheduler.at(2) { hello.subscribe(timeline.observer("1")) }
         timeline.scheduler.at(4) { hello.subscribe(timeline.observer("2")) }
         timeline.scheduler.run()
-        #expect(timeline.all == [
-            .init(2, "source", "send hello"), .init(2, "1", "Hello"), .init(4, "2", "Hello"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(2, "source", "send hello"), .init(2, "1", "Hello"), .init(4, "2", "Hello"),
+            ])
     }
 
     @Test func E15_capacityLimitsReplayAndReplayLazilyStarterSeesEverything() async throws {
@@ -311,14 +319,15 @@ struct ArticleExamplesTests {
         timeline.scheduler.at(4) { connection.signal.subscribe(timeline.observer("1")) }
         timeline.scheduler.at(8) { connection.signal.subscribe(timeline.observer("2")) }
         timeline.scheduler.run()
-        #expect(timeline.all == [
-            .init(2, "source", "subscribed"),
-            .init(4, "1", "A"),
-            .init(5, "1", "B"),
-            .init(7, "1", "completed"),
-            .init(7, "source", "disposed"),
-            .init(8, "2", "A"), .init(8, "2", "B"), .init(8, "2", "completed"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(2, "source", "subscribed"),
+                .init(4, "1", "A"),
+                .init(5, "1", "B"),
+                .init(7, "1", "completed"),
+                .init(7, "source", "disposed"),
+                .init(8, "2", "A"), .init(8, "2", "B"), .init(8, "2", "completed"),
+            ])
     }
 
     @Test func E17_createSignalDisposableRunsOnceAfterCompletionOrOnEarlierDisposal() {
@@ -391,10 +400,11 @@ struct ArticleExamplesTests {
         s.at(1.0) { text.send("swift") }
         s.run()
         #expect(searches.withLock { $0 } == ["swi", "swift"])
-        #expect(timeline.all == [
-            .init(0.5, "ui", "results for swi"),
-            .init(1.3, "ui", "results for swi, results for swift"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(0.5, "ui", "results for swi"),
+                .init(1.3, "ui", "results for swi, results for swift"),
+            ])
     }
 
     @Test func E19_commandExecutionsAreHotAndReportExecutingAndErrors() {
@@ -405,7 +415,9 @@ struct ArticleExamplesTests {
             Signal { observer in
                 runs.withLock { $0 += 1 }
                 return s.after(1) {
-                    if input < 0 { observer.sendFailed(TestFailure("negative")) } else {
+                    if input < 0 {
+                        observer.sendFailed(TestFailure("negative"))
+                    } else {
                         observer.send("done \(input)")
                         observer.sendCompleted()
                     }
@@ -424,18 +436,19 @@ struct ArticleExamplesTests {
         s.at(3) { command.execute(-1) }
         s.run()
         #expect(runs.withLock { $0 } == 2, "each execution runs once, refused ones never")
-        #expect(timeline.all == [
-            .init(0, "executing", "false"),
-            .init(1, "executing", "true"),
-            .init(1, "refused", "failed: the command is executing and does not allow concurrent execution"),
-            .init(2, "executions", "done 1"),
-            .init(2, "caller", "done 1"),
-            .init(2, "caller", "completed"),
-            .init(2, "executing", "false"),
-            .init(3, "executing", "true"),
-            .init(4, "errors", "negative"),
-            .init(4, "executing", "false"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(0, "executing", "false"),
+                .init(1, "executing", "true"),
+                .init(1, "refused", "failed: the command is executing and does not allow concurrent execution"),
+                .init(2, "executions", "done 1"),
+                .init(2, "caller", "done 1"),
+                .init(2, "caller", "completed"),
+                .init(2, "executing", "false"),
+                .init(3, "executing", "true"),
+                .init(4, "errors", "negative"),
+                .init(4, "executing", "false"),
+            ])
     }
 
     @Test func E19_concurrentCommandAllowsOverlappingExecutions() {

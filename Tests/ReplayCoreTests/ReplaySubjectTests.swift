@@ -30,10 +30,11 @@ struct ReplaySubjectTests {
         let results = Locked<[String]>([])
         for event in [Event<String>.value("a"), .value("b"), .completed, .value("late")] {
             subject.send(event) { result in
-                let line = switch result {
-                case .success(let entry): "\(entry.sequence)"
-                case .failure(let error): "\(error)"
-                }
+                let line =
+                    switch result {
+                    case .success(let entry): "\(entry.sequence)"
+                    case .failure(let error): "\(error)"
+                    }
                 results.withLock { $0.append(line) }
             }
         }

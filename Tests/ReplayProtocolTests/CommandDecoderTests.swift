@@ -1,7 +1,8 @@
 import NIOCore
 import NIOTestUtils
-@testable import ReplayProtocol
 import Testing
+
+@testable import ReplayProtocol
 
 @Suite("CommandDecoder")
 struct CommandDecoderTests {
@@ -14,24 +15,29 @@ struct CommandDecoderTests {
     }
 
     @Test func decodesEveryVerbWithCRLFOrLF() throws {
-        let text = "PUB orders 8\r\n{\"id\":1}\r\nsub orders s1 from=5\nUNSUB s1\nCREATE t capacity=10 max_bytes=100 max_age=60\r\n"
+        let text =
+            "PUB orders 8\r\n{\"id\":1}\r\nsub orders s1 from=5\nUNSUB s1\nCREATE t capacity=10 max_bytes=100 max_age=60\r\n"
             + "CREATE u capacity=unlimited connect=lazy source=4 framing=lines\ndate\nDELETE t\nINFO t\nLIST\nCOMPLETE t\n"
             + "FAIL t 4\nboom\nRESET t drop\nPING\n\n\r\n"
-        #expect(try decodeAll(text) == [
-            .command(.publish(stream: "orders", payload: ByteBuffer(string: "{\"id\":1}"))),
-            .command(.subscribe(stream: "orders", sid: "s1", start: .from(5))),
-            .command(.unsubscribe(sid: "s1")),
-            .command(.create(stream: "t", options: CreateOptions(capacity: .count(10), maxBytes: 100, maxAge: 60))),
-            .command(.create(stream: "u", options: CreateOptions(
-                capacity: .unlimited, source: "date", connect: "lazy", sourceOptions: ["framing": "lines"]))),
-            .command(.delete(stream: "t")),
-            .command(.info(stream: "t")),
-            .command(.list),
-            .command(.complete(stream: "t")),
-            .command(.fail(stream: "t", message: "boom")),
-            .command(.reset(stream: "t", keepHistory: false)),
-            .command(.ping),
-        ])
+        #expect(
+            try decodeAll(text) == [
+                .command(.publish(stream: "orders", payload: ByteBuffer(string: "{\"id\":1}"))),
+                .command(.subscribe(stream: "orders", sid: "s1", start: .from(5))),
+                .command(.unsubscribe(sid: "s1")),
+                .command(.create(stream: "t", options: CreateOptions(capacity: .count(10), maxBytes: 100, maxAge: 60))),
+                .command(
+                    .create(
+                        stream: "u",
+                        options: CreateOptions(
+                            capacity: .unlimited, source: "date", connect: "lazy", sourceOptions: ["framing": "lines"]))),
+                .command(.delete(stream: "t")),
+                .command(.info(stream: "t")),
+                .command(.list),
+                .command(.complete(stream: "t")),
+                .command(.fail(stream: "t", message: "boom")),
+                .command(.reset(stream: "t", keepHistory: false)),
+                .command(.ping),
+            ])
     }
 
     @Test func startPositions() throws {
@@ -95,12 +101,17 @@ struct CommandDecoderTests {
     @Test func nioDecoderVerifier() throws {
         let input = ByteBuffer(string: "PUB a 3\r\nxyz\r\nSUB a s1 last=2\r\nPING\r\nFAIL a 2\r\nno\r\n")
         try ByteToMessageDecoderVerifier.verifyDecoder(
-            inputOutputPairs: [(input, [
-                .command(.publish(stream: "a", payload: ByteBuffer(string: "xyz"))),
-                .command(.subscribe(stream: "a", sid: "s1", start: .last(2))),
-                .command(.ping),
-                .command(.fail(stream: "a", message: "no")),
-            ])],
+            inputOutputPairs: [
+                (
+                    input,
+                    [
+                        .command(.publish(stream: "a", payload: ByteBuffer(string: "xyz"))),
+                        .command(.subscribe(stream: "a", sid: "s1", start: .last(2))),
+                        .command(.ping),
+                        .command(.fail(stream: "a", message: "no")),
+                    ]
+                )
+            ],
             decoderFactory: { CommandDecoder() })
     }
 

@@ -1,6 +1,7 @@
 import NIOCore
-@testable import ReplayProtocol
 import Testing
+
+@testable import ReplayProtocol
 
 /// The frames that come once per event (PUB, `+OK <seq>`, EVENT) are encoded and decoded
 /// on fast paths that bypass the general word splitting. These tests hold the fast paths

@@ -30,12 +30,14 @@ struct AccessTests {
     @Test func sourcesCanBeRefusedOverTheSocketAndDeclaredInAFile() async throws {
         try await withTemporaryDirectory { directory in
             let declarations = directory + "/streams.json"
-            try Data(#"""
+            try Data(
+                #"""
                 {"streams": [
                   {"name": "declared", "capacity": -1, "source": "echo from the config file", "connect": "eager"},
                   {"name": "plain", "capacity": 5}
                 ]}
-                """#.utf8).write(to: URL(fileURLWithPath: declarations))
+                """#.utf8
+            ).write(to: URL(fileURLWithPath: declarations))
             let daemon = try await TestDaemon.start(in: directory, arguments: ["--no-socket-sources", "--config", declarations])
             try await withWireClient(daemon.socketPath) { client in
                 try await client.send(.create(stream: "sneaky", options: CreateOptions(source: "id", connect: "eager")))

@@ -9,7 +9,8 @@ struct BadInputTests {
     @Test func garbageUnknownVerbsAndOversizePayloadsGetErrorsAndTheConnectionGoesOn() async throws {
         try await withDaemon(arguments: ["--max-payload", "16"]) { daemon in
             try await withWireClient(daemon.socketPath) { client in
-                try await client.send("HELLO there\r\n\u{1}\u{2}\u{3}\r\nPUB\r\nPUB s -5\r\nSUB s\r\nPUB s 17\r\n0123456789abcdefg\r\nPUB s 2\r\nok\r\nPING\r\n")
+                try await client.send(
+                    "HELLO there\r\n\u{1}\u{2}\u{3}\r\nPUB\r\nPUB s -5\r\nSUB s\r\nPUB s 17\r\n0123456789abcdefg\r\nPUB s 2\r\nok\r\nPING\r\n")
                 let frames = try await client.frames(7)
                 let codes = frames.compactMap { if case .error(let e) = $0 { e.code } else { nil } }
                 #expect(codes == [.unknownCommand, .unknownCommand, .badCommand, .badCommand, .badCommand, .payloadTooLarge])

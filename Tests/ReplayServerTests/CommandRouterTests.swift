@@ -2,10 +2,11 @@ import NIOCore
 import NIOEmbedded
 import NIOExtras
 import ReplayProtocol
-@testable import ReplayServer
 import ReplayStore
 import ReplayTesting
 import Testing
+
+@testable import ReplayServer
 
 /// The connection's front door on its event loop, over a real store.
 @Suite("CommandRouter")

@@ -1,5 +1,6 @@
 import NIOCore
 import ReplayProtocol
+
 @testable import ReplayServer
 
 /// Drives a `ConnectionState` with commands and reports, as booleans, what it decided.

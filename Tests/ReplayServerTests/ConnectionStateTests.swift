@@ -1,7 +1,8 @@
 import NIOCore
 import ReplayProtocol
-@testable import ReplayServer
 import Testing
+
+@testable import ReplayServer
 
 /// The connection's bookkeeping, without any I/O.
 @Suite("ConnectionState")
@@ -9,8 +10,9 @@ struct ConnectionStateTests {
     @Test func commandsBecomeActions() {
         var state = ConnectionState(maxSubscriptions: 2)
         #expect(state.receive(.command(.ping)) == .reply(.pong))
-        #expect(state.receive(.command(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
-            == .perform(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
+        #expect(
+            state.receive(.command(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
+                == .perform(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
         #expect(state.receive(.command(.list)) == .perform(.list))
         let bad = ReplayError(.badCommand, "usage")
         #expect(state.receive(.invalid(bad)) == .reply(.error(bad)))

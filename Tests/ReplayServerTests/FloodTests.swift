@@ -40,7 +40,9 @@ struct FloodTests {
                 try await bystander.subscribe("s", sid: "b")
                 let answers = try await blockingCall { try Self.pingFromRawConnections(socket, count: 1_000) }
                 #expect(answers.filter { $0.contains("PONG") }.count == 1_000)
-                #expect(daemon.residentBytes - baseline < memoryBudget(100 << 20), "RSS grew by \((daemon.residentBytes - baseline) >> 20) MB for 1,000 connections")
+                #expect(
+                    daemon.residentBytes - baseline < memoryBudget(100 << 20), "RSS grew by \((daemon.residentBytes - baseline) >> 20) MB for 1,000 connections"
+                )
                 let sequences = try await withWireClient(socket) { publisher in try await publisher.publish("s", ["after the flood"]) }
                 #expect(sequences == [1])
                 #expect(try await bystander.events(1).map(\.1) == ["after the flood"])

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ReplayServer
 import Testing
+
+@testable import ReplayServer
 
 /// A source's output cut into events, however the pipe splits it.
 @Suite("Framer")

@@ -24,8 +24,10 @@ struct GuaranteesTests {
                             var won = 0
                             var last: UInt64 = 0
                             while won < perWriter {
-                                try await client.send(.publishChecked(
-                                    stream: "ledger", payload: ByteBuffer(string: "w\(writer)-\(won)"), checks: AppendConditions(expectedLastSequence: last)))
+                                try await client.send(
+                                    .publishChecked(
+                                        stream: "ledger", payload: ByteBuffer(string: "w\(writer)-\(won)"), checks: AppendConditions(expectedLastSequence: last)
+                                    ))
                                 switch try await client.expectFrame() {
                                 case .published(let sequence):
                                     #expect(sequence == last + 1)
@@ -78,8 +80,10 @@ struct GuaranteesTests {
                 try await publisher.send(.publishChecked(stream: "pay", payload: ByteBuffer(string: "charge 10"), checks: stamp))
                 #expect(try await publisher.expectFrame() == .published(sequence: original))
                 // The old instance (a lower epoch) is fenced.
-                try await publisher.send(.publishChecked(
-                    stream: "pay", payload: ByteBuffer(string: "zombie"), checks: AppendConditions(producer: ProducerStamp(id: "billing", epoch: 3, sequence: 1))))
+                try await publisher.send(
+                    .publishChecked(
+                        stream: "pay", payload: ByteBuffer(string: "zombie"),
+                        checks: AppendConditions(producer: ProducerStamp(id: "billing", epoch: 3, sequence: 1))))
                 guard case .error(let error) = try await publisher.expectFrame() else { throw TestFailure("a stale epoch must be refused") }
                 #expect(error.code == .staleEpoch && error.message.contains("epoch=4"))
             }
@@ -98,11 +102,12 @@ struct GuaranteesTests {
                 try await watcher.subscribe("orders", sid: "o")
                 try await withWireClient(daemon.socketPath) { client in
                     let send = { (expectOrders: UInt64?, tag: String) in
-                        try await client.send(.atomic([
-                            AtomicEvent(stream: "orders", payload: ByteBuffer(string: "\(tag)-order"), expect: expectOrders),
-                            AtomicEvent(stream: "stock", payload: ByteBuffer(string: "\(tag)-stock")),
-                            AtomicEvent(stream: "orders", payload: ByteBuffer(string: "\(tag)-paid")),
-                        ]))
+                        try await client.send(
+                            .atomic([
+                                AtomicEvent(stream: "orders", payload: ByteBuffer(string: "\(tag)-order"), expect: expectOrders),
+                                AtomicEvent(stream: "stock", payload: ByteBuffer(string: "\(tag)-stock")),
+                                AtomicEvent(stream: "orders", payload: ByteBuffer(string: "\(tag)-paid")),
+                            ]))
                     }
                     try await send(0, "first")
                     #expect(try await client.expectFrame() == .publishedAll([1, 1, 2]))

@@ -110,7 +110,8 @@ struct HTTPFrontDoorTests {
             let arguments = ["--http", "127.0.0.1:0"]
             var daemon = try await TestDaemon.start(in: directory, arguments: arguments)
             var http = try HTTPTestClient(address: try await daemon.httpAddress())
-            _ = try await http.request("PUT", "/v1/stream/log", headers: [("Content-Type", "application/json"), ("Stream-TTL", "3600")], body: #"[{"n":1},{"n":2}]"#)
+            _ = try await http.request(
+                "PUT", "/v1/stream/log", headers: [("Content-Type", "application/json"), ("Stream-TTL", "3600")], body: #"[{"n":1},{"n":2}]"#)
             _ = try await http.request("PUT", "/v1/stream/done", headers: [("Content-Type", "text/plain"), ("Stream-Closed", "true")], body: "final")
             await daemon.stop()
 
@@ -254,7 +255,9 @@ struct HTTPFrontDoorTests {
             #expect(try await http.request("GET", path + "?offset=1&offset=2").status == 400)
             #expect(try await http.request("GET", path + "?offset=-1&live=forever").status == 400)
             #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "01")]).status == 400)
-            #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "5"), ("Stream-Expires-At", "2030-01-01T00:00:00Z")]).status == 400)
+            #expect(
+                try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "5"), ("Stream-Expires-At", "2030-01-01T00:00:00Z")]).status == 400
+            )
             #expect(try await http.request("PUT", "/v1/stream/bad//name", headers: [auth]).status == 400)
             // Numbers at the edge of their types are clear errors or plain answers, never a crash.
             #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "9223372036854775807")]).status == 400)

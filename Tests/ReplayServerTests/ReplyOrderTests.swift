@@ -1,8 +1,9 @@
 import NIOCore
 import ReplayCore
 import ReplayProtocol
-@testable import ReplayServer
 import Testing
+
+@testable import ReplayServer
 
 /// Replies leave in command order, whatever order they are filled in, each once.
 @Suite("ReplyOrder")

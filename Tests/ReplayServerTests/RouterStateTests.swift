@@ -1,7 +1,8 @@
 import NIOCore
 import ReplayProtocol
-@testable import ReplayServer
 import Testing
+
+@testable import ReplayServer
 
 /// Every transition of the router's state machine, without a channel: what a connection
 /// does with each command in each phase, and when it reads.

@@ -1,9 +1,9 @@
 import Foundation
 import NIOCore
-import ReplayProtocol
-import ReplayTesting
 import ReplayClient
 import ReplayCore
+import ReplayProtocol
+import ReplayTesting
 import Testing
 
 /// Several hosts, one log: two real `replayd` on one real PostgreSQL database, each with
@@ -255,7 +255,9 @@ func withTwoDaemons(on url: String? = nil, arguments: [String] = [], _ body: (Te
             do {
                 try await body(first, second)
             } catch {
-                Issue.record("the daemons' state and logs:\n\(await TestDaemon.stateDump(socketPath: first.socketPath))\n\(await TestDaemon.stateDump(socketPath: second.socketPath))\n\(first.log.suffix(3000))\n\(second.log.suffix(3000))")
+                Issue.record(
+                    "the daemons' state and logs:\n\(await TestDaemon.stateDump(socketPath: first.socketPath))\n\(await TestDaemon.stateDump(socketPath: second.socketPath))\n\(first.log.suffix(3000))\n\(second.log.suffix(3000))"
+                )
                 await first.stop(SIGKILL)
                 await second.stop(SIGKILL)
                 throw error

@@ -1,8 +1,9 @@
 import Foundation
 import ReplayProtocol
+import Testing
+
 @testable import ReplayServer
 @testable import ReplayStore
-import Testing
 
 /// The hub's cursor logic, without a daemon: what a subscription at each position does,
 /// and that a parked cursor is woken by every kind of change.

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
-@testable import ReplayStore
 import ReplayTesting
 import Subprocess
 import SystemPackage
 import Testing
+
+@testable import ReplayStore
 
 @Suite("Durability")
 struct DurabilityTests {

@@ -2,9 +2,10 @@ import Dispatch
 import Foundation
 import ReplayCore
 import ReplayModel
-@testable import ReplayStore
 import ReplayTesting
 import Testing
+
+@testable import ReplayStore
 
 /// Expected sequence, idempotent producers, atomic sends and durable consumers: checks
 /// inside the writer's transaction, on a real SQLite file.
@@ -104,7 +105,9 @@ struct GuaranteeTests {
             defer { store.close() }
             let results = Results()
             let send = { (token: UInt64, epoch: UInt64, pseq: UInt64) in
-                store.append(Data("e\(epoch)p\(pseq)".utf8), to: "s", conditions: .init(producer: .init(id: "w", epoch: epoch, sequence: pseq)), sink: results, token: token)
+                store.append(
+                    Data("e\(epoch)p\(pseq)".utf8), to: "s", conditions: .init(producer: .init(id: "w", epoch: epoch, sequence: pseq)), sink: results,
+                    token: token)
             }
             send(0, 0, 0)
             send(1, 0, 2)  // pseq 1 skipped
@@ -140,8 +143,9 @@ struct GuaranteeTests {
             long.record(ProducerStamp(id: "p", epoch: 0, sequence: pseq), sequence: sequence + pseq * 2, now: 0)
         }
         #expect(long.runs.count <= ProducerState.maxRuns)
-        #expect(ProducerState.judge(long, ProducerStamp(id: "p", epoch: 0, sequence: 3), stream: "s") == .duplicate(nil),
-                "a retry older than the window is still a duplicate, without its number")
+        #expect(
+            ProducerState.judge(long, ProducerStamp(id: "p", epoch: 0, sequence: 3), stream: "s") == .duplicate(nil),
+            "a retry older than the window is still a duplicate, without its number")
     }
 
     @Test(arguments: StoreKind.allCases) func anAtomicSendAcrossTwoStreamsWithOneFailingCheckStoresNothingInEither(_ kind: StoreKind) async throws {
@@ -151,16 +155,18 @@ struct GuaranteeTests {
             _ = try await store.appendAll(["a1"], to: "a")
             _ = try await store.appendAll(["b1", "b2"], to: "b")
             let results = Results()
-            store.appendAtomically([
-                AtomicAppend(stream: "a", payload: Data("a2".utf8), expectedLastSequence: 1),
-                AtomicAppend(stream: "c", payload: Data("c1".utf8)),  // a stream the send would create
-                AtomicAppend(stream: "b", payload: Data("b3".utf8), expectedLastSequence: 1),  // wrong: b is at 2
-            ], sink: results, token: 0)
-            store.appendAtomically([
-                AtomicAppend(stream: "a", payload: Data("a2".utf8), expectedLastSequence: 1),
-                AtomicAppend(stream: "b", payload: Data("b3".utf8), expectedLastSequence: 2),
-                AtomicAppend(stream: "a", payload: Data("a3".utf8)),
-            ], sink: results, token: 1)
+            store.appendAtomically(
+                [
+                    AtomicAppend(stream: "a", payload: Data("a2".utf8), expectedLastSequence: 1),
+                    AtomicAppend(stream: "c", payload: Data("c1".utf8)),  // a stream the send would create
+                    AtomicAppend(stream: "b", payload: Data("b3".utf8), expectedLastSequence: 1),  // wrong: b is at 2
+                ], sink: results, token: 0)
+            store.appendAtomically(
+                [
+                    AtomicAppend(stream: "a", payload: Data("a2".utf8), expectedLastSequence: 1),
+                    AtomicAppend(stream: "b", payload: Data("b3".utf8), expectedLastSequence: 2),
+                    AtomicAppend(stream: "a", payload: Data("a3".utf8)),
+                ], sink: results, token: 1)
             let got = try await results.wait(for: 2)
             #expect(got[0]?.sequence == .failure(.wrongLastSequence(stream: "b", last: 2, expected: 1)))
             #expect(got[1]?.sequence == .success(2) && got[1]?.more == [3, 3])
@@ -186,7 +192,9 @@ struct GuaranteeTests {
                     }
                 }
                 try await ack(2)
-                await #expect(throws: StoreError.invalidAck("consumer 'mailer' already acknowledged up to 2; acknowledgements are cumulative and never go back")) { try await ack(1) }
+                await #expect(
+                    throws: StoreError.invalidAck("consumer 'mailer' already acknowledged up to 2; acknowledgements are cumulative and never go back")
+                ) { try await ack(1) }
                 await #expect(throws: StoreError.invalidAck("9 is beyond the last sequence number of 's', 4")) { try await ack(9) }
                 await #expect(throws: StoreError.unknownConsumer(stream: "s", name: "other")) {
                     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in

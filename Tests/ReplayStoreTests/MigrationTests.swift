@@ -2,9 +2,10 @@ import Foundation
 import GRDB
 import ReplayCore
 import ReplayModel
-@testable import ReplayStore
 import ReplayTesting
 import Testing
+
+@testable import ReplayStore
 
 @Suite("Schema and migrations")
 struct MigrationTests {
@@ -44,11 +45,12 @@ struct MigrationTests {
                 let queue = try DatabaseQueue(path: path)
                 try Migrations.migrator(upTo: "0001_initial").migrate(queue)
                 try await queue.write { db in
-                    try db.execute(sql: """
-                        INSERT INTO streams (name, capacity, created_at, first_seq, last_seq, event_count, byte_count)
-                        VALUES ('old', 5, '2026-01-01T00:00:00.000Z', 1, 1, 1, 3);
-                        INSERT INTO event_log VALUES (1, 1, '2026-01-01T00:00:00.000Z', CAST('hey' AS BLOB));
-                        """)
+                    try db.execute(
+                        sql: """
+                            INSERT INTO streams (name, capacity, created_at, first_seq, last_seq, event_count, byte_count)
+                            VALUES ('old', 5, '2026-01-01T00:00:00.000Z', 1, 1, 1, 3);
+                            INSERT INTO event_log VALUES (1, 1, '2026-01-01T00:00:00.000Z', CAST('hey' AS BLOB));
+                            """)
                 }
                 try queue.close()
             }

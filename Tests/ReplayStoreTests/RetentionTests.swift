@@ -7,7 +7,8 @@ import Testing
 
 @Suite("Retention")
 struct RetentionTests {
-    @Test(arguments: StoreKind.allCases, [(0, [String]()), (1, ["e5"]), (3, ["e3", "e4", "e5"]), (nil, ["e1", "e2", "e3", "e4", "e5"])] as [(Int?, [String])])
+    @Test(
+        arguments: StoreKind.allCases, [(0, [String]()), (1, ["e5"]), (3, ["e3", "e4", "e5"]), (nil, ["e1", "e2", "e3", "e4", "e5"])] as [(Int?, [String])])
     func capacityKeepsTheLastN(_ kind: StoreKind, _ example: (capacity: Int?, expected: [String])) async throws {
         let (capacity, expected) = example
         try await withStoreLocation(kind) { directory in

@@ -17,11 +17,12 @@ struct SQLiteShellTests {
             let db = directory + "/replay.sqlite"
 
             let events = try await shell(#"sqlite3 '\#(db)' "SELECT seq, time, payload FROM events WHERE stream='orders' ORDER BY seq""#)
-            #expect(events == """
-                1|2027-01-15T08:00:00.250Z|{"id":1}
-                2|2027-01-15T08:00:00.250Z|{"id":2}
+            #expect(
+                events == """
+                    1|2027-01-15T08:00:00.250Z|{"id":1}
+                    2|2027-01-15T08:00:00.250Z|{"id":2}
 
-                """)
+                    """)
             let streams = try await shell(#"sqlite3 '\#(db)' "SELECT name, capacity, first_seq, last_seq, event_count, byte_count, terminal FROM streams""#)
             #expect(streams == "orders|100|1|2|2|16|\n")
             // The writer is not blocked by the shell: appends go on.

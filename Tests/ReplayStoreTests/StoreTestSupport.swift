@@ -1,8 +1,9 @@
 import Foundation
-import ReplayCore
-@testable import ReplayStore
-import ReplayTesting
 import GRDB
+import ReplayCore
+import ReplayTesting
+
+@testable import ReplayStore
 
 /// The two databases a store runs on: the store conformance tests run against each.
 enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {

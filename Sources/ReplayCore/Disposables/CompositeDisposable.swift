@@ -1,4 +1,3 @@
-
 /// Disposes a set of disposables together. Anything added after disposal is disposed at once.
 ///
 /// ```swift

@@ -1,4 +1,3 @@
-
 /// Holds one disposable at a time: setting a new one disposes the previous one.
 /// Used where a subscription is replaced, as in `switchToLatest`.
 ///

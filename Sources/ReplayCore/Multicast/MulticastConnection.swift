@@ -1,4 +1,3 @@
-
 /// A cold source shared through a subject: the source runs once per connection, and every
 /// subscriber of `signal` shares that run.
 ///

@@ -40,13 +40,14 @@ extension Signal {
     public func flatten<Inner: Sendable>() -> Signal<Inner> where Value == Signal<Inner> {
         Signal<Inner> { observer in
             let merge = MergeState(SerialDelivery(observer))
-            merge.disposables.add(self.subscribe(events: { event in
-                switch event {
-                case .value(let inner): merge.subscribe(inner)
-                case .failed(let error): merge.output.send(.failed(error))
-                case .completed: merge.finishOne()
-                }
-            }))
+            merge.disposables.add(
+                self.subscribe(events: { event in
+                    switch event {
+                    case .value(let inner): merge.subscribe(inner)
+                    case .failed(let error): merge.output.send(.failed(error))
+                    case .completed: merge.finishOne()
+                    }
+                }))
             return merge.disposables
         }
     }
@@ -78,6 +79,10 @@ private final class MergeState<Inner: Sendable>: Sendable {
     }
 
     func finishOne() {
-        if active.withLock({ $0 -= 1; return $0 == 0 }) { output.send(.completed) }
+        if active.withLock({
+            $0 -= 1; return $0 == 0
+        }) {
+            output.send(.completed)
+        }
     }
 }

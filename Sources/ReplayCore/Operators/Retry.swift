@@ -20,7 +20,9 @@ extension Signal {
             @Sendable func start() {
                 run.inner = self.subscribe(events: { event in
                     guard case .failed = event else { return observer.send(event) }
-                    let attempt = attempts.withLock { $0 += 1; return $0 }
+                    let attempt = attempts.withLock {
+                        $0 += 1; return $0
+                    }
                     guard attempt <= maxRetries else { return observer.send(event) }
                     timer.inner = scheduler.after(delay(attempt)) { start() }
                 })

@@ -11,13 +11,14 @@ extension Signal {
         Signal<State> { observer in
             let state = Locked(start)
             return self.subscribe(events: { event in
-                observer.send(event.map { value in
-                    // A source sends one event at a time, so read-reduce-write cannot
-                    // interleave; `reduce` (user code) runs outside the lock.
-                    let next = reduce(state.withLock { $0 }, value)
-                    state.withLock { $0 = next }
-                    return next
-                })
+                observer.send(
+                    event.map { value in
+                        // A source sends one event at a time, so read-reduce-write cannot
+                        // interleave; `reduce` (user code) runs outside the lock.
+                        let next = reduce(state.withLock { $0 }, value)
+                        state.withLock { $0 = next }
+                        return next
+                    })
             })
         }
     }

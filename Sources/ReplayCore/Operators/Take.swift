@@ -8,12 +8,13 @@ extension Signal {
         Signal { observer in
             let output = SerialDelivery(observer)
             let disposables = CompositeDisposable()
-            disposables.add(trigger.subscribe(events: { event in
-                switch event {
-                case .value, .completed: output.send(.completed)
-                case .failed: break
-                }
-            }))
+            disposables.add(
+                trigger.subscribe(events: { event in
+                    switch event {
+                    case .value, .completed: output.send(.completed)
+                    case .failed: break
+                    }
+                }))
             disposables.add(self.subscribe(events: { output.send($0) }))
             return disposables
         }
@@ -26,7 +27,9 @@ extension Signal {
             let taken = Locked(0)
             return self.subscribe(events: { event in
                 guard case .value = event else { return observer.send(event) }
-                let n = taken.withLock { $0 += 1; return $0 }
+                let n = taken.withLock {
+                    $0 += 1; return $0
+                }
                 if n <= count { observer.send(event) }
                 if n == count { observer.sendCompleted() }
             })

@@ -124,11 +124,12 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// One group commit's results for this connection's PUBs.
     func committed(_ results: [AppendResult]) {
         for result in results {
-            let frame: ServerFrame = switch result.sequence {
-            case .success(let sequence) where result.more.isEmpty: .published(sequence: sequence)
-            case .success(let sequence): .publishedAll([sequence] + result.more)
-            case .failure(let error): .error(ReplayError(error))
-            }
+            let frame: ServerFrame =
+                switch result.sequence {
+                case .success(let sequence) where result.more.isEmpty: .published(sequence: sequence)
+                case .success(let sequence): .publishedAll([sequence] + result.more)
+                case .failure(let error): .error(ReplayError(error))
+                }
             order.fill(result.token, with: frame)
         }
         writeReady()

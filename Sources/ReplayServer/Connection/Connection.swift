@@ -68,7 +68,11 @@ final class Connection: Sendable {
     func run(closing: @escaping @Sendable () -> Void) async {
         let closed = Locked(false)
         let closeOnce: @Sendable () -> Void = {
-            if closed.withLock({ done in defer { done = true }; return !done }) { closing() }
+            if closed.withLock({ done in
+                defer { done = true }; return !done
+            }) {
+                closing()
+            }
         }
         defer { closeOnce() }
         if !context.configuration.access.isOpen {
@@ -76,8 +80,10 @@ final class Connection: Sendable {
             guard let peer, context.configuration.access.allows(peer) else {
                 logger.notice("connection refused", metadata: ["uid": "\(peer?.uid ?? 0)", "gid": "\(peer?.gid ?? 0)", "pid": "\(peer?.pid ?? 0)"])
                 let who = peer.map { "uid \($0.uid), gid \($0.gid)" } ?? "an unknown peer"
-                return await SocketListener.refuse(channel, ReplayError(
-                    .forbidden, "\(who) may not use this replayd (--allow-uid/--allow-gid); ask its operator"))
+                return await SocketListener.refuse(
+                    channel,
+                    ReplayError(
+                        .forbidden, "\(who) may not use this replayd (--allow-uid/--allow-gid); ask its operator"))
             }
         }
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))

@@ -45,8 +45,11 @@ struct ConnectionState {
                 return .reply(.error(ReplayError(.duplicateSubscription, "subscription id '\(sid)' is already in use on this connection")))
             }
             guard subscriptions.count < maxSubscriptions else {
-                return .reply(.error(ReplayError(
-                    .tooManySubscriptions, "this connection has \(maxSubscriptions) subscriptions, the limit; unsubscribe some or open another connection")))
+                return .reply(
+                    .error(
+                        ReplayError(
+                            .tooManySubscriptions,
+                            "this connection has \(maxSubscriptions) subscriptions, the limit; unsubscribe some or open another connection")))
             }
             subscriptions.insert(sid)
         case .unsubscribe(let sid):

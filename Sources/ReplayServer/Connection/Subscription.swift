@@ -71,10 +71,11 @@ struct Subscription: Sendable {
                     await hub.waitForCommit(after: next - 1)
                     phase.enter(.delivering)
                 case .end(let terminal, let last):
-                    let frame: ServerFrame = switch terminal {
-                    case .completed: .completed(stream: stream, sid: sid, lastSequence: last)
-                    case .failed(let message): .failed(stream: stream, sid: sid, lastSequence: last, message: message)
-                    }
+                    let frame: ServerFrame =
+                        switch terminal {
+                        case .completed: .completed(stream: stream, sid: sid, lastSequence: last)
+                        case .failed(let message): .failed(stream: stream, sid: sid, lastSequence: last, message: message)
+                        }
                     try await output.write(frame.bytes)
                     return
                 case .deleted:

@@ -6,11 +6,12 @@ extension CreateOptions {
     /// The stored settings these options ask for. The one translation that CREATE over the
     /// socket and the `--config` declarations share.
     func streamConfig(defaultCapacity: Int?) throws(ReplayError) -> StreamConfig {
-        let capacity: Int? = switch self.capacity {
-        case .count(let n): n
-        case .unlimited: nil
-        case nil: defaultCapacity
-        }
+        let capacity: Int? =
+            switch self.capacity {
+            case .count(let n): n
+            case .unlimited: nil
+            case nil: defaultCapacity
+            }
         var streamSource: StreamSource?
         if let command = source {
             guard let mode = StreamSource.ConnectMode(rawValue: connect ?? CreateOptions.defaultConnect) else {

@@ -59,7 +59,8 @@ public struct ServerConfiguration: Sendable {
     public static var defaultDatabasePath: String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["REPLAY_DB"], !path.isEmpty { return path }
-        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let data =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() + "/.local/share")
         return data + "/replay/replay.sqlite"
     }

@@ -67,7 +67,8 @@ struct StreamDeclarations: Decodable {
                 _ = try await store.create(stream.name, config: config)
             } catch .streamExists {
                 throw ReplayServerError(
-                    "stream \(stream.name) exists with other settings than its declaration; delete it (replayctl delete \(stream.name)) or change the declaration")
+                    "stream \(stream.name) exists with other settings than its declaration; delete it (replayctl delete \(stream.name)) or change the declaration"
+                )
             } catch {
                 throw ReplayServerError("stream \(stream.name): \(error)")
             }

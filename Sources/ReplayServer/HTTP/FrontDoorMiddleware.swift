@@ -32,7 +32,8 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
         let writes = [.put, .post, .delete].contains(request.method)
         guard writes || settings.tokenForReads else { return }
         guard request.headers[.authorization] == "Bearer \(token)" else {
-            throw HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"replay\""], message: "this needs Authorization: Bearer <token> (--http-token)")
+            throw HTTPError(
+                .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"replay\""], message: "this needs Authorization: Bearer <token> (--http-token)")
         }
     }
 }

@@ -119,7 +119,8 @@ extension StreamEndpoint {
         // The same range of an immutable log is the same bytes; closing changes the tag (§10.1).
         let etag = "\"\(info.name)@\(Timestamp.millis(info.createdAt)):\(position):\(cursor.position)\(closed ? ":c" : "")\""
         fields[.eTag] = etag
-        fields[.cacheControl] = settings.token != nil && settings.tokenForReads
+        fields[.cacheControl] =
+            settings.token != nil && settings.tokenForReads
             ? "private, max-age=60, stale-while-revalidate=300" : "public, max-age=60, stale-while-revalidate=300"
         if request.headers[.ifNoneMatch] == etag {
             fields[.contentType] = nil

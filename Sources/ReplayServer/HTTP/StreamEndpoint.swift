@@ -160,7 +160,8 @@ struct StreamEndpoint: Sendable {
         var sameFork = true
         if let request = fork {
             if let existing = info.fork {
-                sameFork = existing.source == request.source && existing.requestedSubOffset == request.subOffset
+                sameFork =
+                    existing.source == request.source && existing.requestedSubOffset == request.subOffset
                     && (request.sequence == nil || request.sequence == existing.requestedSequence)
             } else {
                 sameFork = false

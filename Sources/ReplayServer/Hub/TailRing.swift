@@ -1,5 +1,5 @@
-import Foundation
 import DequeModule
+import Foundation
 import NIOCore
 import ReplayStore
 

@@ -129,8 +129,11 @@ final class SocketListener: Service, Sendable {
                         }
                         guard admitted else {
                             group.addTask { [configuration] in
-                                await Self.refuse(accepted.channel, ReplayError(
-                                    .tooManyConnections, "replayd has \(configuration.maxConnections) connections, its limit (--max-connections); retry later"))
+                                await Self.refuse(
+                                    accepted.channel,
+                                    ReplayError(
+                                        .tooManyConnections,
+                                        "replayd has \(configuration.maxConnections) connections, its limit (--max-connections); retry later"))
                             }
                             continue
                         }

@@ -48,41 +48,42 @@ enum SourceSignal {
                 let pid = Locked<pid_t>(0)
                 let outcome: Result<TerminationStatus, any Error>
                 do {
-                    outcome = .success(try await Subprocess.run(
-                        .path("/bin/sh"), arguments: ["-c", command],
-                        environment: environment,
-                        platformOptions: options, input: .none, output: .sequence, error: .sequence
-                    ) { execution in
-                        pid.withLock { $0 = execution.processIdentifier.value }
-                        started(execution.processIdentifier.value)
-                        try await withThrowingTaskGroup(of: Void.self) { group in
-                            group.addTask { await stderr.drain(execution.standardError) }
-                            var framer = Framer(settings.framing)
-                            reading: for try await chunk in execution.standardOutput {
-                                for event in chunk.withUnsafeBytes({ framer.feed(Data($0)) }) {
-                                    await admit()
-                                    // Cancelled (stopped): stop reading altogether, so the run
-                                    // ends and its process group is torn down.
-                                    guard !Task.isCancelled else { break reading }
-                                    observer.send(event)
+                    outcome = .success(
+                        try await Subprocess.run(
+                            .path("/bin/sh"), arguments: ["-c", command],
+                            environment: environment,
+                            platformOptions: options, input: .none, output: .sequence, error: .sequence
+                        ) { execution in
+                            pid.withLock { $0 = execution.processIdentifier.value }
+                            started(execution.processIdentifier.value)
+                            try await withThrowingTaskGroup(of: Void.self) { group in
+                                group.addTask { await stderr.drain(execution.standardError) }
+                                var framer = Framer(settings.framing)
+                                reading: for try await chunk in execution.standardOutput {
+                                    for event in chunk.withUnsafeBytes({ framer.feed(Data($0)) }) {
+                                        await admit()
+                                        // Cancelled (stopped): stop reading altogether, so the run
+                                        // ends and its process group is torn down.
+                                        guard !Task.isCancelled else { break reading }
+                                        observer.send(event)
+                                    }
+                                    // A command that writes faster than it is read always has a
+                                    // chunk ready and the admission window may be open: without a
+                                    // yield, two such readers held both threads of the cooperative
+                                    // pool and starved the shutdown that would stop them.
+                                    await Task.yield()
                                 }
-                                // A command that writes faster than it is read always has a
-                                // chunk ready and the admission window may be open: without a
-                                // yield, two such readers held both threads of the cooperative
-                                // pool and starved the shutdown that would stop them.
-                                await Task.yield()
+                                if let last = framer.finish(), !last.isEmpty, !Task.isCancelled {
+                                    await admit()
+                                    observer.send(last)
+                                }
+                                // stderr closes when the group's last process does: give it a
+                                // moment, do not wait on strays that keep it open.
+                                group.addTask { try await Task.sleep(for: .seconds(1)) }
+                                _ = try await group.next()
+                                group.cancelAll()
                             }
-                            if let last = framer.finish(), !last.isEmpty, !Task.isCancelled {
-                                await admit()
-                                observer.send(last)
-                            }
-                            // stderr closes when the group's last process does: give it a
-                            // moment, do not wait on strays that keep it open.
-                            group.addTask { try await Task.sleep(for: .seconds(1)) }
-                            _ = try await group.next()
-                            group.cancelAll()
-                        }
-                    }.terminationStatus)
+                        }.terminationStatus)
                 } catch {
                     outcome = .failure(error)
                 }

@@ -80,7 +80,6 @@ final class SourceSupervisor: Sendable {
         self.logger = logger
     }
 
-
     /// At daemon start and when the stream is created or reset: eager sources run now.
     func activate() {
         if let terminal = store.info(stream)?.terminal {
@@ -170,7 +169,8 @@ final class SourceSupervisor: Sendable {
     private func watchClaim() {
         control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
             let running = state.withLock { state in
-                let running = !state.retired && state.claimed && (state.connectionDisposable != nil || !state.holders.isEmpty)
+                let running =
+                    !state.retired && state.claimed && (state.connectionDisposable != nil || !state.holders.isEmpty)
                     && !Self.isTerminal(state.status)
                 if !running { state.watching = false }
                 return running
@@ -199,7 +199,11 @@ final class SourceSupervisor: Sendable {
 
     /// Gives the claim up once the source no longer runs here (sources' queue only).
     private func releaseClaim() {
-        if state.withLock({ state in defer { state.claimed = false }; return state.claimed }) { store.releaseSource(stream) }
+        if state.withLock({ state in
+            defer { state.claimed = false }; return state.claimed
+        }) {
+            store.releaseSource(stream)
+        }
     }
 
     /// Stops the source without ending the stream (shutdown, deletion).
@@ -249,7 +253,8 @@ final class SourceSupervisor: Sendable {
                 logger.info("source stopped", metadata: ["pid": "\(pid)"])
             })
         if settings.restart == .onFailure {
-            signal = signal
+            signal =
+                signal
                 .on(failed: { [self] error in
                     logger.warning("source failed; restarting", metadata: ["error": "\(error)"])
                     state.withLock { $0.status = .restarting(attempt: $0.starts) }
@@ -331,13 +336,14 @@ final class SourceSupervisor: Sendable {
     /// For INFO.
     var description: SourceDescription {
         let (status, starts) = state.withLock { ($0.status, $0.starts) }
-        let (name, pid, reason): (String, Int32?, String?) = switch status {
-        case .notConnected: ("not connected", nil, nil)
-        case .running(let pid): ("running", pid, nil)
-        case .restarting: ("restarting", nil, nil)
-        case .stopped: ("stopped", nil, nil)
-        case .ended(let terminal): (terminal.kind, nil, terminal.message)
-        }
+        let (name, pid, reason): (String, Int32?, String?) =
+            switch status {
+            case .notConnected: ("not connected", nil, nil)
+            case .running(let pid): ("running", pid, nil)
+            case .restarting: ("restarting", nil, nil)
+            case .stopped: ("stopped", nil, nil)
+            case .ended(let terminal): (terminal.kind, nil, terminal.message)
+            }
         return SourceDescription(
             command: source.command, connect: source.connect.rawValue, framing: settings.framing.rawValue,
             restart: settings.restart.rawValue, state: name, pid: pid, starts: starts, reason: reason)

@@ -35,7 +35,8 @@ struct PostgresLocation: Sendable {
         if shown.password != nil { shown.password = "***" }
         redacted = shown.string ?? "postgres://"
         let sslMode = query["sslmode"] ?? "disable"
-        failure = ["disable", "allow", "prefer"].contains(sslMode)
+        failure =
+            ["disable", "allow", "prefer"].contains(sslMode)
             ? nil : "sslmode=\(sslMode): replay connects to PostgreSQL without TLS; use a local or tunnelled connection"
     }
 

@@ -65,9 +65,11 @@ final class PostgresLog: LogDatabase {
 
     /// Every stream with its consumers.
     static func loadAll(_ session: PostgresSession) throws -> [String: Catalog.Record] {
-        let rows = try session.query(PostgresQuery(unsafeSQL: """
-            SELECT \(PostgresTransaction.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
-            """))
+        let rows = try session.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT \(PostgresTransaction.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
+                    """))
         var records = try PostgresTransaction.records(rows.rows)
         try PostgresTransaction.loadConsumers(into: &records, session)
         return records
@@ -135,11 +137,11 @@ final class PostgresLog: LogDatabase {
                                 }
                             }
                         }
-                    } catch where !Task.isCancelled {
+                    } catch  where !Task.isCancelled {
                         logger.warning("LISTEN session lost: \(String(reflecting: error))")
                     } catch {}
                     try? await connection.close()
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     logger.warning("LISTEN session cannot connect: \(String(reflecting: error))")
                 } catch {}
                 try? await Task.sleep(for: backoff)
@@ -161,10 +163,11 @@ final class PostgresLog: LogDatabase {
 
     /// A reader session, round robin.
     private func withReader<T>(_ body: (PostgresSession) throws -> T) throws(StoreError) -> T {
-        let session = readers[nextReader.withLock { index in
-            defer { index = (index + 1) % readers.count }
-            return index
-        }]
+        let session = readers[
+            nextReader.withLock { index in
+                defer { index = (index + 1) % readers.count }
+                return index
+            }]
         do { return try body(session) } catch { throw StoreError(postgres: error) }
     }
 

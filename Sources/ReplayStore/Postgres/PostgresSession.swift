@@ -90,7 +90,11 @@ struct PinnedConnection: PostgresQuerying {
         let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
         let settled = Locked(false)
         @Sendable func settle(_ result: Result<PostgresQueryResult, any Error>) {
-            guard settled.withLock({ settled in defer { settled = true }; return !settled }) else { return }
+            guard
+                settled.withLock({ settled in
+                    defer { settled = true }; return !settled
+                })
+            else { return }
             promise.completeWith(result)
         }
         connection.query(query, logger: logger).whenComplete(settle)

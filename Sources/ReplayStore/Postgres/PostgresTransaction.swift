@@ -38,10 +38,12 @@ final class PostgresTransaction: LogTransaction {
         guard !names.isEmpty else { return }
         try flush()
         try session.query("SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) FROM unnest(\(names)::text[]) AS n")
-        let rows = try session.query(PostgresQuery(unsafeSQL: """
-            SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
-            WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
-            """, binds: Self.binds(names)))
+        let rows = try session.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
+                    WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
+                    """, binds: Self.binds(names)))
         var found = try Self.records(rows.rows)
         try Self.loadConsumers(into: &found, session)
         for name in names { locked[name] = .some(found[name]) }
@@ -55,7 +57,8 @@ final class PostgresTransaction: LogTransaction {
 
     func committedRecord(_ name: String) throws -> Catalog.Record? {
         try flush()
-        let rows = try session.query("""
+        let rows = try session.query(
+            """
             SELECT \(unescaped: Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = \(name)
             """)
         var found = try Self.records(rows.rows)
@@ -65,7 +68,8 @@ final class PostgresTransaction: LogTransaction {
 
     func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64 {
         try flush()
-        let rows = try session.query("""
+        let rows = try session.query(
+            """
             INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                  source_command, source_connect, source_options,
                                  content_type, ttl_seconds, expires_at,
@@ -87,7 +91,8 @@ final class PostgresTransaction: LogTransaction {
     func updateStream(_ record: Catalog.Record) throws {
         try flush()
         let info = record.info
-        try session.query("""
+        try session.query(
+            """
             UPDATE streams SET first_seq = \(Int64(info.firstSequence)), last_seq = \(Int64(info.lastSequence)),
                 event_count = \(info.eventCount), byte_count = \(info.byteCount), terminal = \(info.terminal?.kind),
                 terminal_message = \(info.terminal?.message), terminal_at = \(info.terminalAt.map(Timestamp.format)),
@@ -112,7 +117,8 @@ final class PostgresTransaction: LogTransaction {
         guard !pending.isEmpty else { return }
         let events = pending
         pending = PendingEvents()
-        try session.query("""
+        try session.query(
+            """
             INSERT INTO event_log (stream_id, seq, time, payload)
             SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])
             """)
@@ -125,7 +131,8 @@ final class PostgresTransaction: LogTransaction {
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
         try flush()
-        let rows = try session.query("""
+        let rows = try session.query(
+            """
             WITH gone AS (DELETE FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(from)) AND \(Int64(through))
                           RETURNING length(payload) AS size)
             SELECT coalesce(sum(size), 0)::bigint FROM gone
@@ -137,7 +144,8 @@ final class PostgresTransaction: LogTransaction {
         try flush()
         var next = Int64(from)
         while true {
-            let rows = try session.query("""
+            let rows = try session.query(
+                """
                 SELECT seq, length(payload)::bigint FROM event_log
                 WHERE stream_id = \(stream) AND seq >= \(next) ORDER BY seq LIMIT 1000
                 """)
@@ -188,7 +196,8 @@ final class PostgresTransaction: LogTransaction {
             let through = Int64(min(segment.through, UInt64(Int64.max)))
             while remaining > 0 && bytes < byteBudget && from <= through {
                 let page = min(remaining, 512)
-                let rows = try session.query("""
+                let rows = try session.query(
+                    """
                     SELECT seq, time, payload FROM event_log
                     WHERE stream_id = \(segment.streamID) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(page)
                     """)
@@ -212,7 +221,8 @@ final class PostgresTransaction: LogTransaction {
 
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
         try flush()
-        try session.query("""
+        try session.query(
+            """
             INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at)
             VALUES (\(stream), \(consumer.name), \(Int64(consumer.ackedSequence)), \(Timestamp.millis(consumer.createdAt)),
                     \(Timestamp.millis(consumer.updatedAt)))
@@ -229,7 +239,8 @@ final class PostgresTransaction: LogTransaction {
     /// held since `record`, keeps it still until this commit).
     func producerState(_ key: ProducerKey) throws -> ProducerState? {
         try flush()
-        let rows = try session.query("""
+        let rows = try session.query(
+            """
             SELECT epoch, last_pseq, runs, updated_at FROM producers WHERE stream_id = \(key.stream) AND producer = \(key.producer)
             """)
         return try rows.rows.first.map { row in
@@ -241,7 +252,8 @@ final class PostgresTransaction: LogTransaction {
     func writeProducers(_ changes: [ProducerKey: ProducerState]) throws {
         try flush()
         for (key, state) in changes {
-            try session.query("""
+            try session.query(
+                """
                 INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at)
                 VALUES (\(key.stream), \(key.producer), \(Int64(state.epoch)), \(Int64(state.lastPseq)), \(state.packedRuns), \(state.updatedAt))
                 ON CONFLICT (stream_id, producer) DO UPDATE SET
@@ -316,8 +328,9 @@ final class PostgresTransaction: LogTransaction {
         let names = Dictionary(records.values.map { ($0.id, $0.info.name) }, uniquingKeysWith: { $1 })
         var ids = PostgresBindings()
         ids.append(Array(names.keys))
-        let rows = try session.query(PostgresQuery(
-            unsafeSQL: "SELECT stream_id, name, acked_seq, created_at, updated_at FROM consumers WHERE stream_id = ANY($1)", binds: ids))
+        let rows = try session.query(
+            PostgresQuery(
+                unsafeSQL: "SELECT stream_id, name, acked_seq, created_at, updated_at FROM consumers WHERE stream_id = ANY($1)", binds: ids))
         for row in rows.rows {
             let (stream, name, acked, created, updated) = try row.decode((Int64, String, Int64, Int64, Int64).self)
             guard let streamName = names[stream] else { continue }

@@ -26,11 +26,12 @@ final class ProducerTable: @unchecked Sendable {
     /// Writes the states a transaction changed (inside it).
     static func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
         for (key, state) in changes {
-            try db.cachedStatement(sql: """
-                INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (stream_id, producer) DO UPDATE SET
-                    epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs, updated_at = excluded.updated_at
-                """
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (stream_id, producer) DO UPDATE SET
+                        epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs, updated_at = excluded.updated_at
+                    """
             ).execute(arguments: [key.stream, key.producer, Int64(state.epoch), Int64(state.lastPseq), state.packedRuns, state.updatedAt])
         }
     }

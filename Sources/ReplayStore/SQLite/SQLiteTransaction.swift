@@ -60,7 +60,9 @@ final class SQLiteTransaction: LogTransaction {
     func roomForAStream() throws -> StoreError? {
         let next = try Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(id), 0) + 1 FROM streams")) ?? 1
         guard next > EventKey.maxStreamID else { return nil }
-        return .limitReached("replay has room for stream ids up to \(EventKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database")
+        return .limitReached(
+            "replay has room for stream ids up to \(EventKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database"
+        )
     }
 
     func updateStream(_ record: Catalog.Record) throws {
@@ -160,10 +162,11 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (stream_id, name) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
-            """
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (stream_id, name) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+                """
         ).execute(arguments: [
             stream, consumer.name, Int64(consumer.ackedSequence), Timestamp.millis(consumer.createdAt), Timestamp.millis(consumer.updatedAt),
         ])

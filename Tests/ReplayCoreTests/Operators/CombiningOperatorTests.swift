@@ -31,10 +31,11 @@ struct CombiningOperatorTests {
         let second = ArticleExamplesTests.timed(timeline, [(1, "second")], completeAfter: 1)
         Signal.after(2, on: s, value: "first").concat(second).subscribe(timeline.observer("x"))
         s.run()
-        #expect(timeline.all == [
-            .init(2, "x", "first"), .init(2, "source", "subscribed"),
-            .init(3, "x", "second"), .init(3, "x", "completed"), .init(3, "source", "disposed"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(2, "x", "first"), .init(2, "source", "subscribed"),
+                .init(3, "x", "second"), .init(3, "x", "completed"), .init(3, "source", "disposed"),
+            ])
     }
 
     @Test func flattenMapMergesInnerSignals() {
@@ -52,12 +53,13 @@ struct CombiningOperatorTests {
         s.at(2) { outer.send(Signal.after(2, on: s, value: "new")) }
         s.at(2.5) { outer.sendCompleted() }
         s.run()
-        #expect(timeline.all == [
-            .init(0, "source", "subscribed"),
-            .init(1, "x", "old 1"),
-            .init(2, "source", "disposed"),
-            .init(4, "x", "new"), .init(4, "x", "completed"),
-        ])
+        #expect(
+            timeline.all == [
+                .init(0, "source", "subscribed"),
+                .init(1, "x", "old 1"),
+                .init(2, "source", "disposed"),
+                .init(4, "x", "new"), .init(4, "x", "completed"),
+            ])
     }
 
     @Test func throttleSendsOnlyAfterQuietAndFlushesOnCompletion() {

@@ -29,8 +29,9 @@ extension WriterRules {
             return .failure(.invalidAck("\(sequence) is beyond the last sequence number of '\(name)', \(last)"))
         }
         guard sequence >= current.ackedSequence else {
-            return .failure(.invalidAck(
-                "consumer '\(consumer)' already acknowledged up to \(current.ackedSequence); acknowledgements are cumulative and never go back"))
+            return .failure(
+                .invalidAck(
+                    "consumer '\(consumer)' already acknowledged up to \(current.ackedSequence); acknowledgements are cumulative and never go back"))
         }
         // Acknowledgements coalesce: the row is written once per transaction, the last wins.
         streams[index].record.consumers[consumer]?.ackedSequence = sequence

@@ -149,10 +149,11 @@ struct WriterRules<DB: LogTransaction> {
         case .appendWithCompletion(let name, let payload, let autoCreate, let done):
             let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none)
             completions.append {
-                done(result.flatMap { appended in
-                    guard case .stored(let event) = appended else { return .failure(.invalidConfig("a plain append has no duplicate")) }
-                    return .success(event)
-                })
+                done(
+                    result.flatMap { appended in
+                        guard case .stored(let event) = appended else { return .failure(.invalidConfig("a plain append has no duplicate")) }
+                        return .success(event)
+                    })
             }
         case .appendToSink(let name, let payload, let autoCreate, let conditions, let sink, let token):
             let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions)

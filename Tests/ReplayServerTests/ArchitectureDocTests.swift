@@ -1,12 +1,13 @@
 import Foundation
+import ReplayTesting
 import Testing
 
 /// docs/ARCHITECTURE.md stays true to the code: every type, file or script it names in
-/// backticks exists. (A newcomer traces a PUB, a SUB and a shutdown through it.)
+/// backticks exists. (A newcomer traces a PUB, a SUB and a shutdown through it.) It lives
+/// with the daemon's tests: the document describes the daemon's modules first of all.
 @Suite("docs/ARCHITECTURE.md")
 struct ArchitectureDocTests {
-    static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = repositoryRoot
 
     @Test func everyNamedTypeAndFileExists() throws {
         let doc = try String(contentsOfFile: Self.root + "/docs/ARCHITECTURE.md", encoding: .utf8)
