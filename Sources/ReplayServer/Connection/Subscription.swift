@@ -17,19 +17,20 @@ struct SubscriberOutput: Sendable {
     }
 }
 
-/// One subscription: a cursor `next` over its stream's log, and the loop that moves it.
+/// One subscription: a `LogCursor` over its stream, framed as EVENT, GAP, COMPLETED and
+/// FAILED lines.
 ///
-/// Catch-up and live delivery are one code path: at each step the hub says whether the
-/// next events are in the tail ring, in SQLite, gone (a gap), not there yet (park until a
+/// Catch-up and live delivery are one code path: the cursor says whether the next events
+/// come from the tail ring or the store, are gone (a gap), are not there yet (park until a
 /// commit), or whether the stream ended. Writing suspends while the socket is not
 /// writable, so a slow subscriber costs its position, not a buffer, and resumes from the
-/// store where it left off.
+/// store where it left off. A store that is away is waited for as long as the
+/// subscription lasts.
 struct Subscription: Sendable {
     let stream: String
     let sid: String
     let hub: StreamHub
-    let store: EventStore
-    let reads: ReadPool
+    let log: PooledStore
     let phase: SubscriptionPhase
     let output: SubscriberOutput
 
@@ -45,32 +46,25 @@ struct Subscription: Sendable {
     func run(from start: UInt64, liveAfter: UInt64) async {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
-        var next = start
-        var retry = Duration.milliseconds(50)
+        var cursor = LogCursor(
+            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid), from: start, liveAfter: liveAfter,
+            retry: .untilCancelled, readAhead: true)
+        defer { cursor.stopReadingAhead() }
         do {
             while !Task.isCancelled {
-                switch hub.step(at: next, liveAfter: liveAfter, limit: Self.pageEvents, byteBudget: Self.pageBytes, sharingFrom: Self.sharedPayloadMinimum) {
-                case .send(let entries):
+                switch try await cursor.move(limit: Self.pageEvents, byteBudget: Self.pageBytes, sharingFrom: Self.sharedPayloadMinimum) {
+                case .ring(let entries):
                     try await send(entries)
-                    next = (entries.last?.sequence ?? next - 1) + 1
-                case .read(let through):
-                    do {
-                        next = try await catchUp(from: next, through: through)
-                        retry = .milliseconds(50)
-                    } catch StoreError.unavailable {
-                        // The shared database is away (PostgreSQL restarting): keep the
-                        // position and read again; the store reconnects on the next read.
-                        try await Task.sleep(for: retry)
-                        retry = min(retry * 2, .seconds(2))
-                    }
-                case .gap(let through):
-                    try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).bytes)
-                    next = through + 1
-                case .wait:
-                    phase.enter(.parked(after: next - 1))
-                    await hub.waitForCommit(after: next - 1)
+                case .stored(let page):
+                    DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
+                    try await output.write(page.body)
+                case .gap(let from, let through):
+                    try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: from, through: through).bytes)
+                case .caughtUp:
+                    phase.enter(.parked(after: cursor.next - 1))
+                    await cursor.waitForCommit()
                     phase.enter(.delivering)
-                case .end(let terminal, let last):
+                case .ended(let terminal, let last):
                     let frame: ServerFrame =
                         switch terminal {
                         case .completed: .completed(stream: stream, sid: sid, lastSequence: last)
@@ -80,7 +74,7 @@ struct Subscription: Sendable {
                     return
                 case .deleted:
                     let message = "stream '\(stream)' was deleted"
-                    try await output.write(ServerFrame.failed(stream: stream, sid: sid, lastSequence: next - 1, message: message).bytes)
+                    try await output.write(ServerFrame.failed(stream: stream, sid: sid, lastSequence: cursor.next - 1, message: message).bytes)
                     return
                 }
             }
@@ -115,53 +109,17 @@ struct Subscription: Sendable {
         buffers.append(own)
         try await output.writeMany(buffers)
     }
+}
 
-    /// Catches up over `next...through` from SQLite, page by page; returns the new
-    /// position. The next page is read (on the read pool) while the current one is being
-    /// written, so the disk and the socket work at the same time.
-    private func catchUp(from next: UInt64, through: UInt64) async throws -> UInt64 {
-        var page = try await readPage(from: next, through: through)
-        while page.next <= through, page.events > 0, !Task.isCancelled {
-            let position = page.next
-            async let following = readPage(from: position, through: through)
-            DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
-            try await output.write(page.frames)
-            page = try await following
-        }
-        DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
-        try await output.write(page.frames)
-        return page.next
-    }
+/// A subscription's stored pages: EVENT frames written straight from the store's row
+/// buffers on the reader thread.
+struct EventFrames: LogFraming {
+    let stream: String
+    let sid: String
 
-    private struct Page: Sendable {
-        var frames = ByteBuffer()
-        var events = 0
-        var payloadBytes = 0
-        var next: UInt64
-    }
+    func emptyPage() -> ByteBuffer { ByteBuffer() }
 
-    /// One page of `next...through`, already as wire frames: built on a reader thread,
-    /// straight from SQLite's row buffers.
-    private func readPage(from next: UInt64, through: UInt64) async throws -> Page {
-        let (stream, sid, store) = (self.stream, self.sid, self.store)
-        return try await reads.run {
-            var page = Page(next: next)
-            try store.forEachEvent(in: stream, from: next, through: through, limit: Self.pageEvents, byteBudget: Self.pageBytes) {
-                sequence, time, payload in
-                // Retention may have trimmed what the hub still listed: that part is a gap.
-                if page.events == 0, sequence > page.next {
-                    ServerFrame.gap(stream: stream, sid: sid, from: page.next, through: sequence - 1).write(into: &page.frames)
-                }
-                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page.frames)
-                page.events += 1
-                page.payloadBytes += payload.count
-                page.next = sequence + 1
-            }
-            if page.events == 0 {
-                ServerFrame.gap(stream: stream, sid: sid, from: next, through: through).write(into: &page.frames)
-                page.next = through + 1
-            }
-            return page
-        }
+    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout ByteBuffer) {
+        ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page)
     }
 }

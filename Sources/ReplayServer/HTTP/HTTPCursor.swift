@@ -1,24 +1,21 @@
-import Foundation
 import NIOCore
 import ReplayStore
 
-/// A reader of the HTTP front door: a cursor over one stream, moved by the stream's
-/// `StreamHub` exactly as a socket subscription is (recent events from the tail ring, older
-/// ones from SQLite on the read pool, parking until the next commit), only framed for HTTP.
-/// A catch-up or long-poll response takes one `chunk`; an SSE response takes chunks until
-/// the stream ends, each written before the next is read, so a stalled reader costs its
-/// position, not a buffer.
+/// A reader of the HTTP front door: a `LogCursor` over one stream, framed as payloads
+/// gathered into one buffer. A catch-up or long-poll response takes one `chunk`; an SSE
+/// response takes chunks until the stream ends, each written before the next is read, so a
+/// stalled reader costs its position, not a buffer. A store that is away is waited for
+/// briefly (`CursorRetry.briefly`), then the read fails with 503.
 struct HTTPCursor: Sendable {
-    let hub: StreamHub
-    let store: EventStore
-    let reads: ReadPool
+    private var cursor: LogCursor<PooledStore, Payloads>
     /// The last event delivered (the offset's sequence number).
     private(set) var position: UInt64
+    /// Why the cursor cannot go on, once a chunk has reached a gap after delivering
+    /// events: the next chunk reports it.
+    private var failure: Failure?
 
     init(hub: StreamHub, store: EventStore, reads: ReadPool, after position: UInt64) {
-        self.hub = hub
-        self.store = store
-        self.reads = reads
+        self.cursor = LogCursor(hub: hub, log: PooledStore(store: store, reads: reads), framing: Payloads(), from: position + 1, retry: .briefly)
         self.position = position
     }
 
@@ -39,6 +36,12 @@ struct HTTPCursor: Sendable {
             var rest = bytes
             return sizes.map { rest.readSlice(length: $0)! }
         }
+
+        mutating func append(_ other: Chunk) {
+            var more = other.bytes
+            if isEmpty { bytes = more } else { bytes.writeBuffer(&more) }
+            sizes += other.sizes
+        }
     }
 
     enum Failure: Error {
@@ -53,6 +56,7 @@ struct HTTPCursor: Sendable {
 
     /// The events after the position, up to a chunk's size; empty and `upToDate` at the tail.
     mutating func chunk() async throws -> Chunk {
+        if let failure { throw failure }
         let chunk = try await collect()
         DaemonMetrics.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
         return chunk
@@ -61,58 +65,56 @@ struct HTTPCursor: Sendable {
     private mutating func collect() async throws -> Chunk {
         var chunk = Chunk()
         var budget = Self.chunkBytes
-        while budget > 0 {
-            let next = position + 1
-            switch hub.step(at: next, liveAfter: .max, limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget) {
-            case .send(let entries):
+        while budget > 0, chunk.sizes.count < Self.chunkEvents {
+            switch try await cursor.move(limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget) {
+            case .ring(let entries):
                 for entry in entries {
                     chunk.bytes.writeBytes(entry.payload)
                     chunk.sizes.append(entry.payload.count)
                     budget -= entry.payload.count
                 }
                 position = entries.last?.sequence ?? position
-            case .read(let through):
-                let (store, name, limit, bytes) = (store, hub.name, Self.chunkEvents - chunk.sizes.count, budget)
-                let page = try await reads.run { () -> (first: UInt64?, last: UInt64, bytes: ByteBuffer, sizes: [Int]) in
-                    var page: (first: UInt64?, last: UInt64, bytes: ByteBuffer, sizes: [Int]) = (nil, 0, ByteBuffer(), [])
-                    try store.forEachEvent(in: name, from: next, through: through, limit: limit, byteBudget: bytes) { sequence, _, payload in
-                        if page.first == nil { page.first = sequence }
-                        page.last = sequence
-                        page.bytes.writeBytes(payload)
-                        page.sizes.append(payload.count)
-                    }
-                    return page
-                }
-                // Retention trimmed what the hub still listed: the position is gone.
-                guard page.first == next else {
-                    if chunk.isEmpty { throw Failure.gone }
-                    return chunk
-                }
-                var pageBytes = page.bytes
-                if chunk.isEmpty { chunk.bytes = pageBytes } else { chunk.bytes.writeBuffer(&pageBytes) }
-                chunk.sizes += page.sizes
-                budget -= page.bytes.readableBytes
+            case .stored(let page):
+                chunk.append(page.body)
+                budget -= page.payloadBytes
                 position = page.last
             case .gap:
-                if chunk.isEmpty { throw Failure.gone }
-                return chunk
-            case .wait:
+                return try stop(chunk, .gone)
+            case .deleted:
+                throw Failure.deleted
+            case .caughtUp:
                 chunk.upToDate = true
                 return chunk
-            case .end(let terminal, _):
+            case .ended(let terminal, _):
                 chunk.upToDate = true
                 chunk.terminal = terminal
                 return chunk
-            case .deleted:
-                throw Failure.deleted
             }
-            if chunk.sizes.count >= Self.chunkEvents { break }
         }
+        return chunk
+    }
+
+    /// A gap: an error now if nothing came before it, else the events so far, and the
+    /// error next time. An HTTP reader never skips a gap: its offset must
+    /// say exactly where it is.
+    private mutating func stop(_ chunk: Chunk, _ reason: Failure) throws -> Chunk {
+        if chunk.isEmpty { throw reason }
+        failure = reason
         return chunk
     }
 
     /// Returns once something may follow the position, or when the task is cancelled.
     func waitForCommit() async {
-        await hub.waitForCommit(after: position)
+        await cursor.waitForCommit()
+    }
+}
+
+/// An HTTP read's stored pages: the payloads alone, one after another.
+struct Payloads: LogFraming {
+    func emptyPage() -> HTTPCursor.Chunk { HTTPCursor.Chunk() }
+
+    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout HTTPCursor.Chunk) {
+        page.bytes.writeBytes(payload)
+        page.sizes.append(payload.count)
     }
 }

@@ -1,0 +1,142 @@
+import ReplayStore
+
+/// The one cursor over a stream's log, which every kind of reader frames its own way: a
+/// socket subscription as EVENT frames (`Subscription`), an HTTP read as a body or SSE
+/// events (`HTTPCursor`), and the coming group and subscription readers as theirs.
+///
+/// Its state is `next`, the first event wanted: memory per reader is one integer. Each
+/// `move` asks the stream's `StreamHub` what to do at `next` and does it, and these are
+/// decided here once for every reader:
+/// - recent events come from the hub's tail ring, older ones from the store (a page at a
+///   time, the next one read while the reader writes this one, where it asks for that);
+/// - history retention no longer holds is a gap, whether the hub knew it or the store
+///   showed it (a page that starts late is held back until the gap before it is reported);
+/// - a store that is away is waited for (`CursorRetry`) at the same position;
+/// - the stream's end, its terminal event, and its deletion end the cursor.
+struct LogCursor<Log: StoredLog, Framing: LogFraming>: Sendable {
+    /// What the reader should send or do after one move.
+    enum Move: Sendable {
+        /// Events from the tail ring, shared with every other reader of the stream.
+        case ring([TailRing.Entry])
+        /// Events read from the store, framed by the reader's framing.
+        case stored(StoredPage<Framing.Page>)
+        /// Events `from...through` are no longer retained.
+        case gap(from: UInt64, through: UInt64)
+        /// Nothing after the position yet: park in `waitForCommit` and move again.
+        case caughtUp
+        /// The stream ended after `lastSequence` (closed or failed).
+        case ended(Terminal, lastSequence: UInt64)
+        /// The stream was deleted.
+        case deleted
+    }
+
+    let hub: StreamHub
+    /// Generic rather than `any StoredLog`, so that a page's per-event framing is
+    /// specialized: catch-up runs it a few million times a second.
+    let log: Log
+    let framing: Framing
+    /// Events up to here are history (replayed while retained); later ones are live.
+    let liveAfter: UInt64
+    let retry: CursorRetry
+    /// Whether the next page is read while the reader writes the current one: the disk and
+    /// the socket then work at the same time. A reader that takes one page per request
+    /// (HTTP) does not want it.
+    let readAhead: Bool
+    /// The first event wanted.
+    private(set) var next: UInt64
+    /// A page read past a gap, delivered by the move after the gap's.
+    private var held: StoredPage<Framing.Page>?
+    private var ahead: (from: UInt64, through: UInt64, read: Task<StoredPage<Framing.Page>, any Error>)?
+
+    init(
+        hub: StreamHub, log: Log, framing: Framing, from next: UInt64, liveAfter: UInt64 = .max,
+        retry: CursorRetry, readAhead: Bool = false
+    ) {
+        self.hub = hub
+        self.log = log
+        self.framing = framing
+        self.next = next
+        self.liveAfter = liveAfter
+        self.retry = retry
+        self.readAhead = readAhead
+    }
+
+    /// One step: at most `limit` events and about `byteBudget` bytes. Ring events from
+    /// `sharingFrom` bytes on carry their shared buffer (see `TailRing.slice`).
+    mutating func move(limit: Int, byteBudget: Int, sharingFrom: Int = .max) async throws -> Move {
+        if let page = held {
+            held = nil
+            next = page.last + 1
+            return .stored(page)
+        }
+        var attempt = 0
+        while true {
+            let step = hub.step(at: next, liveAfter: liveAfter, limit: limit, byteBudget: byteBudget, sharingFrom: sharingFrom)
+            if case .read = step {} else { stopReadingAhead() }
+            switch step {
+            case .send(let entries):
+                next = (entries.last?.sequence ?? next - 1) + 1
+                return .ring(entries)
+            case .read(let through):
+                do {
+                    let page = try await read(through: through, limit: limit, byteBudget: byteBudget)
+                    return stored(page, through: through, limit: limit, byteBudget: byteBudget)
+                } catch let error as StoreError {
+                    guard case .unavailable = error, let delay = retry.delay(before: attempt) else { throw error }
+                    try await retry.sleep(delay)
+                    attempt += 1
+                }
+            case .gap(let through):
+                defer { next = through + 1 }
+                return .gap(from: next, through: through)
+            case .wait:
+                return .caughtUp
+            case .end(let terminal, let last):
+                return .ended(terminal, lastSequence: last)
+            case .deleted:
+                return .deleted
+            }
+        }
+    }
+
+    /// Returns once something may follow the position (a commit, the end, a deletion), or
+    /// when the task is cancelled.
+    func waitForCommit() async {
+        await hub.waitForCommit(after: next - 1)
+    }
+
+    /// Drops a page being read ahead; a reader that stops early calls it.
+    mutating func stopReadingAhead() {
+        ahead?.read.cancel()
+        ahead = nil
+    }
+
+    private mutating func read(through: UInt64, limit: Int, byteBudget: Int) async throws -> StoredPage<Framing.Page> {
+        if let ahead, ahead.from == next, ahead.through == through {
+            self.ahead = nil
+            return try await ahead.read.value
+        }
+        stopReadingAhead()
+        return try await log.read(hub.name, from: next, through: through, limit: limit, byteBudget: byteBudget, framing: framing)
+    }
+
+    /// A page the store gave for `next...through`: what retention trimmed since the hub
+    /// listed it is a gap, reported before the page.
+    private mutating func stored(_ page: StoredPage<Framing.Page>, through: UInt64, limit: Int, byteBudget: Int) -> Move {
+        guard let first = page.first else {
+            defer { next = through + 1 }
+            return .gap(from: next, through: through)
+        }
+        if readAhead, page.last < through {
+            let (log, framing, name, from) = (log, framing, hub.name, page.last + 1)
+            ahead = (from, through, Task { try await log.read(name, from: from, through: through, limit: limit, byteBudget: byteBudget, framing: framing) })
+        }
+        if first > next {
+            held = page
+            defer { next = first }
+            return .gap(from: next, through: first - 1)
+        }
+        next = page.last + 1
+        return .stored(page)
+    }
+}

@@ -1,0 +1,53 @@
+import ReplayStore
+
+/// How one kind of reader turns stored events into what it sends. It runs on a read-pool
+/// thread, straight from the store's row buffers, so a page is built where it is read and
+/// no event is copied twice: the socket writes wire frames, HTTP gathers payloads.
+protocol LogFraming: Sendable {
+    associatedtype Page: Sendable
+
+    func emptyPage() -> Page
+    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout Page)
+}
+
+/// One read of the store: the events of `first...last` as the framing built them.
+struct StoredPage<Body: Sendable>: Sendable {
+    var body: Body
+    /// The first event read; `nil` when retention left nothing in the range.
+    var first: UInt64?
+    var last: UInt64 = 0
+    var events = 0
+    var payloadBytes = 0
+}
+
+/// Where a cursor reads what its stream's tail ring no longer holds. The daemon's is the
+/// store on the read pool (`PooledStore`); the cursor's unit tests give an array.
+protocol StoredLog: Sendable {
+    func read<Framing: LogFraming>(
+        _ stream: String, from: UInt64, through: UInt64, limit: Int, byteBudget: Int, framing: Framing
+    ) async throws -> StoredPage<Framing.Page>
+}
+
+/// The store, read on the read pool so that no event loop or cooperative thread waits on
+/// the disk or the database.
+struct PooledStore: StoredLog {
+    let store: EventStore
+    let reads: ReadPool
+
+    func read<Framing: LogFraming>(
+        _ stream: String, from: UInt64, through: UInt64, limit: Int, byteBudget: Int, framing: Framing
+    ) async throws -> StoredPage<Framing.Page> {
+        let store = self.store
+        return try await reads.run {
+            var page = StoredPage(body: framing.emptyPage())
+            try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) { sequence, time, payload in
+                if page.first == nil { page.first = sequence }
+                page.last = sequence
+                page.events += 1
+                page.payloadBytes += payload.count
+                framing.append(sequence: sequence, time: time, payload: payload, to: &page.body)
+            }
+            return page
+        }
+    }
+}
