@@ -41,3 +41,47 @@ struct ConnectionStateTests {
         #expect(state.subscriptions.isEmpty)
     }
 }
+
+/// The connection's one registry of subscriptions: ids, tokens and tasks in one place.
+@Suite("ConnectionState registry")
+struct ConnectionRegistryTests {
+    static func running(_ task: Task<Void, Never>) -> (UInt64) -> ConnectionState.Running {
+        { _ in ConnectionState.Running(task: task, phase: SubscriptionPhase(stream: "s"), consumer: "c") }
+    }
+
+    @Test func unsubscribeFreesTheIdAndHandsBackTheTaskToCancel() {
+        var state = ConnectionState(maxSubscriptions: 4)
+        _ = state.receive(.command(.subscribe(stream: "s", sid: "a", start: .all)))
+        let task = Task<Void, Never> {}
+        #expect(state.started("a", Self.running(task)) != nil)
+        #expect(state.running("a")?.consumer == "c")
+        let (action, ended) = state.take(.command(.unsubscribe(sid: "a")))
+        #expect(action == .perform(.unsubscribe(sid: "a")))
+        #expect(ended == task)
+        #expect(state.running("a") == nil && state.subscriptions.isEmpty)
+        #expect(state.started("a", Self.running(task)) == nil, "an id no longer reserved is not started")
+    }
+
+    @Test func aFinishedSubscriptionFreesOnlyItsOwnId() {
+        var state = ConnectionState(maxSubscriptions: 4)
+        _ = state.receive(.command(.subscribe(stream: "s", sid: "a", start: .all)))
+        let old = state.started("a", Self.running(Task {}))
+        _ = state.receive(.command(.unsubscribe(sid: "a")))
+        _ = state.receive(.command(.subscribe(stream: "s", sid: "a", start: .new)))
+        let new = state.started("a", Self.running(Task {}))
+        #expect(old != nil && new != nil && old != new)
+        state.subscriptionEnded("a", token: old)
+        #expect(state.subscriptions == ["a"], "the older task ending leaves the id its successor uses")
+        state.subscriptionEnded("a", token: new)
+        #expect(state.subscriptions.isEmpty)
+    }
+
+    @Test func closingHandsBackEveryRunningTask() {
+        var state = ConnectionState(maxSubscriptions: 4)
+        for sid in ["a", "b", "c"] { _ = state.receive(.command(.subscribe(stream: "s", sid: sid, start: .all))) }
+        _ = state.started("a", Self.running(Task {}))
+        _ = state.started("b", Self.running(Task {}))
+        #expect(state.removeAll().count == 2, "c was reserved but had not started")
+        #expect(state.subscriptions.isEmpty)
+    }
+}

@@ -29,27 +29,21 @@ struct ServerContext: Sendable {
 /// waiting for the previous one to finish (pipelining) and fills its slot when the answer
 /// is known; each subscription runs as its own task writing to the same channel. Any error
 /// stays in this connection: other clients never notice.
+///
+/// One async style: a command's submission is its reply slot. The store answers on its
+/// writer thread with a callback that fills the slot, so no task waits per command; what a
+/// task must wait for (a subscription's start, its `+OK` written) is a `Pending`. PUB is
+/// the one exception, and on purpose: it is the hot path, handed to the writer from the
+/// event loop with no task hop, and answered through the connection's `RouterHandle` (a
+/// sink and a token, not a closure per event) once per group commit, so a batch's `+OK`s
+/// cost one hop and one write (see `CommandRouter`).
 final class Connection: Sendable {
     private let context: ServerContext
     private let channel: NIOAsyncChannel<RoutedCommand, ByteBuffer>
     private let replies: ReplyChannel
+    /// The connection's one lock: its subscriptions, their ids and tasks. Never held
+    /// while calling out (the store, a reply, a task's cancellation).
     private let state: Locked<ConnectionState>
-    /// A running subscription, with a token so that a finishing task only unregisters
-    /// itself, never a newer subscription that reused its sid.
-    private struct Registered {
-        let token: UInt64
-        let task: Task<Void, Never>
-        let phase: SubscriptionPhase
-        /// A durable subscription's consumer, whose position ACK moves.
-        let consumer: String?
-    }
-
-    private struct SubscriptionTable {
-        var bySid: [String: Registered] = [:]
-        var nextToken: UInt64 = 0
-    }
-
-    private let subscriptions = Locked(SubscriptionTable())
     private let logger: Logger
     let id: UInt64
 
@@ -108,7 +102,8 @@ final class Connection: Sendable {
     ) async {
         do {
             for try await item in inbound {
-                let action = state.withLock { $0.receive(item.command) }
+                let (action, ended) = state.withLock { $0.take(item.command) }
+                ended?.cancel()
                 perform(action, slot: item.slot, output: output)
                 replies.performed()
                 if case .close = action { return }
@@ -137,15 +132,15 @@ final class Connection: Sendable {
         switch command {
         case .ack(let sid, let sequence):
             acknowledge(sid: sid, sequence: sequence, slot: slot)
-        case .unsubscribe(let sid):
-            subscriptions.withLock { $0.bySid.removeValue(forKey: sid) }?.task.cancel()
+        case .unsubscribe:
+            // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
         case .subscribe(let stream, let sid, let start):
-            subscribe(stream: stream, sid: sid, position: resolve(stream: stream, start: start), consumer: nil, slot: slot, output: output)
+            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: nil)
+            subscribe(stream: stream, sid: sid, position: position, consumer: nil, slot: slot, output: output)
         case .subscribeDurable(let stream, let sid, let start, let consumer):
-            subscribe(
-                stream: stream, sid: sid, position: resolveDurable(stream: stream, start: start, consumer: consumer),
-                consumer: consumer, slot: slot, output: output)
+            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
+            subscribe(stream: stream, sid: sid, position: position, consumer: consumer, slot: slot, output: output)
         default:
             context.admin.submit(command) { replies.fill(slot, with: $0) }
         }
@@ -158,29 +153,28 @@ final class Connection: Sendable {
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
         slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
-        // Finished once the `+OK` is written; the standard library's stream remembers a
-        // finish that comes before the wait, and ends the wait if the task is cancelled.
-        let written = AsyncStream.makeStream(of: Void.self)
+        // Fulfilled once the `+OK` is written.
+        let written = Pending<Void>()
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
         let phase = SubscriptionPhase(stream: stream)
-        subscriptions.withLock { subscriptions in
-            let token = subscriptions.nextToken
-            subscriptions.nextToken += 1
-            let task = Task { [self] in
-                await runSubscription(
-                    stream: stream, sid: sid, position: position, slot: slot, written: written,
-                    phase: phase, output: output)
-                phase.enter(.finished)
-                subscriptionFinished(sid, token: token)
+        state.withLock { state in
+            _ = state.started(sid) { token in
+                let task = Task { [self] in
+                    await runSubscription(
+                        stream: stream, sid: sid, position: position, slot: slot, written: written,
+                        phase: phase, output: output)
+                    phase.enter(.finished)
+                    subscriptionFinished(sid, token: token)
+                }
+                return ConnectionState.Running(task: task, phase: phase, consumer: consumer)
             }
-            subscriptions.bySid[sid] = Registered(token: token, task: task, phase: phase, consumer: consumer)
         }
     }
 
     private func runSubscription(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>,
-        slot: ReplyOrder.Slot, written: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation),
+        slot: ReplyOrder.Slot, written: Pending<Void>,
         phase: SubscriptionPhase,
         output: SubscriberOutput
     ) async {
@@ -193,13 +187,14 @@ final class Connection: Sendable {
             return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
         }
         phase.enter(.awaitingOKWritten)
-        replies.fill(slot, with: .ok, afterWrite: { written.continuation.finish() })
-        for await _ in written.stream {}
+        replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
+        guard await written.valueUnlessCancelled() != nil else { return }
         phase.enter(.delivering)
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
         // subscriber is counted before the source's first events).
         let lease = context.sources.lease(stream)
-        await Subscription(stream: stream, sid: sid, hub: hub, store: context.store, reads: context.reads, phase: phase, output: output)
+        let log = PooledStore(store: context.store, reads: context.reads)
+        await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output)
             .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()
     }
@@ -207,72 +202,18 @@ final class Connection: Sendable {
     /// A subscription is over (ended, failed to start, or cancelled): its id is free,
     /// unless it was already unsubscribed and reused.
     private func subscriptionFinished(_ sid: String, token: UInt64) {
-        let current = subscriptions.withLock { subscriptions -> Bool in
-            guard subscriptions.bySid[sid]?.token == token else { return false }
-            subscriptions.bySid[sid] = nil
-            return true
-        }
-        if current { state.withLock { $0.subscriptionEnded(sid) } }
-    }
-
-    /// Where a new subscription starts, decided now: from the hub's
-    /// state for an existing stream; for a stream this SUB creates, the whole (empty) log.
-    private func resolve(stream: String, start: StartPosition) -> Pending<Result<StartPoint, ReplayError>> {
-        if let hub = context.hubs[stream] {
-            if let position = hub.start(start) { return Pending(.success(position)) }
-            guard case .since(let seconds) = start else { preconditionFailure("the hub resolves every start but since") }
-            return firstSequence(of: stream, since: seconds, liveAfter: hub.info.lastSequence)
-        }
-        guard context.configuration.autoCreate else {
-            return Pending(.failure(ReplayError(StoreError.unknownStream(stream))))
-        }
-        let next: UInt64 = if case .from(let sequence) = start { max(1, sequence) } else { 1 }
-        let pending = Pending<Result<StartPoint, ReplayError>>()
-        context.store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { result in
-            switch result {
-            case .success, .failure(.streamExists): pending.fulfil(.success(StartPoint(next: next, liveAfter: 0)))
-            case .failure(let error): pending.fulfil(.failure(ReplayError(error)))
-            }
-        }
-        return pending
-    }
-
-    /// A durable consumer's start, decided now in command order by the writer: after its
-    /// acknowledged position, or from `start` on first use (for `since`, once the read pool
-    /// has found that position).
-    private func resolveDurable(stream: String, start: StartPosition, consumer: String) -> Pending<Result<StartPoint, ReplayError>> {
-        let pending = Pending<Result<StartPoint, ReplayError>>()
-        let store = context.store
-        let open: @Sendable (_ initialNext: @escaping @Sendable (StreamInfo) -> UInt64) -> Void = { initialNext in
-            store.openConsumer(consumer, of: stream, initialNext: initialNext) { result in
-                pending.fulfil(result.map { StartPoint(next: $0.ackedSequence + 1, liveAfter: $0.lastSequence) }.mapError(ReplayError.init))
-            }
-        }
-        if context.hubs[stream] == nil {
-            guard context.configuration.autoCreate else { return Pending(.failure(ReplayError(StoreError.unknownStream(stream)))) }
-            store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { _ in }
-        }
-        guard case .since(let seconds) = start else {
-            open { info in start.next(in: info) ?? info.firstSequence }
-            return pending
-        }
-        let reads = context.reads
-        Task {
-            let first = try? await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
-            open { info in first ?? info.lastSequence + 1 }
-        }
-        return pending
+        state.withLock { $0.subscriptionEnded(sid, token: token) }
     }
 
     /// ACK for a durable subscription: the consumer's position moves once committed.
     private func acknowledge(sid: String, sequence: UInt64, slot: ReplyOrder.Slot) {
-        let (registered, stream) = subscriptions.withLock { ($0.bySid[sid], $0.bySid[sid]?.phase.stream) }
-        guard let stream, let consumer = registered?.consumer else {
-            let reason = registered == nil ? "subscription '\(sid)' has ended" : "subscription '\(sid)' is not durable (SUB … durable=<name>)"
+        let running = state.withLock { $0.running(sid) }
+        guard let running, let consumer = running.consumer else {
+            let reason = running == nil ? "subscription '\(sid)' has ended" : "subscription '\(sid)' is not durable (SUB … durable=<name>)"
             return replies.fill(slot, with: .error(ReplayError(.invalidAck, "\(reason); nothing changed")))
         }
         let replies = self.replies
-        context.store.acknowledge(sequence, consumer: consumer, of: stream) { result in
+        context.store.acknowledge(sequence, consumer: consumer, of: running.phase.stream) { result in
             switch result {
             case .success: replies.fill(slot, with: .ok)
             case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
@@ -280,41 +221,18 @@ final class Connection: Sendable {
         }
     }
 
-    /// A `since` start: the first retained event at or after the time, found on the read pool.
-    private func firstSequence(of stream: String, since seconds: Double, liveAfter: UInt64) -> Pending<Result<StartPoint, ReplayError>> {
-        let pending = Pending<Result<StartPoint, ReplayError>>()
-        let (store, reads) = (context.store, context.reads)
-        Task {
-            do {
-                let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
-                pending.fulfil(.success(StartPoint(next: first, liveAfter: liveAfter)))
-            } catch let error as StoreError {
-                pending.fulfil(.failure(ReplayError(error)))
-            } catch {
-                pending.fulfil(.failure(ReplayError(.internal, "\(error)")))
-            }
-        }
-        return pending
-    }
-
     private func stopSubscriptions() {
-        let tasks = subscriptions.withLock { subscriptions in
-            defer { subscriptions.bySid = [:] }
-            return subscriptions.bySid.values.map(\.task)
-        }
-        for task in tasks { task.cancel() }
+        for task in state.withLock({ $0.removeAll() }) { task.cancel() }
     }
 
     /// One line for the daemon's state dump: each subscription and where it stands, and
     /// the replies still owed.
     var stateDescription: String {
-        let subscriptions = self.subscriptions.withLock { table in
-            table.bySid.sorted { $0.key < $1.key }.map { sid, registered in
-                "\(sid) on \(registered.phase.stream): \(registered.phase.current)"
-            }
+        let entries = state.withLock { $0.entries }.sorted { $0.key < $1.key }
+        let subscriptions = entries.map { sid, entry in
+            guard let running = entry.running else { return "\(sid): being started" }
+            return "\(sid) on \(running.phase.stream): \(running.phase.current)"
         }
-        let sids = state.withLock { $0.subscriptions.sorted() }
-        return "connection \(id): subscriptions [\(subscriptions.joined(separator: "; "))], sids in use \(sids), "
-            + replies.stateDescription
+        return "connection \(id): subscriptions [\(subscriptions.joined(separator: "; "))], " + replies.stateDescription
     }
 }

@@ -5,6 +5,10 @@ import ReplayProtocol
 /// The bookkeeping of one connection as a state machine: it takes decoded commands and
 /// returns what to do, checking what can be checked without I/O (subscription ids,
 /// limits). The connection runner performs the actions; tests drive this directly.
+///
+/// It is also the connection's one registry of subscriptions: an id is reserved when its
+/// SUB is accepted, carries its running task once started, and is freed by UNSUB or when
+/// the subscription ends, all under the connection's one lock.
 struct ConnectionState {
     enum Action: Equatable {
         /// Answer at once.
@@ -16,14 +20,43 @@ struct ConnectionState {
         case close(ReplayError)
     }
 
+    /// A started subscription: its task, where it stands, and a durable one's consumer.
+    struct Running {
+        let task: Task<Void, Never>
+        let phase: SubscriptionPhase
+        /// A durable subscription's consumer, whose position ACK moves.
+        let consumer: String?
+    }
+
+    /// One subscription id in use. The token tells apart two subscriptions that used the
+    /// same id one after the other, so that a finishing task frees only its own.
+    struct Entry {
+        let token: UInt64
+        var running: Running?
+    }
+
     let maxSubscriptions: Int
-    private(set) var subscriptions: Set<String> = []
+    private(set) var entries: [String: Entry] = [:]
+    private var nextToken: UInt64 = 0
+
+    var subscriptions: Set<String> { Set(entries.keys) }
 
     init(maxSubscriptions: Int) {
         self.maxSubscriptions = maxSubscriptions
     }
 
     mutating func receive(_ inbound: InboundCommand) -> Action {
+        take(inbound).action
+    }
+
+    /// `receive`, and the task of a subscription the command ended (UNSUB), to cancel.
+    mutating func take(_ inbound: InboundCommand) -> (action: Action, cancel: Task<Void, Never>?) {
+        var ended: Task<Void, Never>?
+        if case .command(.unsubscribe(let sid)) = inbound { ended = entries[sid]?.running?.task }
+        return (decide(inbound), ended)
+    }
+
+    private mutating func decide(_ inbound: InboundCommand) -> Action {
         switch inbound {
         case .invalid(let error):
             return error.isFatal ? .close(error) : .reply(.error(error))
@@ -37,23 +70,24 @@ struct ConnectionState {
         case .ping:
             return .reply(.pong)
         case .ack(let sid, _):
-            guard subscriptions.contains(sid) else {
+            guard entries[sid] != nil else {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
             }
         case .subscribe(_, let sid, _), .subscribeDurable(_, let sid, _, _):
-            guard !subscriptions.contains(sid) else {
+            guard entries[sid] == nil else {
                 return .reply(.error(ReplayError(.duplicateSubscription, "subscription id '\(sid)' is already in use on this connection")))
             }
-            guard subscriptions.count < maxSubscriptions else {
+            guard entries.count < maxSubscriptions else {
                 return .reply(
                     .error(
                         ReplayError(
                             .tooManySubscriptions,
                             "this connection has \(maxSubscriptions) subscriptions, the limit; unsubscribe some or open another connection")))
             }
-            subscriptions.insert(sid)
+            entries[sid] = Entry(token: nextToken)
+            nextToken += 1
         case .unsubscribe(let sid):
-            guard subscriptions.remove(sid) != nil else {
+            guard entries.removeValue(forKey: sid) != nil else {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
             }
         default:
@@ -62,9 +96,27 @@ struct ConnectionState {
         return .perform(command)
     }
 
+    /// Records the task of the subscription its SUB reserved `sid` for; returns the
+    /// token its task gives `subscriptionEnded`, or `nil` if the id is no longer reserved.
+    mutating func started(_ sid: String, _ running: (_ token: UInt64) -> Running) -> UInt64? {
+        guard let token = entries[sid]?.token else { return nil }
+        entries[sid]?.running = running(token)
+        return token
+    }
+
     /// A subscription ended on its own (its stream terminated or was deleted), or could
-    /// not start: its id is free again.
-    mutating func subscriptionEnded(_ sid: String) {
-        subscriptions.remove(sid)
+    /// not start: its id is free again, unless `token` says it was already reused.
+    mutating func subscriptionEnded(_ sid: String, token: UInt64? = nil) {
+        guard let entry = entries[sid], token == nil || entry.token == token else { return }
+        entries[sid] = nil
+    }
+
+    /// The running subscription `sid`, for ACK.
+    func running(_ sid: String) -> Running? { entries[sid]?.running }
+
+    /// Frees every id, for a connection that closes; returns the tasks to cancel.
+    mutating func removeAll() -> [Task<Void, Never>] {
+        defer { entries = [:] }
+        return entries.values.compactMap(\.running?.task)
     }
 }

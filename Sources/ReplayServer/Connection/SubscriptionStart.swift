@@ -1,0 +1,80 @@
+import Foundation
+import ReplayProtocol
+import ReplayStore
+
+/// Where a socket subscription's cursor starts, decided in command order: `SUB s new`
+/// then `PUB s` sees the event. One path for plain and durable subscriptions (and the
+/// coming groups), so the stream's creation on first use, the `since` lookup and their
+/// errors are handled once.
+struct SubscriptionStart {
+    let context: ServerContext
+
+    /// A subscription's start: from the hub for an existing stream, the whole (empty) log
+    /// for a stream this SUB creates, after its acknowledged position for a durable
+    /// consumer (or from `start` on its first use).
+    func resolve(_ stream: String, _ start: StartPosition, consumer: String?) -> Pending<Result<StartPoint, ReplayError>> {
+        let pending = Pending<Result<StartPoint, ReplayError>>()
+        guard let hub = context.hubs[stream] else {
+            guard context.configuration.autoCreate else { return Pending(.failure(ReplayError(StoreError.unknownStream(stream)))) }
+            create(stream, start, consumer: consumer, pending)
+            return pending
+        }
+        let liveAfter = hub.info.lastSequence
+        if case .since(let seconds) = start {
+            let (store, reads) = (context.store, context.reads)
+            Task {
+                do {
+                    let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
+                    guard let consumer else { return pending.fulfil(.success(StartPoint(next: first, liveAfter: liveAfter))) }
+                    open(consumer, of: stream, initialNext: { _ in first }, pending)
+                } catch {
+                    pending.fulfil(.failure(ReplayError(error)))
+                }
+            }
+            return pending
+        }
+        guard let consumer else {
+            // The hub resolves every start but `since`.
+            return Pending(.success(hub.start(start) ?? StartPoint(next: liveAfter + 1, liveAfter: liveAfter)))
+        }
+        open(consumer, of: stream, initialNext: { start.next(in: $0) ?? $0.firstSequence }, pending)
+        return pending
+    }
+
+    /// A SUB of a stream that does not exist, with `--auto-create`: the stream is created
+    /// (or found created by a command just before), and everything in it is wanted.
+    private func create(_ stream: String, _ start: StartPosition, consumer: String?, _ pending: Pending<Result<StartPoint, ReplayError>>) {
+        let next: UInt64 = if case .from(let sequence) = start { max(1, sequence) } else { 1 }
+        context.store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { result in
+            // A durable consumer opens next, in the writer's order, and reports any failure.
+            guard consumer == nil else { return }
+            switch result {
+            case .success, .failure(.streamExists): pending.fulfil(.success(StartPoint(next: next, liveAfter: 0)))
+            case .failure(let error): pending.fulfil(.failure(ReplayError(error)))
+            }
+        }
+        if let consumer { open(consumer, of: stream, initialNext: { start.next(in: $0) ?? $0.firstSequence }, pending) }
+    }
+
+    /// A durable consumer's position, fixed by the writer: after what it acknowledged, or
+    /// `initialNext` on its first use.
+    private func open(
+        _ consumer: String, of stream: String, initialNext: @escaping @Sendable (StreamInfo) -> UInt64,
+        _ pending: Pending<Result<StartPoint, ReplayError>>
+    ) {
+        context.store.openConsumer(consumer, of: stream, initialNext: initialNext) { result in
+            pending.fulfil(result.map { StartPoint(next: $0.ackedSequence + 1, liveAfter: $0.lastSequence) }.mapError(ReplayError.init))
+        }
+    }
+}
+
+extension ReplayError {
+    /// Any error met while starting a subscription, as the client sees it.
+    init(_ error: any Error) {
+        switch error {
+        case let error as ReplayError: self = error
+        case let error as StoreError: self.init(error)
+        default: self.init(.internal, "\(error)")
+        }
+    }
+}
