@@ -16,37 +16,11 @@ import ReplayStore
 /// The source is a cold `Signal` (one run per subscription) multicast into the stream's
 /// sink, so these are the core's `MulticastConnection.connect()` and `autoconnect()`. A
 /// terminal stream never runs its source again, across restarts too, until it is reset.
+///
+/// Its decisions are `SourceState`'s, a state machine without I/O; this class performs
+/// them: asks the store for the claim, connects, schedules on the sources' queue.
 final class SourceSupervisor: Sendable {
-    enum Status: Sendable, Equatable {
-        case notConnected
-        case running(pid: Int32)
-        case restarting(attempt: Int)
-        case stopped
-        /// The stream ended (by this source or by hand): the source does not run again
-        /// until it is reset.
-        case ended(Terminal)
-    }
-
-    private struct State {
-        var status = Status.notConnected
-        var starts = 0
-        var connection: MulticastConnection<Data>?
-        var autoconnected: Signal<Data>?
-        var connectionDisposable: (any Disposable)?
-        var retired = false
-        /// Whether this daemon holds the right to run the source (`EventStore.claimSource`).
-        var claimed = false
-        /// Whether a retry of the claim is scheduled.
-        var claimRetryPending = false
-        /// Refcount leases that hold the source connected here.
-        var leases = 0
-        /// On a shared database: not before this may a fresh claim start the source.
-        var startsAfter: DispatchTime?
-        /// The refcount leases' subscriptions, to stop them all if the claim is lost.
-        var holders: [ObjectIdentifier: SerialDisposable] = [:]
-        /// Whether `watchClaim` runs.
-        var watching = false
-    }
+    typealias Status = SourceState.Status
 
     /// How often a daemon that wants to run a source held by another daemon (a shared
     /// database) asks again: the holder's death frees it, and this is how long the source
@@ -62,7 +36,7 @@ final class SourceSupervisor: Sendable {
     var settings: SourceOptions { source.options }
     private let store: EventStore
     private let logger: Logger
-    private let state = Locked(State())
+    private let state: Locked<SourceState>
     private let restarts = QueueScheduler(label: "replay.source-restarts")
 
     /// The registry's queue: where this source is connected (spawned) and leased.
@@ -75,6 +49,7 @@ final class SourceSupervisor: Sendable {
         self.runs = runs
         self.source = source
         self.store = store
+        self.state = Locked(SourceState(shared: store.isShared))
         var logger = logger
         logger[metadataKey: "stream"] = "\(stream)"
         self.logger = logger
@@ -82,10 +57,8 @@ final class SourceSupervisor: Sendable {
 
     /// At daemon start and when the stream is created or reset: eager sources run now.
     func activate() {
-        if let terminal = store.info(stream)?.terminal {
-            state.withLock { $0.status = .ended(terminal) }
-            return
-        }
+        let terminal = store.info(stream)?.terminal
+        guard state.withLock({ $0.activate(terminal: terminal) }) else { return }
         arm()
         if source.connect == .eager { connectOnce() }
     }
@@ -101,95 +74,59 @@ final class SourceSupervisor: Sendable {
             control.async { [self] in connectOnce() }
             return Disposables.empty
         case .refcount:
-            guard let shared = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.autoconnected }) else {
-                return Disposables.empty
-            }
+            guard let shared = state.withLock({ $0.leasable }) else { return Disposables.empty }
             let held = SerialDisposable()
             control.async { [self] in
-                state.withLock { state in
-                    state.leases += 1
-                    state.holders[ObjectIdentifier(held)] = held
-                }
+                state.withLock { $0.leased(held) }
                 holdWhenClaimed(held, shared)
             }
             return Disposables.action { [control, self] in
                 control.async { [self] in
                     held.dispose()
                     // The last subscriber here left: another daemon's may run it now.
-                    let release = state.withLock { state in
-                        state.holders[ObjectIdentifier(held)] = nil
-                        state.leases -= 1
-                        defer { if state.leases == 0 { state.claimed = false } }
-                        return state.leases == 0 && state.claimed
-                    }
-                    if release { store.releaseSource(stream) }
+                    if state.withLock({ $0.released(held) }) { store.releaseSource(stream) }
                 }
             }
         }
     }
 
     /// Subscribes `held` to the refcounted source once this daemon holds its claim; asks
-    /// again while the lease lasts.
-    private func holdWhenClaimed(_ held: SerialDisposable, _ shared: Signal<Data>) {
-        guard !held.isDisposed, !state.withLock({ $0.retired }) else { return }
-        if claim() {
-            if let after = state.withLock({ $0.startsAfter }), after > .now() {
-                return control.asyncAfter(deadline: after) { [self] in holdWhenClaimed(held, shared) }
-            }
-            held.inner = shared.subscribe()
-            if store.isShared { startWatching() }
-        } else {
+    /// again while the lease lasts (sources' queue only).
+    private func holdWhenClaimed(_ held: SerialDisposable, _ shared: Signal<Data>, claimGranted: Bool? = nil) {
+        guard !held.isDisposed else { return }
+        switch state.withLock({ $0.hold(now: .now(), claimGranted: claimGranted) }) {
+        case .nothing:
+            return
+        case .askForClaim:
+            holdWhenClaimed(held, shared, claimGranted: store.claimSource(stream))
+        case .waitUntil(let after):
+            control.asyncAfter(deadline: after) { [self] in holdWhenClaimed(held, shared) }
+        case .retryLater:
             control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in holdWhenClaimed(held, shared) }
+        case .run(let watch):
+            held.inner = shared.subscribe()
+            if watch { startWatching() }
         }
-    }
-
-    /// Whether this daemon may run the source now (sources' queue only).
-    private func claim() -> Bool {
-        if state.withLock({ $0.claimed }) { return true }
-        guard store.claimSource(stream) else { return false }
-        let shared = store.isShared
-        state.withLock { state in
-            state.claimed = true
-            state.startsAfter = shared ? .now() + Self.claimGrace : nil
-        }
-        return true
     }
 
     /// While the source runs here on a shared database: checks every `claimRetry` that the
     /// claim still holds, and stops the run if not (the session holding it dropped, so
     /// another daemon may claim it); then it is claimed again like a new one.
     private func startWatching() {
-        let start = state.withLock { state in
-            defer { state.watching = true }
-            return !state.watching
-        }
-        if start { watchClaim() }
+        if state.withLock({ $0.startWatching() }) { watchClaim() }
     }
 
     private func watchClaim() {
         control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
-            let running = state.withLock { state in
-                let running =
-                    !state.retired && state.claimed && (state.connectionDisposable != nil || !state.holders.isEmpty)
-                    && !Self.isTerminal(state.status)
-                if !running { state.watching = false }
-                return running
-            }
-            guard running else { return }
+            guard state.withLock({ $0.watchDue() }) else { return }
             if store.holdsSource(stream) { return watchClaim() }
             logger.warning("the claim on the source was lost with its database session; stopping it here")
-            let (old, holders, shared) = state.withLock { state in
-                state.claimed = false
-                state.watching = false
-                if case .running = state.status { state.status = .notConnected }
-                defer { state.connectionDisposable = nil }
-                return (state.connectionDisposable, Array(state.holders.values), state.autoconnected)
-            }
-            old?.dispose()
-            if source.connect == .refcount, let shared {
+            let lost = state.withLock { $0.claimLost() }
+            lost.connection?.dispose()
+            if source.connect == .refcount, let shared = lost.autoconnected {
                 // Every subscription here lets go (the refcounted run stops), then each waits for a claim again.
-                for holder in holders { holder.inner = Disposables.empty }
-                for holder in holders { holdWhenClaimed(holder, shared) }
+                for holder in lost.holders { holder.inner = Disposables.empty }
+                for holder in lost.holders { holdWhenClaimed(holder, shared) }
             } else {
                 arm()
                 connectOnce()
@@ -199,35 +136,19 @@ final class SourceSupervisor: Sendable {
 
     /// Gives the claim up once the source no longer runs here (sources' queue only).
     private func releaseClaim() {
-        if state.withLock({ state in
-            defer { state.claimed = false }; return state.claimed
-        }) {
-            store.releaseSource(stream)
-        }
+        if state.withLock({ $0.giveUpClaim() }) { store.releaseSource(stream) }
     }
 
     /// Stops the source without ending the stream (shutdown, deletion).
     func retire() {
-        let disposable = state.withLock { state -> (any Disposable)? in
-            state.retired = true
-            if case .running = state.status { state.status = .stopped }
-            defer { state.connectionDisposable = nil }
-            return state.connectionDisposable
-        }
-        disposable?.dispose()
+        state.withLock { $0.retire() }?.dispose()
         control.async { [self] in releaseClaim() }
     }
 
     /// The stream's terminal event was cleared: the source may run again.
     func reset() {
-        let old = state.withLock { state -> (any Disposable)? in
-            guard Self.isTerminal(state.status) else { return nil }
-            state.status = .notConnected
-            defer { state.connectionDisposable = nil }
-            return state.connectionDisposable
-        }
-        old?.dispose()
-        if !state.withLock({ Self.isTerminal($0.status) }) { activate() }
+        state.withLock { $0.reset() }?.dispose()
+        activate()
     }
 
     // MARK: Machinery
@@ -240,16 +161,11 @@ final class SourceSupervisor: Sendable {
             command: source.command, settings: settings, runs: runs, environment: { [self] in environment() },
             admit: { await sink.admit() },
             started: { [self] pid in
-                state.withLock { state in
-                    state.starts += 1
-                    state.status = .running(pid: pid)
-                }
+                state.withLock { $0.processStarted(pid: pid) }
                 logger.info("source started", metadata: ["pid": "\(pid)"])
             },
             stopped: { [self] pid in
-                state.withLock { state in
-                    if state.status == .running(pid: pid) { state.status = .stopped }
-                }
+                state.withLock { $0.processStopped(pid: pid) }
                 logger.info("source stopped", metadata: ["pid": "\(pid)"])
             })
         if settings.restart == .onFailure {
@@ -257,45 +173,39 @@ final class SourceSupervisor: Sendable {
                 signal
                 .on(failed: { [self] error in
                     logger.warning("source failed; restarting", metadata: ["error": "\(error)"])
-                    state.withLock { $0.status = .restarting(attempt: $0.starts) }
+                    state.withLock { $0.restarting() }
                 })
                 .retry(upTo: settings.maxRestarts, delay: { attempt in min(60, settings.restartDelay * pow(2, Double(attempt - 1))) }, on: restarts)
         }
         let connection = signal.multicast(sink)
-        let autoconnected = connection.autoconnect()
-        state.withLock { state in
-            state.connection = connection
-            state.autoconnected = autoconnected
-        }
+        let armed = SourceState.Armed(connection: connection, autoconnected: connection.autoconnect())
+        state.withLock { $0.arm(armed) }
     }
 
     /// Connects the source here once this daemon holds its claim; until then asks again
     /// every `claimRetry` (sources' queue only).
-    private func connectOnce() {
-        guard let connection = state.withLock({ $0.retired || Self.isTerminal($0.status) ? nil : $0.connection }) else { return }
+    private func connectOnce(claimGranted: Bool? = nil) {
         // Ended by another daemon's run of it (a shared database): nothing to run.
         guard store.info(stream)?.terminal == nil else { return }
-        guard claim() else {
-            let schedule = state.withLock { state in
-                defer { state.claimRetryPending = true }
-                return !state.claimRetryPending
-            }
-            if schedule {
-                control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
-                    state.withLock { $0.claimRetryPending = false }
-                    connectOnce()
-                }
-            }
+        let (action, armed) = state.withLock { ($0.connect(now: .now(), claimGranted: claimGranted), $0.armed) }
+        switch action {
+        case .nothing:
             return
-        }
-        if let after = state.withLock({ $0.startsAfter }), after > .now() {
+        case .askForClaim:
+            connectOnce(claimGranted: store.claimSource(stream))
+        case .waitUntil(let after):
             control.asyncAfter(deadline: after) { [self] in connectOnce() }
-            return
+        case .retryLater:
+            control.asyncAfter(deadline: .now() + Self.claimRetry) { [self] in
+                state.withLock { $0.claimRetryDue() }
+                connectOnce()
+            }
+        case .run(let watch):
+            guard let armed else { return }
+            let disposable = armed.connection.connect()
+            state.withLock { $0.connected(disposable) }
+            if watch { startWatching() }
         }
-        let alreadyConnected = state.withLock { $0.connectionDisposable != nil }
-        let disposable = connection.connect()
-        state.withLock { $0.connectionDisposable = disposable }
-        if store.isShared && !alreadyConnected { startWatching() }
     }
 
     /// The source's run ended on its own (after any restarts): store the stream's end.
@@ -305,7 +215,7 @@ final class SourceSupervisor: Sendable {
             return retire()
         }
         let terminal: Terminal = if case .failed(let error) = event { .failed(message: "\(error)") } else { .completed }
-        state.withLock { $0.status = .ended(terminal) }
+        state.withLock { $0.ended(terminal) }
         logger.info("source ended", metadata: ["result": "\(terminal)"])
         store.terminate(stream, terminal) { [logger, control, self] result in
             if case .failure(let error) = result { logger.warning("could not store the source's end", metadata: ["error": "\(error)"]) }
@@ -326,11 +236,6 @@ final class SourceSupervisor: Sendable {
             environment["REPLAY_LAST_PAYLOAD"] = text
         }
         return environment
-    }
-
-    private static func isTerminal(_ status: Status) -> Bool {
-        if case .ended = status { return true }
-        return false
     }
 
     /// For INFO.
