@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ReplayCore", targets: ["ReplayCore"]),
+        .library(name: "ReplaySync", targets: ["ReplaySync"]),
         .library(name: "ReplayModel", targets: ["ReplayModel"]),
         .library(name: "ReplayStore", targets: ["ReplayStore"]),
         .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
@@ -34,8 +35,11 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
+        // One lock for every module (`Locked`), so that the store and the daemon need not
+        // import the signal model to guard a value. No dependencies.
+        .target(name: "ReplaySync"),
         // The signal model of the articles. Knows nothing of SQLite, sockets or the CLI.
-        .target(name: "ReplayCore"),
+        .target(name: "ReplayCore", dependencies: ["ReplaySync"]),
         // The vocabulary every layer shares (stream names, times); no dependencies, so the
         // store, the daemon and the clients all read and check them by the same rules.
         .target(name: "ReplayModel"),
@@ -43,7 +47,7 @@ let package = Package(
         .target(
             name: "ReplayStore",
             dependencies: [
-                "ReplayCore", "ReplayModel",
+                "ReplayCore", "ReplayModel", "ReplaySync",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the two per-event statements (see RawStatement).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -63,7 +67,7 @@ let package = Package(
         .target(
             name: "ReplayTesting",
             dependencies: [
-                "ReplayCore", "ReplayProtocol",
+                "ReplayCore", "ReplayProtocol", "ReplaySync",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -71,7 +75,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplayTesting"]),
+        .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplaySync", "ReplayTesting"]),
         // The wire protocol: commands, frames, their codecs. Knows nothing of streams' storage.
         .target(
             name: "ReplayProtocol",
@@ -90,7 +94,7 @@ let package = Package(
         .target(
             name: "ReplayServer",
             dependencies: [
-                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol",
+                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol", "ReplaySync",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
@@ -117,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "ReplayServerTests",
             dependencies: [
-                "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "ReplayClient", "ReplayCore",
+                "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "ReplayClient", "ReplayCore", "ReplaySync",
                 "ReplayModel", "replayd", "replayctl",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -126,7 +130,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReplayClientTests",
-            dependencies: ["ReplayClient", "ReplayCore", "ReplayProtocol", "ReplayTesting", "replayd", "replayctl"]
+            dependencies: ["ReplayClient", "ReplayCore", "ReplayProtocol", "ReplaySync", "ReplayTesting", "replayd", "replayctl"]
         ),
         .executableTarget(
             name: "replayd",
@@ -151,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "ReplayStoreTests",
             dependencies: [
-                "ReplayStore", "ReplayCore", "ReplayModel", "ReplayTesting", "ReplayStoreProbe",
+                "ReplayStore", "ReplayCore", "ReplayModel", "ReplaySync", "ReplayTesting", "ReplayStoreProbe",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -25,7 +25,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ReplayProtocol", package: replay),
                 .product(name: "ReplayModel", package: replay),
-                .product(name: "ReplayCore", package: replay),
+                .product(name: "ReplaySync", package: replay),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),

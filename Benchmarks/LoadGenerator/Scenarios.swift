@@ -2,9 +2,9 @@ import Dispatch
 import Foundation
 import Histogram
 import NIOCore
-import ReplayCore
 import ReplayModel
 import ReplayProtocol
+import ReplaySync
 
 /// One measured figure, printed as a table row and as a JSON line.
 struct Figure {

@@ -1,3 +1,4 @@
+import ReplaySync
 /// The receiving end of a signal: what a `Signal`'s subscribe closure sends into.
 ///
 /// An observer enforces the event grammar: after a terminal event, or after it has been

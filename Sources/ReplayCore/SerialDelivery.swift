@@ -1,3 +1,4 @@
+import ReplaySync
 /// Delivers events to one observer one at a time and in the order they were enqueued,
 /// without ever calling the observer while a lock is held.
 ///

@@ -1,6 +1,6 @@
 import GRDB
-import ReplayCore
 import ReplayModel
+import ReplaySync
 
 /// The streams, in memory: one record per row of `streams`, loaded at open (O(streams))
 /// and replaced by the writer after each commit. Readers take a snapshot; nobody waits on

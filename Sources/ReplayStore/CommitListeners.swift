@@ -1,4 +1,4 @@
-import ReplayCore
+import ReplaySync
 
 /// Who hears about commits. Listeners run on the writer's thread, in commit order, right
 /// after each commit: they must only hand the news on (hop to an event loop, wake parked

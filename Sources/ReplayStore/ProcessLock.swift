@@ -1,5 +1,5 @@
 import Foundation
-import ReplayCore
+import ReplaySync
 
 /// An exclusive lock on `<database>.lock`, held while a store is open, so that a second
 /// daemon on the same database is refused with a clear message instead of interleaving its

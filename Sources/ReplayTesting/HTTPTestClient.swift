@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ReplayCore
+import ReplaySync
 
 /// A real HTTP/1.1 client for tests (NIO's own codec over a TCP connection), one
 /// connection per request: enough to drive the daemon's HTTP front door the way a browser

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import ReplayCore
+import ReplaySync
 import Subprocess
 import SystemPackage
 

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayCore
+import ReplaySync
 
 /// The PostgreSQL server the tests use: `$REPLAY_TEST_POSTGRES` if set (CI starts a
 /// throwaway cluster and sets it), else a throwaway cluster this test process starts with

@@ -1,4 +1,5 @@
 import ReplayCore
+import ReplaySync
 
 /// Records what happens, by whom, at which virtual time: the output of an example of the
 /// articles, in a form a test compares with one `#expect`.

@@ -2,6 +2,7 @@ import Foundation
 import ReplayClient
 import ReplayCore
 import ReplayProtocol
+import ReplaySync
 import ReplayTesting
 import Testing
 

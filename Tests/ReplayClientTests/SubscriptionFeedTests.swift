@@ -1,5 +1,6 @@
 import Foundation
 import ReplayCore
+import ReplaySync
 import Testing
 
 @testable import ReplayClient

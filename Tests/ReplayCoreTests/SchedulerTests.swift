@@ -1,5 +1,6 @@
 import Dispatch
 import ReplayCore
+import ReplaySync
 import Testing
 
 @Suite("Schedulers")

@@ -1,6 +1,7 @@
 import Foundation
 import ReplayCore
 import ReplayProtocol
+import ReplaySync
 import Testing
 
 @testable import ReplayServer

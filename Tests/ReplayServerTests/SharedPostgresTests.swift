@@ -3,6 +3,7 @@ import NIOCore
 import ReplayClient
 import ReplayCore
 import ReplayProtocol
+import ReplaySync
 import ReplayTesting
 import Testing
 

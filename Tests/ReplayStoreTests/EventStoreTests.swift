@@ -3,6 +3,7 @@ import GRDB
 import ReplayCore
 import ReplayModel
 import ReplayStore
+import ReplaySync
 import ReplayTesting
 import Testing
 

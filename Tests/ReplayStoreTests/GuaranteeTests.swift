@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import ReplayCore
 import ReplayModel
+import ReplaySync
 import ReplayTesting
 import Testing
 

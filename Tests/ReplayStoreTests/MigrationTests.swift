@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ReplayCore
 import ReplayModel
+import ReplaySync
 import ReplayTesting
 import Testing
 

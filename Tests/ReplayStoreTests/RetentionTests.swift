@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ReplayCore
 import ReplayStore
+import ReplaySync
 import ReplayTesting
 import Testing
 

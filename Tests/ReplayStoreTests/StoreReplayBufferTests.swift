@@ -1,6 +1,7 @@
 import Foundation
 import ReplayCore
 import ReplayStore
+import ReplaySync
 import ReplayTesting
 import Testing
 

@@ -1,3 +1,4 @@
+import ReplaySync
 import Synchronization
 
 /// Runs a closure on the first `dispose()`, and never again.

@@ -1,3 +1,4 @@
+import ReplaySync
 /// Disposes a set of disposables together. Anything added after disposal is disposed at once.
 ///
 /// ```swift

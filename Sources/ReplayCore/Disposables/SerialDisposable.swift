@@ -1,3 +1,4 @@
+import ReplaySync
 /// Holds one disposable at a time: setting a new one disposes the previous one.
 /// Used where a subscription is replaced, as in `switchToLatest`.
 ///

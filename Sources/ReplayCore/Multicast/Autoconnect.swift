@@ -1,3 +1,4 @@
+import ReplaySync
 /// Counts the subscribers of an autoconnected signal and owns the current connection.
 final class Autoconnect: Sendable {
     private struct State {

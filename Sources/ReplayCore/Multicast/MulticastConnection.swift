@@ -1,3 +1,4 @@
+import ReplaySync
 /// A cold source shared through a subject: the source runs once per connection, and every
 /// subscriber of `signal` shares that run.
 ///

@@ -1,3 +1,4 @@
+import ReplaySync
 extension Signal where Value: Equatable {
     /// Drops a value equal to the one before it.
     ///

@@ -1,4 +1,5 @@
 import Foundation
+import ReplaySync
 
 extension Signal {
     /// On failure, subscribes again (runs the work again) after `delay(attempt)` seconds on

@@ -1,3 +1,4 @@
+import ReplaySync
 extension Signal {
     /// Sends the running accumulation of the values (the articles' `scanWithStart:reduce:`).
     ///

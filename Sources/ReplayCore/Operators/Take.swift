@@ -1,3 +1,4 @@
+import ReplaySync
 extension Signal {
     /// Sends values until `trigger` sends a value or completes, then completes.
     ///

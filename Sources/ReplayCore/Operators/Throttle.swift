@@ -1,4 +1,5 @@
 import Foundation
+import ReplaySync
 
 extension Signal {
     /// Sends a value only after `interval` seconds passed without a newer one (the

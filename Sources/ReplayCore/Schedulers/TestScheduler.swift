@@ -1,4 +1,5 @@
 import Foundation
+import ReplaySync
 
 /// A scheduler on virtual time, for tests: nothing runs until the test advances the clock.
 ///

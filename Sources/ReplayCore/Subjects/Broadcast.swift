@@ -1,3 +1,4 @@
+import ReplaySync
 /// The machinery shared by `Subject` and `ReplaySubject`: a buffer that commits events,
 /// and subscribers that receive the committed ones in sequence order.
 ///

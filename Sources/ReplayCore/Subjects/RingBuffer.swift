@@ -1,3 +1,4 @@
+import ReplaySync
 /// The in-memory `ReplayBuffer`: the last `capacity` values plus the terminal event.
 ///
 /// Appends commit at once. `capacity: nil` keeps every value; `capacity: 0` keeps none

@@ -4,6 +4,7 @@ import NIOCore
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 
 /// What every connection shares: the store, the streams' hubs, the sources, the read pool
 /// and the settings.

@@ -1,4 +1,5 @@
 import ReplayCore
+import ReplaySync
 
 /// A value that arrives later, from any thread, awaited by one task: the connection's one
 /// way to wait for something done elsewhere (a subscription's start from the writer or the

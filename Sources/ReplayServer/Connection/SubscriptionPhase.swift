@@ -1,4 +1,5 @@
 import ReplayCore
+import ReplaySync
 
 /// Where one subscription stands, for the daemon's state dump (SIGUSR1): a subscription
 /// that was acknowledged but never delivered shows which step it is stuck in.

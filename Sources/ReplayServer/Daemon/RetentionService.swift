@@ -1,5 +1,6 @@
 import ReplayCore
 import ReplayStore
+import ReplaySync
 import ServiceLifecycle
 
 /// Age limits apply to idle streams too: every `interval`, if any stream has a maximum

@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import ReplayCore
 import ReplayStore
+import ReplaySync
 import ServiceLifecycle
 
 /// The store as a service: opened when the daemon is assembled, closed at the group's

@@ -2,6 +2,7 @@ import NIOCore
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 
 /// The live state of one stream, shared by its subscriptions: the last committed sequence,
 /// the retained window, the terminal state, a tail ring of recent events, and the

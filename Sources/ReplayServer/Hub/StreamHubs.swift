@@ -1,5 +1,6 @@
 import ReplayCore
 import ReplayStore
+import ReplaySync
 
 /// Every stream's `StreamHub` (its live state), kept in step with the store by its commit
 /// listener.

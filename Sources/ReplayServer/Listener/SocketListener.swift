@@ -6,6 +6,7 @@ import NIOPosix
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 import ServiceLifecycle
 import Synchronization
 

@@ -2,6 +2,7 @@ import Hummingbird
 import Prometheus
 import ReplayCore
 import ReplayStore
+import ReplaySync
 
 /// `GET /metrics`: the Prometheus text of the process's registry, after the per-stream
 /// gauges (last sequence, retained events, durable consumers' lag) are brought up to date

@@ -3,6 +3,7 @@ import Logging
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 import ServiceLifecycle
 
 /// The supervisors of every stream that has a source, kept in step with the store: a

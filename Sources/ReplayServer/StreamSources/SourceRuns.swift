@@ -1,4 +1,5 @@
 import ReplayCore
+import ReplaySync
 
 /// The source runs in progress (each a task around one swift-subprocess run), so that
 /// shutdown can wait until every stopped source's process group is gone: a cancelled run

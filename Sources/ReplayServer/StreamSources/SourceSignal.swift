@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import ReplayCore
 import ReplayModel
+import ReplaySync
 import Subprocess
 
 /// Why a source ended badly: its exit status (or signal) and the tail of its stderr.

@@ -5,6 +5,7 @@ import ReplayCore
 import ReplayModel
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 
 /// Runs one stream's source according to its connect mode, the conversions of a cold
 /// signal to a hot one that the ReactiveCocoa cold/hot articles teach (ReplayCore's

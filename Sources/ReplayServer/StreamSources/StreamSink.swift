@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ReplayCore
 import ReplayStore
+import ReplaySync
 
 /// The stream as the subject a source is multicast into: values are appended to the store,
 /// and the source's end is handed to its supervisor.

@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
-import ReplayCore
 import ReplayModel
+import ReplaySync
 
 /// Streams in a PostgreSQL database that several daemons share. Each daemon keeps its own
 /// catalog, one writer with group commit, and its cursors; the database orders the writes

@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import ReplayCore
+import ReplaySync
 
 /// Something statements run on, waiting for each result.
 protocol PostgresQuerying {

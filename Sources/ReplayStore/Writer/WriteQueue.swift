@@ -1,6 +1,6 @@
 import DequeModule
 import Dispatch
-import ReplayCore
+import ReplaySync
 
 /// The one writer, with group commit: requests queue up while a transaction runs, and the
 /// next transaction takes all of them (up to a batch limit). One fsync then covers the

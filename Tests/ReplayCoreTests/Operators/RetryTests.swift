@@ -1,4 +1,5 @@
 import ReplayCore
+import ReplaySync
 import ReplayTesting
 import Testing
 
