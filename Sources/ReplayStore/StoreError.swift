@@ -30,8 +30,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case staleEpoch(stream: String, producer: String, epoch: UInt64, current: UInt64)
     /// A producer skipped producer sequence numbers (or started a new epoch above 0).
     case producerSequenceGap(stream: String, producer: String, expected: UInt64, received: UInt64)
-    /// A writer's own sequence label that does not sort after the stream's last one
-    /// (HTTP's `Stream-Seq`): nothing was stored.
+    /// A writer's own sequence label that does not sort after the stream's last one:
+    /// nothing was stored.
     case writerSequenceRegression(stream: String, last: String, received: String)
     /// A fork of a stream that was deleted (it is kept only for its existing forks).
     case forkOfDeletedStream(String)

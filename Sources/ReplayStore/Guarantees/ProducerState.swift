@@ -34,8 +34,8 @@ struct ProducerState: Sendable, Equatable {
         case refuse(StoreError)
     }
 
-    /// The Durable Streams protocol's validation (§5.2.1): a lower epoch is fenced; a higher
-    /// one starts again at pseq 0; within an epoch, pseqs come one by one.
+    /// The idempotent producer's rule: a lower epoch is fenced; a higher one starts again at
+    /// pseq 0; within an epoch, pseqs come one by one.
     static func judge(_ state: ProducerState?, _ stamp: ProducerStamp, stream: String) -> Verdict {
         let gap = { (expected: UInt64) in
             Verdict.refuse(.producerSequenceGap(stream: stream, producer: stamp.id, expected: expected, received: stamp.sequence))

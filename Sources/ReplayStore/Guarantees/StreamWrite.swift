@@ -1,10 +1,9 @@
 import Foundation
 import ReplayModel
 
-/// One write of the Durable Streams front door, done as one unit in the writer's
-/// transaction: create the stream if asked, check the request's producer stamp and
-/// `Stream-Seq`, append its events (all or none, contiguous), and close the stream if asked.
-/// One request of that protocol is one `StreamWrite`, so its checks, its events and its
+/// One checked write, done as one unit in the writer's transaction: create the stream if
+/// asked, check the write's producer stamp and writer sequence label, append its events
+/// (all or none, contiguous), and close the stream if asked. Its checks, its events and its
 /// close commit together or not at all.
 public struct StreamWrite: Sendable {
     public var stream: String
@@ -12,9 +11,9 @@ public struct StreamWrite: Sendable {
     public var payloads: [Data]
     /// Create the stream with these settings if it does not exist (`PUT`); `nil`: it must.
     public var create: StreamConfig?
-    /// One stamp for the whole write: the protocol numbers requests, not events.
+    /// One stamp for the whole write: it numbers writes, not events.
     public var producer: ProducerStamp?
-    /// `Stream-Seq`: must sort after the stream's last one, byte-wise.
+    /// The writer's own sequence label: must sort after the stream's last one, byte-wise.
     public var writerSequence: String?
     /// Close (complete) the stream after the events.
     public var close: Bool
@@ -35,7 +34,7 @@ public struct StreamWrite: Sendable {
     }
 }
 
-/// A fork to create (Durable Streams §4.2).
+/// A fork to create: a new stream that reads another's events up to a point, then its own.
 public struct ForkRequest: Sendable, Equatable {
     public var source: String
     /// Inherit the source's events up to this sequence number; `nil`: its last.

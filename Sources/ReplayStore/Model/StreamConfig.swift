@@ -13,8 +13,8 @@ public struct StreamConfig: Sendable, Equatable {
     public var maxAge: TimeInterval?
     /// An upstream command whose output becomes the stream's events.
     public var source: StreamSource?
-    /// The MIME type of its events, as the HTTP front door declares and checks it; `nil` for
-    /// a stream created over the socket (served as `application/octet-stream`).
+    /// The MIME type of its events, as its creator declared it; `nil` when none was
+    /// declared (the events are then plain bytes).
     public var contentType: String?
     /// When the whole stream goes away, if it does.
     public var expiry: StreamExpiry?
@@ -48,8 +48,8 @@ public struct StreamConfig: Sendable, Equatable {
     }
 }
 
-/// When a stream is deleted as a whole (the Durable Streams protocol's `Stream-TTL` and
-/// `Stream-Expires-At`), unlike retention, which trims its oldest events.
+/// When a stream is deleted as a whole (after a time without use, or at a given time),
+/// unlike retention, which trims its oldest events.
 public enum StreamExpiry: Sendable, Equatable {
     /// After this many seconds without a read or a write.
     case idle(seconds: Int)

@@ -43,7 +43,7 @@ public struct StreamInfo: Sendable, Equatable {
     public var byteCount: Int
     public var terminal: Terminal?
     public var terminalAt: Date?
-    /// The last `Stream-Seq` an HTTP writer sent (the next must sort after it, byte-wise).
+    /// The last writer sequence label a write carried (the next must sort after it, byte-wise).
     public var writerSequence: String? = nil
     /// What it inherits, if it is a fork.
     public var fork: StreamFork? = nil

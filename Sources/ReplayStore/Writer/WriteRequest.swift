@@ -13,7 +13,7 @@ enum WriteRequest: Sendable {
     /// Appends that commit all or none; one result, with every sequence number.
     case atomic(events: [AtomicAppend], autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
     /// A write of several events with a writer sequence, a producer stamp and a close
-    /// (the Durable Streams door's POST and PUT): one unit, all or none.
+    /// (`StreamWrite`): one unit, all or none.
     case streamWrite(StreamWrite, Completion<StreamWriteOutcome>)
     /// A durable consumer's position, created after `initialNext(info) - 1` on first use.
     case openConsumer(stream: String, name: String, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<ConsumerStart>)

@@ -2,7 +2,7 @@ import Foundation
 import ReplayModel
 
 /// Appends: numbering, the conditions a publish carries (expected sequence, producers),
-/// atomic sends, and the HTTP front door's writes.
+/// atomic sends, and checked writes (`StreamWrite`).
 extension WriterRules {
     /// Appends to the stream (creating it with `autoCreate` if it is new and that is set),
     /// if `conditions` hold against the stream as this transaction has left it so far: the
@@ -67,9 +67,8 @@ extension WriterRules {
         return .limitReached("stream '\(info.name)' has used every sequence number (\(EventKey.maxSequence)); append to a new stream")
     }
 
-    /// A write of the HTTP front door (see `StreamWrite`): the checks in the protocol's
-    /// order (a producer's retry is recognised even on a closed stream), then the events
-    /// and the close. Its events cannot fail one by one, so no savepoint is needed.
+    /// A checked write (see `StreamWrite`): its checks in a fixed order (a producer's retry
+    /// is recognised even on a closed stream), then the events and the close. Its events cannot fail one by one, so no savepoint is needed.
     mutating func perform(_ write: StreamWrite) throws -> Result<StreamWriteOutcome, StoreError> {
         let name = write.stream
         var created = false
