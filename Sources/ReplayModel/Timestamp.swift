@@ -57,13 +57,19 @@ public enum Timestamp {
     /// a second, or Unix seconds. Returns Unix seconds.
     public static func parseLenient(_ text: String) -> Double? {
         if let seconds = Double(text), seconds.isFinite { return seconds }
-        if let date = parse(text) { return date.timeIntervalSince1970 }
+        return (parse(text) ?? parseRFC3339(text))?.timeIntervalSince1970
+    }
+
+    /// Any RFC 3339 time (`2026-11-23T12:00:00Z`, with fractions of a second or an offset
+    /// such as `+02:00`), as HTTP headers and people give them. Rare, so Foundation's
+    /// formatter is fine here; `parse` is the fast path for the form this type writes.
+    public static func parseRFC3339(_ text: String) -> Date? {
         let withFraction = ISO8601DateFormatter()
         withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = withFraction.date(from: text) { return date.timeIntervalSince1970 }
+        if let date = withFraction.date(from: text) { return date }
         let plain = ISO8601DateFormatter()
         plain.formatOptions = [.withInternetDateTime]
-        return plain.date(from: text)?.timeIntervalSince1970
+        return plain.date(from: text)
     }
 
     /// The exact form this type formats, `2026-11-22T03:17:14.123Z`, or `nil`.

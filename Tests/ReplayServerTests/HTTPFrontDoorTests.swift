@@ -508,4 +508,46 @@ struct HTTPFrontDoorTests {
             #expect(daemon.log.contains("replayd stopped"))
         }
     }
+
+    /// A page on another origin may write: its preflight is answered (before the token,
+    /// which a preflight never carries) with the protocol's methods and headers, and every
+    /// response lets it read the protocol's headers, with or without an Origin.
+    @Test func aBrowserOnAnotherOriginMayWriteAndReadTheProtocolsHeaders() async throws {
+        try await withHTTP(arguments: ["--http-token", "sesame"]) { _, http in
+            let preflight = try await http.request(
+                "OPTIONS", "/v1/stream/from-a-page",
+                headers: [
+                    ("Origin", "http://app.example"), ("Access-Control-Request-Method", "POST"),
+                    ("Access-Control-Request-Headers", "content-type, producer-id, stream-seq"),
+                ])
+            #expect(preflight.status == 204)
+            #expect(preflight["Access-Control-Allow-Origin"] == "*")
+            let methods = try #require(preflight["Access-Control-Allow-Methods"])
+            #expect(["PUT", "POST", "DELETE"].allSatisfy(methods.contains))
+            let allowed = try #require(preflight["Access-Control-Allow-Headers"]).lowercased()
+            #expect(["content-type", "producer-id", "stream-seq", "authorization"].allSatisfy(allowed.contains))
+
+            let created = try await http.request(
+                "PUT", "/v1/stream/from-a-page",
+                headers: [("Origin", "http://app.example"), ("Authorization", "Bearer sesame"), ("Content-Type", "text/plain")])
+            #expect(created.status == 201)
+            #expect(created["Access-Control-Allow-Origin"] == "*")
+            #expect(created["Access-Control-Expose-Headers"]?.contains("Stream-Next-Offset") == true)
+            let read = try await http.request("GET", "/v1/stream/from-a-page?offset=-1")
+            #expect(read["Access-Control-Expose-Headers"]?.contains("Stream-Next-Offset") == true, "without an Origin too")
+        }
+    }
+
+    /// Content types are compared by media type: case, parameters and spaces aside, and
+    /// vendor types whole.
+    @Test func contentTypesAreComparedByMediaType() async throws {
+        try await withHTTP { _, http in
+            let path = "/v1/stream/vendor"
+            #expect(try await http.request("PUT", path, headers: [("Content-Type", "application/vnd.api+json")]).status == 201)
+            let same = try await http.request("POST", path, headers: [("Content-Type", " Application/VND.api+JSON ; charset=utf-8")], body: "[1]")
+            #expect(same.status == 204)
+            let other = try await http.request("POST", path, headers: [("Content-Type", "application/vnd.api")], body: "[2]")
+            #expect(other.status == 409)
+        }
+    }
 }

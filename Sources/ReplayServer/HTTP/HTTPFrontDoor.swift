@@ -30,6 +30,9 @@ public struct HTTPFrontDoor: Service {
     public func run() async throws {
         readThreads.start()
         let router = Router()
+        // Preflight (OPTIONS with an Origin) is hummingbird's, answered before the token
+        // check, which a browser's preflight never carries.
+        router.add(middleware: FrontDoorMiddleware<BasicRequestContext>.cors)
         router.add(middleware: FrontDoorMiddleware(settings: settings))
         if let metrics {
             // Request counts and latencies, by route and status (hummingbird's own middleware).
@@ -40,9 +43,7 @@ public struct HTTPFrontDoor: Service {
         let list = StreamList(hubs: endpoint.hubs)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { _, _ in try list.respond() }
-        for method in [HTTPRequest.Method.get, .head, .put, .post, .delete] {
-            router.on("/v1/stream/**", method: method) { request, _ in try await endpoint.respond(to: request) }
-        }
+        endpoint.addRoutes(to: router.group(RouterPath(StreamEndpoint.prefix)))
         let logger = self.logger
         let host = settings.host
         let app = Application(

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 import ReplayModel
 import ReplayStore
@@ -18,20 +19,13 @@ extension StreamEndpoint {
             case sse
         }
 
-        init(_ query: String?) throws {
-            var values: [Substring: [String]] = [:]
-            for pair in (query ?? "").split(separator: "&") {
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
-                guard let value else { throw HTTPError(.badRequest, message: "a query parameter is not valid percent-encoding") }
-                values[parts[0], default: []].append(value)
+        init(_ query: FlatDictionary<Substring, Substring>) throws {
+            func single(_ key: Substring) throws -> Substring? {
+                let found = query[values: key]
+                guard found.count <= 1 else { throw HTTPError(.badRequest, message: "give '\(key)' once") }
+                return found.first
             }
-            func single(_ key: Substring) throws -> String? {
-                guard let found = values[key] else { return nil }
-                guard found.count == 1 else { throw HTTPError(.badRequest, message: "give '\(key)' once") }
-                return found[0]
-            }
-            guard let offset = StreamOffset.parse(try single("offset").map { Substring($0) }) else {
+            guard let offset = StreamOffset.parse(try single("offset")) else {
                 throw HTTPError(.badRequest, message: "offset takes -1, now, or a Stream-Next-Offset this server returned")
             }
             self.offset = offset
@@ -41,7 +35,7 @@ extension StreamEndpoint {
             case "sse": live = .sse
             default: throw HTTPError(.badRequest, message: "live takes long-poll or sse")
             }
-            if live != .catchUp, values["offset"] == nil {
+            if live != .catchUp, query["offset"] == nil {
                 throw HTTPError(.badRequest, message: "a live read needs an offset (-1 for the beginning, now for the tail)")
             }
             cursor = try single("cursor").flatMap { UInt64($0) }
@@ -49,7 +43,7 @@ extension StreamEndpoint {
     }
 
     func read(_ name: String, _ request: Request) async throws -> Response {
-        let query = try ReadQuery(request.uri.query)
+        let query = try ReadQuery(request.uri.queryParameters)
         let hub = try await hub(name)
         store.noteRead(name)
         let info = hub.info
@@ -122,7 +116,7 @@ extension StreamEndpoint {
         fields[.cacheControl] =
             settings.token != nil && settings.tokenForReads
             ? "private, max-age=60, stale-while-revalidate=300" : "public, max-age=60, stale-while-revalidate=300"
-        if request.headers[.ifNoneMatch] == etag {
+        if RequestHeaders(fields: request.headers).ifNoneMatch == etag {
             fields[.contentType] = nil
             return Response(status: .notModified, headers: fields)
         }

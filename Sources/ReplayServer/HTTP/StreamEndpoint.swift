@@ -19,22 +19,20 @@ struct StreamEndpoint: Sendable {
     let defaultCapacity: Int?
     let maxPayload: Int
 
-    func respond(to request: Request) async throws -> Response {
-        let name = try streamName(request.uri.path)
-        switch request.method {
-        case .put: return try await create(name, request)
-        case .post: return try await append(name, request)
-        case .get: return try await read(name, request)
-        case .head: return try await head(name)
-        case .delete: return try await delete(name)
-        default:
-            throw HTTPError(.methodNotAllowed, headers: [.allow: "GET, HEAD, PUT, POST, DELETE"], message: "use GET, HEAD, PUT, POST or DELETE")
-        }
+    /// The protocol's routes, on hummingbird's router: a method each, the stream's name
+    /// the rest of the path (it may hold `/`).
+    func addRoutes<Context: RequestContext>(to streams: RouterGroup<Context>) {
+        streams.put("**") { request, context in try await create(streamName(context), request) }
+        streams.post("**") { request, context in try await append(streamName(context), request) }
+        streams.get("**") { request, context in try await read(streamName(context), request) }
+        streams.head("**") { _, context in try await head(streamName(context)) }
+        streams.delete("**") { _, context in try await delete(streamName(context)) }
     }
 
-    /// The stream's name: the path after the prefix, percent-decoded, by the stream-name rule.
-    private func streamName(_ path: String) throws -> String {
-        guard path.hasPrefix(Self.prefix), let name = String(path.dropFirst(Self.prefix.count)).removingPercentEncoding else {
+    /// The stream's name: the path after the prefix as sent (hummingbird's catch-all, whose
+    /// components would drop an empty segment), percent-decoded, by the stream-name rule.
+    private func streamName<Context: RequestContext>(_ context: Context) throws -> String {
+        guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)), let name = raw.removingPercentEncoding else {
             throw HTTPError(.notFound)
         }
         if let problem = StreamName.problem(with: name) {
@@ -73,9 +71,9 @@ struct StreamEndpoint: Sendable {
     private func create(_ name: String, _ request: Request) async throws -> Response {
         let headers = RequestHeaders(fields: request.headers)
         var expiry = try headers.expiry()
-        var contentType = request.headers[.contentType] ?? "application/octet-stream"
+        var contentType = headers.declaredContentType
         let closed = headers.closes
-        var fork = try forkRequest(request.headers)
+        var fork = try headers.fork()
         if hubs[name] != nil, store.isExpired(name) { try? await store.delete(name) }
         if let existing = hubs[name]?.info {
             return try declared(existing, contentType: contentType, expiry: expiry, closed: closed, fork: fork)
@@ -109,40 +107,6 @@ struct StreamEndpoint: Sendable {
         case .existing(let info), .appended(let info), .alreadyClosed(let info), .duplicate(let info, _):
             return try declared(info, contentType: contentType, expiry: expiry, closed: closed, fork: fork)
         }
-    }
-
-    /// `Stream-Forked-From`, `Stream-Fork-Offset` and `Stream-Fork-Sub-Offset`, checked.
-    private func forkRequest(_ fields: HTTPFields) throws -> ForkRequest? {
-        let subOffsetText = fields[.streamForkSubOffset]
-        guard let from = fields[.streamForkedFrom] else {
-            if subOffsetText != nil { throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset needs Stream-Forked-From") }
-            if fields[.streamForkOffset] != nil { throw HTTPError(.badRequest, message: "Stream-Fork-Offset needs Stream-Forked-From") }
-            return nil
-        }
-        let path = from.hasPrefix(Self.prefix) ? String(from.dropFirst(Self.prefix.count)) : from
-        guard let source = path.removingPercentEncoding, StreamName.isValid(source) else {
-            throw HTTPError(.badRequest, message: "Stream-Forked-From takes the path of a stream of this server, such as \(Self.prefix)orders")
-        }
-        var sequence: UInt64?
-        if let offset = fields[.streamForkOffset] {
-            switch StreamOffset.parse(Substring(offset)) {
-            case .start: sequence = 0
-            case .now: sequence = nil
-            case .after(let value): sequence = value
-            case nil: throw HTTPError(.badRequest, message: "Stream-Fork-Offset takes an offset this server returned")
-            }
-        }
-        var subOffset: UInt64 = 0
-        if let subOffsetText {
-            guard let value = RequestHeaders.safeInteger(subOffsetText) else {
-                throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset takes a non-negative integer")
-            }
-            subOffset = value
-            if value > 0, fields[.streamForkOffset] == nil {
-                throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
-            }
-        }
-        return ForkRequest(source: source, sequence: sequence, subOffset: subOffset)
     }
 
     /// The stream's absolute URL, from the Host the client used.
@@ -213,7 +177,7 @@ struct StreamEndpoint: Sendable {
         }
         let payloads = try messages(body, json: info.isJSON, creating: false)
         let write = StreamWrite(
-            stream: name, payloads: payloads, producer: producer, writerSequence: request.headers[.streamSeq], close: closes)
+            stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
         let outcome: StreamWriteOutcome
         do {
             outcome = try await store.write(write)
