@@ -12,6 +12,8 @@ struct ReplayBench: ParsableCommand {
     @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), replay-pg (two replayd on one PostgreSQL database, see --postgres), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
     var against: String = "both"
     @Option(help: "The replayd binary.") var replayd: String = "../.build/release/replayd"
+    @Option(help: "Another replayd binary (an earlier commit's), run as the systems named with '@baseline' (replay@baseline, replay-http@baseline): before and after take turns in one run.")
+    var baseline: String?
     @Option(help: "For replay-pg: a PostgreSQL server's URL (each run gets a new database on it; tools/postgres-cluster.sh starts one).")
     var postgres: String = ProcessInfo.processInfo.environment["REPLAY_TEST_POSTGRES"] ?? ""
     @Option(name: .customLong("redis-server"), help: "The redis-server binary.") var redisServer: String = "/usr/bin/redis-server"
@@ -62,7 +64,12 @@ struct ReplayBench: ParsableCommand {
         let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let system: any SystemUnderTest = switch name {
+        var (kind, replayd) = (name, self.replayd)
+        if name.hasSuffix("@baseline") {
+            guard let baseline else { throw ValidationError("\(name) needs --baseline <replayd>") }
+            (kind, replayd) = (String(name.dropLast("@baseline".count)), baseline)
+        }
+        let system: any SystemUnderTest = switch kind {
         case "redis": try RedisSystem(redisServer: redisServer, directory: directory)
         case "replay-http": try ReplayHTTPSystem(replayd: replayd, directory: directory, durability: sync, payloadSize: payloadSize)
         case "replay-pg": try ReplayPostgresSystem(replayd: replayd, directory: directory, postgres: postgres, durability: sync)
