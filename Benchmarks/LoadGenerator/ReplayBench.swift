@@ -77,6 +77,14 @@ struct ReplayBench: ParsableCommand {
         }
         defer { system.stop() }
         let run = Scenarios(system: system, payloadSize: payloadSize, scale: scale)
+        let figures = try measure(scenario, with: run)
+        // The server's CPU for the whole scenario: the same work on each system, so the
+        // ratio is CPU per event, whatever else the machine was doing.
+        let cpu = Figure(scenario: "\(scenario): server CPU", system: name, value: system.cpuSeconds, unit: "CPU s", serverRSS: 0)
+        return figures + [cpu]
+    }
+
+    private func measure(_ scenario: String, with run: Scenarios) throws -> [Figure] {
         switch scenario {
         case "publish-seq": return try run.publishSequential()
         case "publish-pipelined": return [try run.publishPipelined(connections: 1), try run.publishPipelined(connections: 8)]
@@ -158,7 +166,7 @@ struct ReplayBench: ParsableCommand {
         for scenario in order {
             let figures = shown.map { results[scenario]?[$0] ?? [] }
             func value(_ figures: [Figure]) -> String {
-                figures.isEmpty ? "-" : String(format: "%.0f %@", median(figures.map(\.value)), figures[0].unit)
+                figures.isEmpty ? "-" : String(format: figures[0].unit == "CPU s" ? "%.2f %@" : "%.0f %@", median(figures.map(\.value)), figures[0].unit)
             }
             func latency(_ figures: [Figure]) -> String {
                 let p50s = figures.compactMap(\.p50)

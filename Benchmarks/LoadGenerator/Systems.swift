@@ -6,6 +6,9 @@ protocol SystemUnderTest: AnyObject {
     func client() throws -> any BenchClient
     /// Resident memory of the server process, in bytes.
     var residentBytes: Int { get }
+    /// CPU time the server processes have used (user and system), in seconds: for a fixed
+    /// amount of work, steadier than a rate on a machine whose other tenants come and go.
+    var cpuSeconds: Double { get }
     func stop()
     /// Stops the server and starts it again on the same data; returns the nanoseconds from
     /// process start to the first answered PING.
@@ -41,6 +44,17 @@ func processResidentBytes(_ pid: Int32) -> Int {
     return kilobytes * 1024
 }
 
+/// User and system CPU time of a process, from /proc/<pid>/stat (fields 14 and 15).
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let afterName = stat.range(of: ") ", options: .backwards)
+    else { return 0 }
+    // Fields after the command's name start at field 3 (state).
+    let fields = stat[afterName.upperBound...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 private func waitForSocket(_ path: String, _ process: Process) throws {
     for _ in 0..<3000 {
         guard process.isRunning else { throw BenchError("\(process.executableURL!.path) exited at start") }
@@ -65,6 +79,7 @@ final class ServerProcess {
     }
 
     var residentBytes: Int { processResidentBytes(process.processIdentifier) }
+    var cpuSeconds: Double { processCPUSeconds(process.processIdentifier) }
 
     func stop() {
         process.terminate()
@@ -95,6 +110,7 @@ final class ReplaySystem: SystemUnderTest {
 
     func client() throws -> any BenchClient { try ReplayBenchClient(path: server.socketPath) }
     var residentBytes: Int { server.residentBytes }
+    var cpuSeconds: Double { server.cpuSeconds }
     func stop() { server.stop() }
     func restart() throws -> UInt64 { try server.restart { try ReplayBenchClient(path: $0) } }
 }
@@ -121,6 +137,7 @@ final class RedisSystem: SystemUnderTest {
 
     func client() throws -> any BenchClient { try RedisBenchClient(path: server.socketPath, maxLength: 100_000_000) }
     var residentBytes: Int { server.residentBytes }
+    var cpuSeconds: Double { server.cpuSeconds }
     func stop() { server.stop() }
     func restart() throws -> UInt64 { try server.restart { try RedisBenchClient(path: $0, maxLength: 100_000_000) } }
 }
@@ -174,6 +191,7 @@ final class ReplayHTTPSystem: SystemUnderTest {
     }
 
     var residentBytes: Int { server.residentBytes }
+    var cpuSeconds: Double { server.cpuSeconds }
     func stop() { server.stop() }
 
     func restart() throws -> UInt64 {
@@ -229,6 +247,7 @@ final class ReplayPostgresSystem: SystemUnderTest {
     func subscriberClient() throws -> any BenchClient { try ReplayBenchClient(path: servers[1].socketPath) }
     func publisherClient() throws -> any BenchClient { try ReplayBenchClient(path: servers[0].socketPath) }
     var residentBytes: Int { servers.map(\.residentBytes).reduce(0, +) }
+    var cpuSeconds: Double { servers.map(\.cpuSeconds).reduce(0, +) }
 
     func stop() {
         for server in servers { server.stop() }

@@ -106,6 +106,20 @@ struct LogCursorTests {
         #expect(log.reads == [1, 4])
     }
 
+    @Test func aMoveFromMemoryNeverReadsTheStore() async throws {
+        let log = ArrayLog()
+        var cursor = Self.cursor(log)
+        let behind = cursor.moveFromMemory(limit: 3, byteBudget: 1 << 20)
+        #expect(behind == nil, "events 1...6 are only in the store")
+        #expect(cursor.next == 1 && log.reads.isEmpty)
+        _ = try await Self.moves(&cursor, 2)
+        guard case .ring(let entries) = cursor.moveFromMemory(limit: 3, byteBudget: 1 << 20) else {
+            Issue.record("expected events from the ring"); return
+        }
+        #expect(entries.map(\.sequence) == [7, 8, 9])
+        #expect(log.reads == [1, 4])
+    }
+
     @Test func readingAheadReadsEachPageOnce() async throws {
         let log = ArrayLog()
         var cursor = Self.cursor(log, readAhead: true)

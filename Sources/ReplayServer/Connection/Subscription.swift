@@ -52,7 +52,12 @@ struct Subscription: Sendable {
         defer { cursor.stopReadingAhead() }
         do {
             while !Task.isCancelled {
-                switch try await cursor.move(limit: Self.pageEvents, byteBudget: Self.pageBytes, sharingFrom: Self.sharedPayloadMinimum) {
+                let (limit, bytes, sharing) = (Self.pageEvents, Self.pageBytes, Self.sharedPayloadMinimum)
+                let move =
+                    if let move = cursor.moveFromMemory(limit: limit, byteBudget: bytes, sharingFrom: sharing) { move } else {
+                        try await cursor.move(limit: limit, byteBudget: bytes, sharingFrom: sharing)
+                    }
+                switch move {
                 case .ring(let entries):
                     try await send(entries)
                 case .stored(let page):
