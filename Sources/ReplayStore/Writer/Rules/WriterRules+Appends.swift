@@ -61,10 +61,12 @@ extension WriterRules {
 
     /// `limitReached` if `count` more events would pass the last sequence number a
     /// stream's key can hold (`EventKey`); `nil` if they fit.
+    /// Runs once per event: it reads the one field in place, since a copy of the stream's
+    /// `StreamInfo` (strings, dates, settings) costs retains and releases on the writer.
     func sequenceNumbersLeft(for count: Int, in index: Int) -> StoreError? {
-        let info = streams[index].record.info
-        guard info.lastSequence + UInt64(count) > EventKey.maxSequence else { return nil }
-        return .limitReached("stream '\(info.name)' has used every sequence number (\(EventKey.maxSequence)); append to a new stream")
+        guard streams[index].record.info.lastSequence + UInt64(count) > EventKey.maxSequence else { return nil }
+        let name = streams[index].record.info.name
+        return .limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); append to a new stream")
     }
 
     /// A checked write (see `StreamWrite`): its checks in a fixed order (a producer's retry
