@@ -94,7 +94,7 @@ final class PostgresLog: LogDatabase {
                 try connection.query("BEGIN")
                 try rules.run(batch)
                 try transaction.flush()
-                let changed = rules.changedRecords.keys.filter { rules.refreshed[$0] == nil }
+                let changed = rules.announced
                 if !changed.isEmpty {
                     try connection.query("SELECT pg_notify(\(Self.channel), \(CommitNotice(origin: origin, streams: changed).payload))")
                 }

@@ -230,6 +230,13 @@ struct WriterRules<DB: LogTransaction> {
         sinks.deliver()
     }
 
+    /// The streams this batch wrote or deleted itself, which other daemons are told of. Not
+    /// the ones it only learned of by a refresh: those were told by the daemon that wrote
+    /// them. A stream both refreshed and written in one batch is written, and is told.
+    var announced: Set<String> {
+        deleted.union(indexByName.keys)
+    }
+
     var changedRecords: [String: Catalog.Record?] {
         var changes = refreshed
         for name in deleted { changes[name] = .some(nil) }
