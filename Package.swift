@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(
             name: "ReplayProtocolTests",
             dependencies: [
-                "ReplayProtocol",
+                "ReplayProtocol", "ReplayModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ]

@@ -172,6 +172,27 @@ public final class ReplayClient: Sendable {
         _ stream: String, from start: StartPosition = .all, durable consumer: String? = nil,
         onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
+        try await subscribe(onGap: onGap) { sid in
+            consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
+                ?? .subscribe(stream: stream, sid: sid, start: start)
+        }
+    }
+
+    /// Joins a consumer group of `stream` as a member (created at `start` on first use, with
+    /// the settings `options` names): the result is an `AsyncSequence` of the events handed
+    /// to this member. Acknowledge each with `acknowledge(_:)` (that one event) or give it
+    /// back with `giveBack(_:delay:)`; what it holds unacknowledged when it ends goes to the
+    /// group's other members.
+    public func subscribe(
+        _ stream: String, from start: StartPosition = .all, group options: GroupOptions,
+        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
+    ) async throws -> ReplaySubscription {
+        try await subscribe(onGap: onGap) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
+    }
+
+    private func subscribe(
+        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?, _ makeCommand: (String) -> ClientCommand
+    ) async throws -> ReplaySubscription {
         let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
         let channel = self.channel
         let reading: @Sendable (Bool) -> Void = { channel.setOption(ChannelOptions.autoRead, value: $0).whenComplete { _ in } }
@@ -179,9 +200,7 @@ public final class ReplayClient: Sendable {
             guard let self else { return }
             Task { await self.unsubscribe(sid) }
         }
-        let command: ClientCommand =
-            consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
-            ?? .subscribe(stream: stream, sid: sid, start: start)
+        let command = makeCommand(sid)
         let reply = try await send([command], subscribe: (sid, feed))[0]
         switch reply {
         case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap)
@@ -198,6 +217,10 @@ public final class ReplayClient: Sendable {
 
     func acknowledge(_ sequence: UInt64, sid: String) async throws {
         try await expectOK(.ack(sid: sid, sequence: sequence))
+    }
+
+    func giveBack(_ sequence: UInt64, delay: Double?, sid: String) async throws {
+        try await expectOK(.nack(sid: sid, sequence: sequence, delay: delay))
     }
 
     // MARK: Administration
@@ -246,6 +269,20 @@ public final class ReplayClient: Sendable {
 
     public func deleteConsumer(_ name: String, of stream: String) async throws {
         try await expectOK(.deleteConsumer(stream: stream, name: name))
+    }
+
+    /// The stream's consumer groups: members, pending and delivered counts, lag.
+    public func groups(_ stream: String) async throws -> [GroupDescription] {
+        try await decode(try await send([.groups(stream: stream)])[0])
+    }
+
+    /// A group's pending events: who holds each, and how many times it was handed out.
+    public func pending(_ stream: String, group: String) async throws -> [PendingDescription] {
+        try await decode(try await send([.pending(stream: stream, group: group)])[0])
+    }
+
+    public func deleteGroup(_ group: String, of stream: String) async throws {
+        try await expectOK(.deleteGroup(stream: stream, group: group))
     }
 
     private func decode<T: Decodable>(_ reply: ServerFrame) async throws -> T {

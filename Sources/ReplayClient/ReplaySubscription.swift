@@ -14,8 +14,17 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     /// For a durable subscription: acknowledges every event up to `sequence` for its
     /// consumer, and returns once that position is committed. Cumulative; it never goes
     /// back (`invalid_ack`), nor past the stream's last event.
+    ///
+    /// For a group member: acknowledges that one event, which it must hold (`invalid_ack`
+    /// otherwise: its time ran out and another member has it), once committed.
     public func acknowledge(_ sequence: UInt64) async throws {
         try await client.acknowledge(sequence, sid: sid)
+    }
+
+    /// For a group member: gives the event back to the group, to be handed out again (to
+    /// any member) after `delay` seconds, or to the dead-letter stream after `max_deliver`.
+    public func giveBack(_ sequence: UInt64, delay: Double? = nil) async throws {
+        try await client.giveBack(sequence, delay: delay, sid: sid)
     }
 
     /// Stops the subscription (UNSUB); iteration ends.

@@ -28,11 +28,10 @@ public enum StreamName {
                 : "'\(bad)'"
             return "it contains \(shown)"
         }
-        if name.contains("/") {
-            for segment in name.split(separator: "/", omittingEmptySubsequences: false) {
-                if segment.isEmpty { return "it has an empty segment between slashes" }
-                if segment == "." || segment == ".." { return "it has a '\(segment)' segment" }
-            }
+        // A name of one segment too: `..` alone would be a path that clients rewrite.
+        for segment in name.split(separator: "/", omittingEmptySubsequences: false) {
+            if segment.isEmpty { return "it has an empty segment between slashes" }
+            if segment == "." || segment == ".." { return "it has a '\(segment)' segment" }
         }
         return nil
     }

@@ -40,10 +40,23 @@ extension ClientCommand {
             }
         case .subscribe(let stream, let sid, let start):
             Wire.writeLine(["SUB", stream, sid, start.wireText], into: &buffer)
+        case .subscribePattern(let pattern, let sid, let start):
+            Wire.writeLine(["SUB", pattern.description, sid, start.wireText], into: &buffer)
         case .subscribeDurable(let stream, let sid, let start, let consumer):
             Wire.writeLine(["SUB", stream, sid, start.wireText, "durable=\(consumer)"], into: &buffer)
-        case .ack(let sid, let sequence):
-            Wire.writeLine(["ACK", sid, "\(sequence)"], into: &buffer)
+        case .ack(let sid, let sequence, let stream):
+            Wire.writeLine(["ACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []), into: &buffer)
+        case .nack(let sid, let sequence, let stream, let delay):
+            Wire.writeLine(
+                ["NACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []) + (delay.map { ["delay=\($0)"] } ?? []), into: &buffer)
+        case .subscribeGroup(let stream, let sid, let start, let options):
+            Wire.writeLine(["SUB", stream, sid, start.wireText] + options.words, into: &buffer)
+        case .groups(let stream):
+            Wire.writeLine(["GROUPS", stream], into: &buffer)
+        case .pending(let stream, let group):
+            Wire.writeLine(["PENDING", stream, group], into: &buffer)
+        case .deleteGroup(let stream, let group):
+            Wire.writeLine(["DELGROUP", stream, group], into: &buffer)
         case .consumers(let stream):
             Wire.writeLine(["CONSUMERS", stream], into: &buffer)
         case .deleteConsumer(let stream, let name):
@@ -105,5 +118,18 @@ extension StartPosition {
         case .last(let count): "last=\(count)"
         case .since(let seconds): "since=\(seconds)"
         }
+    }
+}
+
+extension GroupOptions {
+    /// SUB's words after the start position.
+    var words: [String] {
+        var words = ["group=\(group)"]
+        if let member { words.append("member=\(member)") }
+        if let ackWait { words.append("ack_wait=\(ackWait)") }
+        if let maxDeliver { words.append("max_deliver=\(maxDeliver)") }
+        if let deadLetter { words.append("dead_letter=\(deadLetter)") }
+        if let maxPending { words.append("max_pending=\(maxPending)") }
+        return words
     }
 }

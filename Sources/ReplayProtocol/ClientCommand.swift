@@ -66,6 +66,38 @@ public struct CreateOptions: Sendable, Equatable {
     }
 }
 
+/// What a group SUB names after `group=`: its group, the member, the member's limit, and
+/// the settings it creates the group with (or must agree with to join it).
+public struct GroupOptions: Sendable, Equatable {
+    public var group: String
+    /// The member's id; a SUB without one is a member of its own (its connection and sid).
+    public var member: String?
+    /// Seconds a member holds an event before it goes to another.
+    public var ackWait: Double?
+    public var maxDeliver: Int?
+    public var deadLetter: String?
+    /// How many events this member holds at most, unacknowledged.
+    public var maxPending: Int?
+
+    /// When a SUB names no `max_pending`: enough to keep a worker busy between round trips,
+    /// few enough that a dead member's events go back quickly. Redis's XREADGROUP and
+    /// JetStream's pull consumers let the reader choose too (COUNT, batch).
+    public static let defaultMaxPending = 64
+    public static let maxPendingLimit = 10_000
+
+    public init(
+        group: String, member: String? = nil, ackWait: Double? = nil, maxDeliver: Int? = nil, deadLetter: String? = nil,
+        maxPending: Int? = nil
+    ) {
+        self.group = group
+        self.member = member
+        self.ackWait = ackWait
+        self.maxDeliver = maxDeliver
+        self.deadLetter = deadLetter
+        self.maxPending = maxPending
+    }
+}
+
 /// A command a client sends. See docs/PROTOCOL.md for the grammar.
 public enum ClientCommand: Sendable, Equatable {
     case publish(stream: String, payload: ByteBuffer)
@@ -74,12 +106,24 @@ public enum ClientCommand: Sendable, Equatable {
     /// `ATOMIC <n>` and the n PUBs after it: all commit or none.
     case atomic([AtomicEvent])
     case subscribe(stream: String, sid: String, start: StartPosition)
+    /// A subscription to every stream the pattern matches, now or later (`StreamPattern`).
+    case subscribePattern(pattern: StreamPattern, sid: String, start: StartPosition)
     /// A durable consumer's subscription: after its acknowledged position, or from `start`
     /// on first use.
     case subscribeDurable(stream: String, sid: String, start: StartPosition, consumer: String)
+    /// A member of a consumer group: each event of the stream goes to one member at a time.
+    case subscribeGroup(stream: String, sid: String, start: StartPosition, options: GroupOptions)
     case unsubscribe(sid: String)
-    /// Acknowledges every event up to `sequence` for a durable subscription.
-    case ack(sid: String, sequence: UInt64)
+    /// Acknowledges every event up to `sequence` for a durable subscription; for a group
+    /// member, that one event (`stream` names its stream on a pattern group).
+    case ack(sid: String, sequence: UInt64, stream: String? = nil)
+    /// A group member gives an event back, to be handed out again after `delay` seconds.
+    case nack(sid: String, sequence: UInt64, stream: String? = nil, delay: Double? = nil)
+    /// The stream's consumer groups, as JSON.
+    case groups(stream: String)
+    /// A group's pending events, as JSON.
+    case pending(stream: String, group: String)
+    case deleteGroup(stream: String, group: String)
     case consumers(stream: String)
     case deleteConsumer(stream: String, name: String)
     case create(stream: String, options: CreateOptions)
@@ -96,9 +140,13 @@ public enum ClientCommand: Sendable, Equatable {
         switch self {
         case .publish, .publishChecked: "PUB"
         case .atomic: "ATOMIC"
-        case .subscribe, .subscribeDurable: "SUB"
+        case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup: "SUB"
         case .unsubscribe: "UNSUB"
         case .ack: "ACK"
+        case .nack: "NACK"
+        case .groups: "GROUPS"
+        case .pending: "PENDING"
+        case .deleteGroup: "DELGROUP"
         case .consumers: "CONSUMERS"
         case .deleteConsumer: "DELCONSUMER"
         case .create: "CREATE"

@@ -50,27 +50,41 @@ enum CommandParser {
             }
             return .beginAtomic(count: count)
         case "SUB":
-            let usage = "usage: SUB <stream> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>]"
-            guard (2...4).contains(args.count) else { throw bad(usage) }
-            try checkSid(args[1])
-            var start: StartPosition?
-            var consumer: String?
+            return .command(try subscription(args))
+        case "ACK":
+            guard (2...3).contains(args.count) else { throw bad("usage: ACK <sid> <seq> [stream=<name>]") }
+            let sequence = try number(args[1], "the acknowledged sequence number")
+            var stream: String?
             for word in args.dropFirst(2) {
-                if word.lowercased().hasPrefix("durable=") {
-                    guard consumer == nil else { throw bad(usage) }
-                    consumer = try name(String(word.dropFirst(8)), "a durable consumer's name")
-                } else {
-                    guard start == nil else { throw bad(usage) }
-                    start = try startPosition(word)
+                guard word.lowercased().hasPrefix("stream=") else { throw bad("usage: ACK <sid> <seq> [stream=<name>]") }
+                stream = String(word.dropFirst(7))
+            }
+            return .command(.ack(sid: args[0], sequence: sequence, stream: stream))
+        case "NACK":
+            let usage = "usage: NACK <sid> <seq> [stream=<name>] [delay=<seconds>]"
+            guard (2...4).contains(args.count) else { throw bad(usage) }
+            let sequence = try number(args[1], "the sequence number given back")
+            var stream: String?
+            var delay: Double?
+            for word in args.dropFirst(2) {
+                let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { throw bad(usage) }
+                switch parts[0].lowercased() {
+                case "stream": stream = parts[1]
+                case "delay": delay = try seconds(parts[1], "delay", allowZero: true)
+                default: throw bad(usage)
                 }
             }
-            if let consumer {
-                return .command(.subscribeDurable(stream: args[0], sid: args[1], start: start ?? .all, consumer: consumer))
-            }
-            return .command(.subscribe(stream: args[0], sid: args[1], start: start ?? .all))
-        case "ACK":
-            try expect(args, count: 2, usage: "ACK <sid> <seq>")
-            return .command(.ack(sid: args[0], sequence: try number(args[1], "the acknowledged sequence number")))
+            return .command(.nack(sid: args[0], sequence: sequence, stream: stream, delay: delay))
+        case "GROUPS":
+            try expect(args, count: 1, usage: "GROUPS <stream>")
+            return .command(.groups(stream: args[0]))
+        case "PENDING":
+            try expect(args, count: 2, usage: "PENDING <stream> <group>")
+            return .command(.pending(stream: args[0], group: args[1]))
+        case "DELGROUP":
+            try expect(args, count: 2, usage: "DELGROUP <stream> <group>")
+            return .command(.deleteGroup(stream: args[0], group: args[1]))
         case "CONSUMERS":
             try expect(args, count: 1, usage: "CONSUMERS <stream>")
             return .command(.consumers(stream: args[0]))
@@ -163,6 +177,82 @@ enum CommandParser {
             throw bad("\(what) has 1 to \(ProtocolLimits.maxNameLength) bytes")
         }
         return text
+    }
+
+    static let subscribeUsage =
+        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>]"
+        + " | [group=<name> [member=<id>] [ack_wait=<seconds>] [max_deliver=<n> dead_letter=<stream>] [max_pending=<n>]]"
+
+    /// SUB's words: the target, the id, a start, and either `durable=` or a group's options.
+    private static func subscription(_ args: [String]) throws(ReplayError) -> ClientCommand {
+        guard args.count >= 2 else { throw bad(subscribeUsage) }
+        try checkSid(args[1])
+        var start: StartPosition?
+        var consumer: String?
+        var group: GroupOptions?
+        for word in args.dropFirst(2) {
+            let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+            let key = parts.count == 2 ? parts[0].lowercased() : ""
+            switch key {
+            case "durable":
+                guard consumer == nil else { throw bad(subscribeUsage) }
+                consumer = try name(parts[1], "a durable consumer's name")
+            case "group":
+                guard group == nil else { throw bad(subscribeUsage) }
+                group = GroupOptions(group: try name(parts[1], "a group's name"))
+            case "member", "ack_wait", "max_deliver", "dead_letter", "max_pending":
+                guard group != nil else { throw bad("\(key)= goes with group=<name>, before it: \(subscribeUsage)") }
+                try groupOption(key, parts[1], into: &group!)
+            default:
+                guard start == nil else { throw bad(subscribeUsage) }
+                start = try startPosition(word)
+            }
+        }
+        if consumer != nil, group != nil { throw bad("a SUB is durable=<name> or group=<name>, not both") }
+        if let group, group.maxDeliver != nil, group.deadLetter == nil {
+            throw bad("max_deliver=\(group.maxDeliver!) needs dead_letter=<stream>: an event given up on must go somewhere")
+        }
+        if StreamPattern.isPattern(args[0]) {
+            guard consumer == nil else { throw bad("a durable consumer follows one stream, not a pattern") }
+            guard group == nil else { throw bad("a group follows one stream; groups over a pattern are not supported yet") }
+            return .subscribePattern(pattern: try pattern(args[0]), sid: args[1], start: start ?? .all)
+        }
+        if let group { return .subscribeGroup(stream: args[0], sid: args[1], start: start ?? .all, options: group) }
+        if let consumer { return .subscribeDurable(stream: args[0], sid: args[1], start: start ?? .all, consumer: consumer) }
+        return .subscribe(stream: args[0], sid: args[1], start: start ?? .all)
+    }
+
+    private static func groupOption(_ key: String, _ value: String, into options: inout GroupOptions) throws(ReplayError) {
+        switch key {
+        case "member": options.member = try name(value, "a member id")
+        case "ack_wait": options.ackWait = try seconds(value, "ack_wait", allowZero: false)
+        case "max_deliver":
+            guard let count = Int(value), count >= 1 else { throw bad("max_deliver is a count of deliveries, 1 or more") }
+            options.maxDeliver = count
+        case "dead_letter":
+            guard StreamName.isValid(value) else { throw bad("dead_letter: '\(value.prefix(64))' is not a stream name: \(StreamName.rule)") }
+            options.deadLetter = value
+        default:
+            guard let count = Int(value), (1...GroupOptions.maxPendingLimit).contains(count) else {
+                throw bad("max_pending is a count from 1 to \(GroupOptions.maxPendingLimit)")
+            }
+            options.maxPending = count
+        }
+    }
+
+    /// A number of seconds: up to a day, with a fraction.
+    private static func seconds(_ text: String, _ what: String, allowZero: Bool) throws(ReplayError) -> Double {
+        guard let value = Double(text), value.isFinite, allowZero ? value >= 0 : value > 0, value <= 86_400 else {
+            throw bad("\(what) is a number of seconds, \(allowZero ? "0" : "more than 0") to 86400")
+        }
+        return value
+    }
+
+    private static func pattern(_ text: String) throws(ReplayError) -> StreamPattern {
+        switch StreamPattern.parse(text) {
+        case .success(let pattern): return pattern
+        case .failure(let error): throw bad("bad pattern '\(text.prefix(64))': \(error)")
+        }
     }
 
     private static func checkSid(_ sid: String) throws(ReplayError) {

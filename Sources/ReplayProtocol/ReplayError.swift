@@ -26,6 +26,8 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case duplicatePseq = "duplicate_pseq"
         case unknownConsumer = "unknown_consumer"
         case invalidAck = "invalid_ack"
+        case unknownGroup = "unknown_group"
+        case groupConflict = "group_conflict"
         // The server.
         case storageFull = "storage_full"
         /// The shared database (PostgreSQL) cannot be reached: nothing was committed; retry.

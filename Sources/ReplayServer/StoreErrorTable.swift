@@ -30,6 +30,8 @@ extension StoreError {
         case .forgottenDuplicate: Meaning(code: .duplicatePseq, status: .noContent)
         case .unknownConsumer: Meaning(code: .unknownConsumer, status: .notFound)
         case .invalidAck: Meaning(code: .invalidAck, status: .badRequest)
+        case .unknownGroup: Meaning(code: .unknownGroup, status: .notFound)
+        case .groupConflict: Meaning(code: .groupConflict, status: .conflict)
         case .storageFull: Meaning(code: .storageFull, status: .insufficientStorage)
         case .limitReached: Meaning(code: .limitReached, status: .insufficientStorage)
         case .unavailable: Meaning(code: .storageUnavailable, status: .serviceUnavailable)

@@ -14,6 +14,9 @@ final class Catalog: Sendable {
         var lastTime: Int64 = 0
         /// Its durable consumers, by name (few per stream: loaded with it).
         var consumers: [String: ConsumerInfo] = [:]
+        /// Its consumer groups, by name, with their pending events (bounded by the members'
+        /// limits: loaded with it).
+        var groups: [String: ConsumerGroup] = [:]
         /// The time (ms) of its last write in this process, events or not (a close): a
         /// time-to-live counts from it.
         var lastWrite: Int64 = 0
@@ -50,6 +53,15 @@ final class Catalog: Sendable {
                 name: row["name"], ackedSequence: UInt64(row["acked_seq"] as Int64),
                 createdAt: Timestamp.date(millis: row["created_at"]), updatedAt: Timestamp.date(millis: row["updated_at"]))
             records[stream]?.consumers[consumer.name] = consumer
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM groups") {
+            guard let stream = names[row["stream_id"]] else { continue }
+            let group = GroupRow.group(row)
+            records[stream]?.groups[group.name] = group
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM group_pending") {
+            guard let stream = names[row["stream_id"]] else { continue }
+            records[stream]?.groups[row["name"]]?.pending[UInt64(row["seq"] as Int64)] = GroupRow.pending(row)
         }
         self.init(Array(records.values))
     }

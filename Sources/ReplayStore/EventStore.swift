@@ -167,6 +167,17 @@ public final class EventStore: Sendable {
         catalog[stream].map { $0.consumers.values.sorted { $0.name < $1.name } }
     }
 
+    /// A consumer group's request (`GroupRequest`), decided by the writer in its batch and
+    /// answered once committed. `deadLetter`: the group's dead-letter stream, if known.
+    public func group(_ request: GroupRequest, of stream: String, deadLetter: String? = nil) {
+        writer.submit(.group(stream: stream, deadLetter: deadLetter, request))
+    }
+
+    /// The stream's consumer groups as last committed, by name; `nil` for an unknown stream.
+    public func groups(of stream: String) -> [String: ConsumerGroup]? {
+        catalog[stream]?.groups
+    }
+
     /// Creates a stream. Creating an existing stream with the same settings succeeds and
     /// changes nothing; with other settings it fails with `.streamExists`.
     public func create(_ stream: String, config: StreamConfig, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void) {

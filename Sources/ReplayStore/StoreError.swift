@@ -42,8 +42,13 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case forgottenDuplicate(stream: String, producer: String, pseq: UInt64)
     /// The stream has no durable consumer of that name.
     case unknownConsumer(stream: String, name: String)
-    /// An acknowledgement that would move a consumer backwards or past the stream's end.
+    /// An acknowledgement that would move a consumer backwards or past the stream's end,
+    /// or of an event its group member does not hold.
     case invalidAck(String)
+    /// The stream has no consumer group of that name.
+    case unknownGroup(stream: String, name: String)
+    /// A SUB that joins a group asked for a setting other than the group's.
+    case groupConflict(stream: String, group: String, setting: String, current: String, asked: String)
     /// The store was closed.
     case closed
     /// SQLite reported an error.
@@ -94,6 +99,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "stream '\(stream)' has no durable consumer named '\(name)'"
         case .invalidAck(let reason):
             "invalid acknowledgement: \(reason); nothing changed"
+        case .unknownGroup(let stream, let name):
+            "stream '\(stream)' has no consumer group named '\(name)'"
+        case .groupConflict(let stream, let group, let setting, let current, let asked):
+            "group '\(group)' of stream '\(stream)' has \(setting)=\(current), not \(asked); join it with its settings or use another group"
         case .closed:
             "the store is closed"
         case .sqlite(let code, let message):

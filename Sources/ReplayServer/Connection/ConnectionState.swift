@@ -20,12 +20,14 @@ struct ConnectionState {
         case close(ReplayError)
     }
 
-    /// A started subscription: its task, where it stands, and a durable one's consumer.
+    /// A started subscription: its task, where it stands, and what an ACK means for it.
     struct Running {
         let task: Task<Void, Never>
         let phase: SubscriptionPhase
         /// A durable subscription's consumer, whose position ACK moves.
-        let consumer: String?
+        var consumer: String? = nil
+        /// A group member's group and member id: ACK and NACK are of one event it holds.
+        var group: (name: String, member: String, deadLetter: String?)? = nil
     }
 
     /// One subscription id in use. The token tells apart two subscriptions that used the
@@ -69,11 +71,12 @@ struct ConnectionState {
         switch command {
         case .ping:
             return .reply(.pong)
-        case .ack(let sid, _):
+        case .ack(let sid, _, _), .nack(let sid, _, _, _):
             guard entries[sid] != nil else {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
             }
-        case .subscribe(_, let sid, _), .subscribeDurable(_, let sid, _, _):
+        case .subscribe(_, let sid, _), .subscribePattern(_, let sid, _), .subscribeDurable(_, let sid, _, _),
+            .subscribeGroup(_, let sid, _, _):
             guard entries[sid] == nil else {
                 return .reply(.error(ReplayError(.duplicateSubscription, "subscription id '\(sid)' is already in use on this connection")))
             }

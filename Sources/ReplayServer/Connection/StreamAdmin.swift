@@ -4,7 +4,8 @@ import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
-/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL, RESET, CONSUMERS and DELCONSUMER.
+/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL, RESET, CONSUMERS, DELCONSUMER, GROUPS,
+/// PENDING and DELGROUP.
 ///
 /// `submit` hands the command to the store's writer before it returns, so a connection's
 /// commands take effect in the order they were sent (a PUB after a COMPLETE is refused,
@@ -68,7 +69,32 @@ struct StreamAdmin: Sendable {
             }
         case .deleteConsumer(let stream, let name):
             store.deleteConsumer(name, of: stream, completion: answer)
-        case .publish, .publishChecked, .atomic, .subscribe, .subscribeDurable, .unsubscribe, .ack, .ping:
+        case .groups(let stream):
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                guard let info = store.info(stream), let groups = store.groups(of: stream) else {
+                    return reply(.error(ReplayError(StoreError.unknownStream(stream))))
+                }
+                let now = Timestamp.millis(Date())
+                reply(json(groups.values.sorted { $0.name < $1.name }.map { describe($0, of: info, now: now) }, ServerFrame.list))
+            }
+        case .pending(let stream, let name):
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                guard let groups = store.groups(of: stream) else { return reply(.error(ReplayError(StoreError.unknownStream(stream)))) }
+                guard let group = groups[name] else { return reply(.error(ReplayError(StoreError.unknownGroup(stream: stream, name: name)))) }
+                let now = Timestamp.millis(Date())
+                let pending = group.pending.sorted { $0.key < $1.key }.map { sequence, delivery in
+                    PendingDescription(
+                        stream: stream, seq: sequence, member: delivery.member, lastMember: delivery.lastMember,
+                        deliveries: delivery.deliveries, idleMs: max(0, now - delivery.lastDelivered))
+                }
+                reply(json(pending, ServerFrame.list))
+            }
+        case .deleteGroup(let stream, let name):
+            store.group(.delete(group: name, answer), of: stream)
+        case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
+            .nack, .ping:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
         }
     }
@@ -87,6 +113,17 @@ struct StreamAdmin: Sendable {
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
             subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name))
+    }
+
+    func describe(_ group: ConsumerGroup, of info: StreamInfo, now: Int64) -> GroupDescription {
+        let holding = Set(group.pending.values.compactMap(\.member))
+        let members = holding.union(hubs.groupMembers.connected(group: group.name, of: info.name)).sorted()
+        return GroupDescription(
+            name: group.name, stream: info.name, ackWait: Double(group.settings.ackWaitMillis) / 1000,
+            maxDeliver: group.settings.maxDeliver, deadLetter: group.settings.deadLetter, members: members,
+            pending: group.pending.count, delivered: group.delivered, redelivered: group.redelivered, deadLettered: group.deadLettered,
+            oldestPendingMs: group.pending.values.map(\.firstDelivered).min().map { max(0, now - $0) },
+            deliveredSeq: group.deliveredSequence, lag: info.lastSequence - min(info.lastSequence, group.deliveredSequence))
     }
 
     /// `value` as JSON, in the reply `frame` makes of it.

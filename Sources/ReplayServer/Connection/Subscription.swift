@@ -59,7 +59,7 @@ struct Subscription: Sendable {
                     }
                 switch move {
                 case .ring(let entries):
-                    try await send(entries)
+                    try await Self.send(entries, stream: stream, sid: sid, output: output)
                 case .stored(let page):
                     DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
                     try await output.write(page.body)
@@ -90,7 +90,7 @@ struct Subscription: Sendable {
 
     /// Frames events from the ring: one buffer of this subscriber's lines (and small
     /// payloads, copied), interleaved with the events' shared payload buffers.
-    private func send(_ entries: [TailRing.Entry]) async throws {
+    static func send(_ entries: [TailRing.Entry], stream: String, sid: String, output: SubscriberOutput) async throws {
         DaemonMetrics.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()

@@ -68,6 +68,44 @@ struct SubscriptionStart {
     }
 }
 
+extension SubscriptionStart {
+    /// A group member's start: the group is joined (created at `start` on first use, after
+    /// the stream itself with `--auto-create`) by the writer, in command order.
+    func join(_ stream: String, _ start: StartPosition, _ options: GroupOptions) -> Pending<Result<GroupJoined, ReplayError>> {
+        let pending = Pending<Result<GroupJoined, ReplayError>>()
+        let asked = GroupSettings.Asked(
+            ackWaitMillis: options.ackWait.map { Int64(($0 * 1000).rounded()) }, maxDeliver: options.maxDeliver, deadLetter: options.deadLetter)
+        let store = context.store
+        let join: @Sendable (@escaping @Sendable (StreamInfo) -> UInt64) -> Void = { initialNext in
+            store.group(
+                .join(group: options.group, asked: asked, initialNext: initialNext) { pending.fulfil($0.mapError(ReplayError.init)) },
+                of: stream)
+        }
+        let initialNext: @Sendable (StreamInfo) -> UInt64 = { start.next(in: $0) ?? $0.firstSequence }
+        guard context.hubs[stream] != nil else {
+            guard context.configuration.autoCreate else { return Pending(.failure(ReplayError(StoreError.unknownStream(stream)))) }
+            // The join comes next in the writer's order, and reports any failure.
+            store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { _ in }
+            join(initialNext)
+            return pending
+        }
+        guard case .since(let seconds) = start else {
+            join(initialNext)
+            return pending
+        }
+        let reads = context.reads
+        Task {
+            do {
+                let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
+                join { _ in first }
+            } catch {
+                pending.fulfil(.failure(ReplayError(error)))
+            }
+        }
+        return pending
+    }
+}
+
 extension ReplayError {
     /// Any error met while starting a subscription, as the client sees it.
     init(_ error: any Error) {

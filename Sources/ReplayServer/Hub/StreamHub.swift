@@ -36,6 +36,9 @@ final class StreamHub: Sendable {
         var nextWaiterID: UInt64 = 0
         var deleted = false
         var subscribers = 0
+        /// Counts the commits that touched the stream, events or not (a group's ACK): what a
+        /// group member waits on.
+        var generation: UInt64 = 0
     }
 
     let name: String
@@ -52,6 +55,7 @@ final class StreamHub: Sendable {
     /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
     func apply(_ change: CommitBatch.Change) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.generation += 1
             if let info = change.info {
                 if info.lastSequence < state.info.lastSequence { state.ring.removeAll() }
                 state.info = info
@@ -121,6 +125,30 @@ final class StreamHub: Sendable {
                         return true
                     }
                     state.waiters[id] = (sequence, continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+        }
+    }
+
+    /// The commits that touched the stream so far (see `waitForChange`).
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Returns once a commit after `generation` touched the stream (new events, or a
+    /// group's state), or the stream ended or was deleted, or the task is cancelled.
+    func waitForChange(after generation: UInt64) async {
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    if Task.isCancelled || state.deleted || state.info.isSoftDeleted || state.generation > generation { return true }
+                    state.waiters[id] = (state.info.lastSequence, continuation)
                     return false
                 }
                 if ready { continuation.resume() }

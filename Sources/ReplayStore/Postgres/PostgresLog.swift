@@ -72,6 +72,7 @@ final class PostgresLog: LogDatabase {
                     """))
         var records = try PostgresTransaction.records(rows.rows)
         try PostgresTransaction.loadConsumers(into: &records, session)
+        try PostgresTransaction.loadGroups(into: &records, session)
         return records
     }
 

@@ -15,7 +15,7 @@ import ReplayModel
 /// - Events are buffered and inserted with one statement (`unnest` of arrays) before
 ///   anything else reads or writes: a round trip per batch instead of one per event.
 final class PostgresTransaction: LogTransaction {
-    private let session: PinnedConnection
+    let session: PinnedConnection
     /// Streams read (and locked) in this transaction; `nil`: known not to exist.
     private var locked: [String: Catalog.Record?] = [:]
     private var pending = PendingEvents()
@@ -46,6 +46,7 @@ final class PostgresTransaction: LogTransaction {
                     """, binds: Self.binds(names)))
         var found = try Self.records(rows.rows)
         try Self.loadConsumers(into: &found, session)
+        try Self.loadGroups(into: &found, session)
         for name in names { locked[name] = .some(found[name]) }
     }
 
@@ -63,6 +64,7 @@ final class PostgresTransaction: LogTransaction {
             """)
         var found = try Self.records(rows.rows)
         try Self.loadConsumers(into: &found, session)
+        try Self.loadGroups(into: &found, session)
         return found[name]
     }
 

@@ -33,6 +33,7 @@ final class SQLiteTransaction: LogTransaction {
                 createdAt: Timestamp.date(millis: row["created_at"]), updatedAt: Timestamp.date(millis: row["updated_at"]))
             record.consumers[consumer.name] = consumer
         }
+        record.groups = try Self.groups(of: record.id, db)
         return record
     }
 

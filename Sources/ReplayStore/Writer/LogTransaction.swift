@@ -55,6 +55,13 @@ protocol LogTransaction: AnyObject {
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws
     func deleteConsumer(stream: Int64, name: String) throws
 
+    /// A consumer group as this transaction leaves it: its row, and its pending events that
+    /// changed (`nil`: no longer pending).
+    func writeGroup(stream: Int64, _ group: ConsumerGroup, pending changes: [UInt64: PendingDelivery?]) throws
+    /// Removes the group and its pending events.
+    func deleteGroup(stream: Int64, name: String) throws
+    func insertDeadLetter(_ letter: DeadLetter) throws
+
     /// A producer's committed state (read once per transaction by the rules).
     func producerState(_ key: ProducerKey) throws -> ProducerState?
     func writeProducers(_ changes: [ProducerKey: ProducerState]) throws

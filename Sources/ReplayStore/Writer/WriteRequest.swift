@@ -19,6 +19,9 @@ enum WriteRequest: Sendable {
     case openConsumer(stream: String, name: String, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<ConsumerStart>)
     case acknowledge(stream: String, consumer: String, sequence: UInt64, Completion<Void>)
     case deleteConsumer(stream: String, name: String, Completion<Void>)
+    /// A consumer group's request; `deadLetter` is the group's dead-letter stream, if it
+    /// has one (a shared database locks it with the rest).
+    case group(stream: String, deadLetter: String?, GroupRequest)
     case create(stream: String, config: StreamConfig, Completion<StreamInfo>)
     case delete(stream: String, Completion<Void>)
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
@@ -36,6 +39,7 @@ enum WriteRequest: Sendable {
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
             .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _):
             [stream]
+        case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
         case .atomic(let events, _, _, _): events.map(\.stream)
         case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
         case .enforceRetention, .barrier, .refresh: []
@@ -70,6 +74,7 @@ enum WriteRequest: Sendable {
         case .openConsumer(_, _, _, let done): done(.failure(error))
         case .acknowledge(_, _, _, let done): done(.failure(error))
         case .deleteConsumer(_, _, let done): done(.failure(error))
+        case .group(_, _, let request): request.fail(error)
         case .appendWithCompletion(_, _, _, let done): done(.failure(error))
         case .create(_, _, let done): done(.failure(error))
         case .delete(_, let done): done(.failure(error))

@@ -21,6 +21,16 @@ struct WriterRules<DB: LogTransaction> {
         /// Durable consumers written (added or moved) and removed.
         var consumersWritten: Set<String> = []
         var consumersRemoved: Set<String> = []
+        /// Consumer groups changed and removed, and the groups as the transaction found
+        /// them: the pending events written are the difference.
+        var groupsWritten: Set<String> = []
+        var groupsRemoved: Set<String> = []
+        let groupsBefore: [String: ConsumerGroup]
+
+        init(record: Catalog.Record) {
+            self.record = record
+            self.groupsBefore = record.groups
+        }
     }
 
     let catalog: Catalog
@@ -168,6 +178,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try acknowledge(sequence, consumer: consumer, of: name))
         case .deleteConsumer(let name, let consumer, let done):
             complete(done, try deleteConsumer(consumer, of: name))
+        case .group(let name, _, let request):
+            try perform(request, stream: name)
         case .create(let name, let config, let done):
             complete(done, try create(name, config))
         case .delete(let name, let done):
@@ -196,6 +208,7 @@ struct WriterRules<DB: LogTransaction> {
         // The streams changed that still exist (a deleted one's copy is unreachable by name).
         for index in indexByName.values {
             try Retention(now: time).trim(&streams[index].record, db)
+            trimGroups(index)
             let record = streams[index].record
             try db.updateStream(record)
             for name in streams[index].consumersWritten {
@@ -205,8 +218,35 @@ struct WriterRules<DB: LogTransaction> {
             for name in streams[index].consumersRemoved {
                 try db.deleteConsumer(stream: record.id, name: name)
             }
+            try writeGroups(streams[index])
         }
         try db.writeProducers(producerChanges)
+    }
+
+    /// What retention removed leaves the stream's groups: a member behind it gets the gap.
+    private mutating func trimGroups(_ index: Int) {
+        let first = streams[index].record.info.firstSequence
+        for (name, group) in streams[index].record.groups where group.floor < first {
+            streams[index].record.groups[name]?.trim(before: first)
+            streams[index].groupsWritten.insert(name)
+        }
+    }
+
+    /// The groups a stream's requests (or its retention) changed: each one's row, and its
+    /// pending events that differ from what the transaction found.
+    private func writeGroups(_ touched: Touched) throws {
+        let id = touched.record.id
+        for name in touched.groupsRemoved where touched.record.groups[name] == nil {
+            try db.deleteGroup(stream: id, name: name)
+        }
+        for name in touched.groupsWritten {
+            guard let group = touched.record.groups[name] else { continue }
+            let before = touched.groupsBefore[name]?.pending ?? [:]
+            var changes: [UInt64: PendingDelivery?] = [:]
+            for (sequence, delivery) in group.pending where before[sequence] != delivery { changes[sequence] = .some(delivery) }
+            for sequence in before.keys where group.pending[sequence] == nil { changes[sequence] = .some(nil) }
+            try db.writeGroup(stream: id, group, pending: changes)
+        }
     }
 
     /// After the database committed: metrics, the catalog, listeners, then the requests.

@@ -1,0 +1,158 @@
+import Foundation
+import ReplayModel
+import ReplayProtocol
+import ReplayStore
+
+/// One member of a consumer group (`SUB <stream> <sid> group=<name> …`): asks the writer
+/// for work, sends what it was given as EVENT frames, and waits for a change when it has
+/// nothing to do or holds its limit.
+///
+/// The group's state is the store's (`ConsumerGroup`, changed by the writer in its batch),
+/// so a member holds nothing but its stream's name: what it was given is remembered before
+/// it is sent, and a member that dies (its connection, or the daemon) leaves its events in
+/// the pending set, to be handed to another member once its group's `ack_wait` runs out,
+/// or at once when its subscription ends cleanly (`leave`).
+///
+/// A member wakes when a commit touches its stream (new events; an ACK, a NACK or a leave
+/// of any member, on this daemon or another) and when the group's next deadline passes (a
+/// held event's time runs out, a given-back event's delay ends). The given events are read
+/// with the one cursor core (`LogCursor`), from the tail ring or the store, one run of
+/// consecutive sequence numbers at a time.
+struct GroupMember: Sendable {
+    let stream: String
+    let sid: String
+    let group: String
+    let member: String
+    let maxPending: Int
+    let deadLetter: String?
+    let hub: StreamHub
+    let context: ServerContext
+    let phase: SubscriptionPhase
+    let output: SubscriberOutput
+
+    /// Delivers until the task is cancelled (UNSUB, the connection's end), the stream is
+    /// deleted or ends with nothing left to hand out, or the connection fails.
+    func run() async {
+        hub.subscriberJoined()
+        context.hubs.groupMembers.joined(member, group: group, of: stream)
+        defer {
+            hub.subscriberLeft()
+            context.hubs.groupMembers.left(member, group: group, of: stream)
+            // What this member holds goes back at once, unless the same member id is still
+            // subscribed here (another of its subscriptions holds on).
+            if !context.hubs.groupMembers.isConnected(member, group: group, of: stream) {
+                context.store.group(.leave(group: group, member: member) { _ in }, of: stream)
+            }
+        }
+        let log = PooledStore(store: context.store, reads: context.reads)
+        do {
+            while !Task.isCancelled {
+                let (answer, generation) = await handOut()
+                let handout: GroupHandout
+                switch answer {
+                case .success(let given): handout = given
+                case .failure(.unavailable):
+                    // The store is away (PostgreSQL): ask again after a while, as a cursor would.
+                    try await Task.sleep(for: .seconds(1))
+                    continue
+                case .failure(let error):
+                    return try await end(error)
+                }
+                if !handout.given.isEmpty {
+                    guard try await send(handout.given.map(\.sequence), log: log) else { return }
+                    continue
+                }
+                // Nothing to hand out: the stream's end is this member's end too.
+                let info = hub.info
+                if info.terminal != nil, handout.held == 0, context.store.groups(of: stream)?[group]?.pending.isEmpty ?? true {
+                    return try await end(nil)
+                }
+                phase.enter(.parked(after: info.lastSequence))
+                await waitForChange(after: generation, orUntil: handout.nextDue)
+                phase.enter(.delivering)
+            }
+        } catch {
+            // The connection is gone: what this member held goes back (above).
+        }
+    }
+
+    /// Asks the writer for work; with the answer, the hub's generation as the commit that
+    /// decided it left it (read on the writer's thread, before the next commit), so that a
+    /// change after the answer is never missed.
+    private func handOut() async -> (Result<GroupHandout, StoreError>, UInt64) {
+        let config = StreamConfig(capacity: context.configuration.defaultCapacity)
+        let hub = self.hub
+        return await withCheckedContinuation { continuation in
+            context.store.group(
+                .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config) { result in
+                    continuation.resume(returning: (result, hub.generation))
+                }, of: stream, deadLetter: deadLetter)
+        }
+    }
+
+    /// Sends the given events as EVENT frames, each run of consecutive sequence numbers
+    /// through the cursor core. Events retention removed meanwhile are a GAP (they left the
+    /// group's pending set with it). `false`: the stream was deleted, and said so.
+    private func send(_ sequences: [UInt64], log: PooledStore) async throws -> Bool {
+        var index = 0
+        while index < sequences.count {
+            var last = index
+            while last + 1 < sequences.count, sequences[last + 1] == sequences[last] + 1 { last += 1 }
+            let (first, through) = (sequences[index], sequences[last])
+            var cursor = LogCursor(
+                hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid), from: first, liveAfter: .max, retry: .untilCancelled)
+            while cursor.next <= through {
+                let limit = Int(through - cursor.next + 1)
+                switch try await cursor.move(limit: limit, byteBudget: Subscription.pageBytes) {
+                case .ring(let entries):
+                    try await Subscription.send(entries, stream: stream, sid: sid, output: output)
+                case .stored(let page):
+                    DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
+                    try await output.write(page.body)
+                case .gap(let from, let gapThrough):
+                    try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: from, through: min(gapThrough, through)).bytes)
+                case .caughtUp, .ended:
+                    // Handed out, so committed: nothing past the stream's end was given.
+                    return true
+                case .deleted:
+                    try await end(StoreError.unknownStream(stream))
+                    return false
+                }
+            }
+            index = last + 1
+        }
+        return true
+    }
+
+    /// Sleeps until the stream changes after `generation`, or until `due` (ms since 1970).
+    private func waitForChange(after generation: UInt64, orUntil due: Int64?) async {
+        guard let due else { return await hub.waitForChange(after: generation) }
+        let wait = Duration.milliseconds(max(0, due - Timestamp.millis(Date())) + 1)
+        await withTaskGroup(of: Void.self) { race in
+            race.addTask { await hub.waitForChange(after: generation) }
+            race.addTask { try? await Task.sleep(for: wait) }
+            await race.next()
+            race.cancelAll()
+        }
+    }
+
+    /// The member's last frame: COMPLETED or FAILED when its stream ended (everything
+    /// acknowledged), FAILED when it was deleted or the group is gone.
+    private func end(_ error: StoreError?) async throws {
+        let info = hub.info
+        let frame: ServerFrame
+        switch (error, info.terminal) {
+        case (nil, .completed?):
+            frame = .completed(stream: stream, sid: sid, lastSequence: info.lastSequence)
+        case (nil, .failed(let message)?):
+            frame = .failed(stream: stream, sid: sid, lastSequence: info.lastSequence, message: message)
+        case (.unknownStream?, _):
+            frame = .failed(stream: stream, sid: sid, lastSequence: info.lastSequence, message: "stream '\(stream)' was deleted")
+        case (let error?, _):
+            frame = .failed(stream: stream, sid: sid, lastSequence: info.lastSequence, message: error.description)
+        case (nil, nil):
+            return
+        }
+        try await output.write(frame.bytes)
+    }
+}

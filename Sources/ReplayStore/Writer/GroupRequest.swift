@@ -1,0 +1,47 @@
+import ReplayModel
+
+/// What a consumer group's members ask of the writer (`WriteRequest.group`). Each is a
+/// write, committed with the batch like a publish: a hand-out is remembered before any
+/// member sees its events, and an ACK's answer comes after its commit.
+public enum GroupRequest: Sendable {
+    public typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
+
+    /// SUB … group=: the group, created with the settings asked after `initialNext(info) - 1`
+    /// on first use; a later SUB asking for other settings is refused.
+    case join(group: String, asked: GroupSettings.Asked, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<GroupJoined>)
+    /// Up to `limit` events for `member`. Events that reached their group's `maxDeliver` go
+    /// to its dead-letter stream (created with `deadLetterConfig` if it does not exist).
+    case handOut(group: String, member: String, limit: Int, deadLetterConfig: StreamConfig, Completion<GroupHandout>)
+    case acknowledge(group: String, member: String, sequence: UInt64, Completion<Void>)
+    case giveBack(group: String, member: String, sequence: UInt64, delayMillis: Int64, deadLetterConfig: StreamConfig, Completion<Void>)
+    /// The member left: what it held is free for the others at once.
+    case leave(group: String, member: String, Completion<Void>)
+    case delete(group: String, Completion<Void>)
+
+    func fail(_ error: StoreError) {
+        switch self {
+        case .join(_, _, _, let done): done(.failure(error))
+        case .handOut(_, _, _, _, let done): done(.failure(error))
+        case .acknowledge(_, _, _, let done), .giveBack(_, _, _, _, _, let done), .leave(_, _, let done), .delete(_, let done):
+            done(.failure(error))
+        }
+    }
+}
+
+/// A member's view of its group once it joined: its settings (the first SUB's), and
+/// whether this SUB created it.
+public struct GroupJoined: Sendable, Equatable {
+    public let settings: GroupSettings
+    public let created: Bool
+}
+
+/// What one hand-out gave a member.
+public struct GroupHandout: Sendable {
+    /// The events given, in sequence order, with their delivery counts.
+    public let given: [(sequence: UInt64, deliveries: Int)]
+    /// How many events the member holds now, these included.
+    public let held: Int
+    /// When something changes without a request (a held event's time runs out, a
+    /// given-back event's delay ends), in ms since 1970; `nil`: nothing pending.
+    public let nextDue: Int64?
+}

@@ -1,0 +1,154 @@
+import Foundation
+import ReplayModel
+
+/// Consumer groups: part of their stream's record like durable consumers, changed as
+/// working copies (`ConsumerGroup`'s transitions, at the batch's time) and written in
+/// `finish` with the stream's row: the group's row and the pending events that changed.
+/// Dead letters are appended to their stream in the same transaction as their removal
+/// from the group.
+extension WriterRules {
+    mutating func perform(_ request: GroupRequest, stream name: String) throws {
+        switch request {
+        case .join(let group, let asked, let initialNext, let done):
+            let result = try join(group, of: name, asked: asked, initialNext: initialNext)
+            completions.append { done(result) }
+        case .handOut(let group, let member, let limit, let config, let done):
+            let result = try handOut(group, of: name, to: member, limit: limit, deadLetterConfig: config)
+            completions.append { done(result) }
+        case .acknowledge(let group, let member, let sequence, let done):
+            let result = try changeGroup(group, of: name) { group in
+                group.acknowledge(sequence, by: member).mapError { Self.ackRefusal($0, sequence, member, "ACK") }
+            }
+            completions.append { done(result) }
+        case .giveBack(let group, let member, let sequence, let delay, let config, let done):
+            let result = try giveBack(sequence, group, of: name, by: member, delayMillis: delay, deadLetterConfig: config)
+            completions.append { done(result) }
+        case .leave(let group, let member, let done):
+            let time = millis
+            let result = try changeGroup(group, of: name) { group -> Result<Void, StoreError> in
+                group.release(member, now: time)
+                return .success(())
+            }
+            completions.append { done(result) }
+        case .delete(let group, let done):
+            let result = try deleteGroup(group, of: name)
+            completions.append { done(result) }
+        }
+    }
+
+    private mutating func join(
+        _ group: String, of name: String, asked: GroupSettings.Asked, initialNext: (StreamInfo) -> UInt64
+    ) throws -> Result<GroupJoined, StoreError> {
+        guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
+        if let existing = streams[index].record.groups[group] {
+            if let conflict = existing.settings.conflict(with: asked) {
+                return .failure(.groupConflict(stream: name, group: group, setting: conflict.setting, current: conflict.current, asked: conflict.asked))
+            }
+            return .success(GroupJoined(settings: existing.settings, created: false))
+        }
+        if asked.deadLetter == name {
+            return .failure(.invalidConfig("a group's dead_letter stream cannot be the stream it reads ('\(name)')"))
+        }
+        let info = streams[index].record.info
+        let delivered = min(info.lastSequence, max(initialNext(info), 1) - 1)
+        let settings = asked.settings
+        streams[index].record.groups[group] = ConsumerGroup(name: group, settings: settings, deliveredSequence: delivered, createdAt: millis)
+        streams[index].groupsWritten.insert(group)
+        return .success(GroupJoined(settings: settings, created: true))
+    }
+
+    private mutating func handOut(
+        _ group: String, of name: String, to member: String, limit: Int, deadLetterConfig: StreamConfig
+    ) throws -> Result<GroupHandout, StoreError> {
+        guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
+        guard var working = streams[index].record.groups[group] else { return .failure(.unknownGroup(stream: name, name: group)) }
+        let info = streams[index].record.info
+        let handout = working.handOut(to: member, limit: limit, now: millis, firstSequence: info.firstSequence, lastSequence: info.lastSequence)
+        streams[index].record.groups[group] = working
+        streams[index].groupsWritten.insert(group)
+        for (sequence, delivery) in handout.deadLetters {
+            try deadLetter(sequence, delivery, of: index, group: working, config: deadLetterConfig)
+        }
+        return .success(GroupHandout(given: handout.given, held: working.held(by: member, now: millis), nextDue: working.nextDue))
+    }
+
+    private mutating func giveBack(
+        _ sequence: UInt64, _ group: String, of name: String, by member: String, delayMillis: Int64, deadLetterConfig: StreamConfig
+    ) throws -> Result<Void, StoreError> {
+        guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
+        guard var working = streams[index].record.groups[group] else { return .failure(.unknownGroup(stream: name, name: group)) }
+        switch working.giveBack(sequence, by: member, delayMillis: delayMillis, now: millis) {
+        case .failure(let refusal):
+            return .failure(Self.ackRefusal(refusal, sequence, member, "NACK"))
+        case .success(let release):
+            streams[index].record.groups[group] = working
+            streams[index].groupsWritten.insert(group)
+            if case .deadLetter(let delivery) = release {
+                try deadLetter(sequence, delivery, of: index, group: working, config: deadLetterConfig)
+            }
+            return .success(())
+        }
+    }
+
+    /// One change of an existing group, kept only if it succeeds.
+    private mutating func changeGroup<T>(
+        _ group: String, of name: String, _ change: (inout ConsumerGroup) -> Result<T, StoreError>
+    ) throws -> Result<T, StoreError> {
+        guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
+        guard var working = streams[index].record.groups[group] else { return .failure(.unknownGroup(stream: name, name: group)) }
+        let result = change(&working)
+        if case .success = result {
+            streams[index].record.groups[group] = working
+            streams[index].groupsWritten.insert(group)
+        }
+        return result
+    }
+
+    private mutating func deleteGroup(_ group: String, of name: String) throws -> Result<Void, StoreError> {
+        guard let index = try touch(name), streams[index].record.groups.removeValue(forKey: group) != nil else {
+            return .failure(.unknownGroup(stream: name, name: group))
+        }
+        streams[index].groupsWritten.remove(group)
+        streams[index].groupsRemoved.insert(group)
+        return .success(())
+    }
+
+    static func ackRefusal(_ refusal: ConsumerGroup.Refusal, _ sequence: UInt64, _ member: String, _ verb: String) -> StoreError {
+        switch refusal {
+        case .notPending:
+            .invalidAck("\(verb) \(sequence): event \(sequence) is not pending in this group (acknowledged already, never handed out, or trimmed)")
+        case .heldByAnother(let holder?):
+            .invalidAck(
+                "\(verb) \(sequence): member '\(member)' does not hold event \(sequence); '\(holder)' does (its time ran out and it was handed out again)"
+            )
+        case .heldByAnother(nil):
+            .invalidAck("\(verb) \(sequence): member '\(member)' no longer holds event \(sequence); its time ran out and it waits to be handed out again")
+        }
+    }
+
+    /// Appends the event's payload, unchanged, to the group's dead-letter stream, and
+    /// records where it came from. An event retention already removed has nothing to
+    /// copy: it only leaves the group.
+    private mutating func deadLetter(
+        _ sequence: UInt64, _ delivery: PendingDelivery, of index: Int, group: ConsumerGroup, config: StreamConfig
+    ) throws {
+        guard let target = group.settings.deadLetter else { return }
+        let record = streams[index].record
+        var payload: Data?
+        let segments = LogSegments(of: record, from: sequence, through: sequence) { catalog[$0] }
+        try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes in payload = Data(bytes) }
+        guard let payload else { return }
+        // The dead-letter stream is created on first use with the daemon's defaults.
+        switch try appendResult(payload, to: target, autoCreate: config, conditions: .none) {
+        case .success(let appended):
+            try db.insertDeadLetter(
+                DeadLetter(
+                    stream: target, sequence: appended.sequence, origin: record.info.name, originSequence: sequence, group: group.name,
+                    deliveries: delivery.deliveries, lastMember: delivery.lastMember, time: millis))
+        case .failure:
+            // The dead-letter stream refuses it (it was completed or failed): the event
+            // leaves the group as it would without one, counted as dead-lettered.
+            break
+        }
+    }
+}

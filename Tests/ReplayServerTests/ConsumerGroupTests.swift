@@ -1,0 +1,235 @@
+import Foundation
+import NIOCore
+import ReplayProtocol
+import ReplaySync
+import ReplayTesting
+import Testing
+
+/// Consumer groups against the real daemon: each event to one member at a time, ACKs of
+/// one event, redelivery when a member leaves or runs out of time, dead letters, and bad
+/// input that changes nothing.
+@Suite("replayd: consumer groups", .timeLimit(.minutes(5)))
+struct ConsumerGroupTests {
+    /// Every event a set of workers acknowledged, by sequence number: who and how often.
+    final class Ledger: Sendable {
+        let acked = Locked<[UInt64: [String]]>([:])
+        let received = Locked<[UInt64: Int]>([:])
+
+        var ackedCount: Int { acked.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    }
+
+    /// A worker: acknowledges every event it receives (or, with `failing`, gives it back),
+    /// until the PING its coordinator sends once the work is done answers.
+    func work(_ client: WireClient, name: String, sid: String, ledger: Ledger, failing: Bool = false) async throws {
+        var owed: [UInt64] = []
+        while true {
+            switch try await client.expectFrame() {
+            case .event(_, let frameSID, let sequence, _, _) where frameSID == sid:
+                ledger.received.withLock { $0[sequence, default: 0] += 1 }
+                owed.append(sequence)
+                try await client.send(failing ? .nack(sid: sid, sequence: sequence) : .ack(sid: sid, sequence: sequence))
+            case .ok:
+                let sequence = owed.removeFirst()
+                if !failing { ledger.acked.withLock { $0[sequence, default: []].append(name) } }
+            case .pong:
+                return
+            case let other:
+                throw TestFailure("\(name): unexpected \(other)")
+            }
+        }
+    }
+
+    func join(_ client: WireClient, _ stream: String, sid: String, _ options: GroupOptions, start: StartPosition = .all) async throws {
+        try await client.send(.subscribeGroup(stream: stream, sid: sid, start: start, options: options))
+        let reply = try await client.expectFrame()
+        guard reply == .ok else { throw TestFailure("SUB \(stream) \(sid) group=\(options.group) answered \(reply)") }
+    }
+
+    func json<T: Decodable>(_ client: WireClient, _ command: ClientCommand, as type: T.Type) async throws -> T {
+        try await client.send(command)
+        guard case .list(let body) = try await client.expectFrame() else { throw TestFailure("\(command.verb): expected JSON") }
+        return try JSONDecoder().decode(T.self, from: Data(body.readableBytesView))
+    }
+
+    @Test func membersShareTheWorkEachEventAcknowledgedOnce() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                let total = 300
+                _ = try await publisher.publish("jobs", (1...total).map { "job \($0)" })
+                let ledger = Ledger()
+                try await withWireClient(daemon.socketPath) { a in
+                    try await withWireClient(daemon.socketPath) { b in
+                        try await join(a, "jobs", sid: "w", GroupOptions(group: "g", member: "a", maxPending: 7))
+                        try await join(b, "jobs", sid: "w", GroupOptions(group: "g", member: "b", maxPending: 7))
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask { try await work(a, name: "a", sid: "w", ledger: ledger) }
+                            group.addTask { try await work(b, name: "b", sid: "w", ledger: ledger) }
+                            try await eventually("\(total) acknowledgements") { ledger.ackedCount >= total }
+                            try await a.send(.ping)
+                            try await b.send(.ping)
+                            try await group.waitForAll()
+                        }
+                    }
+                }
+                let acked = ledger.acked.withLock { $0 }
+                #expect(acked.keys.sorted() == Array(1...UInt64(total)))
+                #expect(acked.values.allSatisfy { $0.count == 1 })
+                // Both worked: with 7 events each at most in hand, neither could take all.
+                #expect(Set(acked.values.map { $0[0] }) == ["a", "b"])
+                let groups = try await json(publisher, .groups(stream: "jobs"), as: [GroupDescription].self)
+                #expect(groups.map(\.name) == ["g"])
+                #expect(groups.first?.pending == 0)
+                #expect(groups.first?.delivered == UInt64(total))
+                #expect(groups.first?.lag == 0)
+            }
+        }
+    }
+
+    @Test func whatALeavingMemberHeldGoesToAnotherAtOnce() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                _ = try await publisher.publish("q", ["1", "2", "3"])
+                // a takes all three and closes its connection without acknowledging.
+                try await withWireClient(daemon.socketPath) { a in
+                    try await join(a, "q", sid: "s", GroupOptions(group: "g", member: "a", ackWait: 3600))
+                    #expect(try await a.events(3).map(\.0) == [1, 2, 3])
+                }
+                try await withWireClient(daemon.socketPath) { b in
+                    try await join(b, "q", sid: "s", GroupOptions(group: "g", member: "b"))
+                    #expect(try await b.events(3).map(\.0) == [1, 2, 3])
+                    let pending = try await json(publisher, .pending(stream: "q", group: "g"), as: [PendingDescription].self)
+                    #expect(pending.map(\.member) == ["b", "b", "b"])
+                    #expect(pending.map(\.deliveries) == [2, 2, 2])
+                    #expect(pending.map(\.lastMember) == ["b", "b", "b"])
+                }
+            }
+        }
+    }
+
+    @Test func anEventNotAcknowledgedInTimeIsHandedOutAgainWithItsCountRaised() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                _ = try await publisher.publish("q", ["only", "second"])
+                try await withWireClient(daemon.socketPath) { a in
+                    // a holds one event at most, stays connected and never acknowledges: once
+                    // its time runs out, the event is handed out again (to a, the only member).
+                    try await join(a, "q", sid: "s", GroupOptions(group: "g", member: "a", ackWait: 0.2, maxPending: 1))
+                    #expect(try await a.events(1).map(\.0) == [1])
+                    #expect(try await a.events(1).map(\.0) == [1])
+                    let pending = try await json(publisher, .pending(stream: "q", group: "g"), as: [PendingDescription].self)
+                    #expect(pending.map(\.seq) == [1])
+                    #expect((pending.first?.deliveries ?? 0) >= 2)
+                }
+            }
+        }
+    }
+
+    @Test func anEventThatAlwaysFailsLandsInTheDeadLetterStreamWithItsOrigin() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                _ = try await publisher.publish("tasks", ["poison"])
+                let ledger = Ledger()
+                try await withWireClient(daemon.socketPath) { worker in
+                    try await join(worker, "tasks", sid: "w", GroupOptions(group: "g", member: "m1", maxDeliver: 3, deadLetter: "tasks.dead"))
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { try await work(worker, name: "m1", sid: "w", ledger: ledger, failing: true) }
+                        try await eventually("the dead letter") { try await deadLettered(publisher) == 1 }
+                        try await worker.send(.ping)
+                        try await group.waitForAll()
+                    }
+                }
+                #expect(ledger.received.withLock { $0 } == [1: 3])
+                try await publisher.subscribe("tasks.dead", sid: "d")
+                #expect(try await publisher.events(1).map(\.1) == ["poison"])
+                let origin = try await runProgram(
+                    "/usr/bin/sqlite3",
+                    [daemon.databasePath, "SELECT stream, seq, origin, origin_seq, group_name, deliveries, last_member FROM dead_letters"])
+                #expect(origin.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "tasks.dead|1|tasks|1|g|3|m1")
+                let pending = try await json(publisher, .pending(stream: "tasks", group: "g"), as: [PendingDescription].self)
+                #expect(pending.isEmpty)
+            }
+        }
+    }
+
+    func deadLettered(_ client: WireClient) async throws -> UInt64 {
+        try await json(client, .groups(stream: "tasks"), as: [GroupDescription].self).first?.deadLettered ?? 0
+    }
+
+    @Test func aRestartForgetsNothingAcknowledgedAndKeepsEverythingElse() async throws {
+        try await withTemporaryDirectory { directory in
+            let first = try await TestDaemon.start(in: directory)
+            try await withWireClient(first.socketPath) { client in
+                _ = try await client.publish("q", ["1", "2", "3", "4"])
+                try await join(client, "q", sid: "s", GroupOptions(group: "g", member: "a", ackWait: 2, maxPending: 4))
+                #expect(try await client.events(4).map(\.0) == [1, 2, 3, 4])
+                try await client.send(.ack(sid: "s", sequence: 2), .ack(sid: "s", sequence: 3))
+                // Two +OKs (a is the only member: an event whose time ran out on a loaded
+                // machine comes back to it, and its ACK still counts).
+                var oks = 0
+                while oks < 2 {
+                    let frame = try await client.expectFrame()
+                    if frame == .ok { oks += 1 } else if case .event = frame {} else { throw TestFailure("expected +OK, got \(frame)") }
+                }
+            }
+            _ = await first.stop(SIGKILL)
+            let second = try await TestDaemon.start(in: directory)
+            defer { Task { await second.stop() } }
+            try await withWireClient(second.socketPath) { client in
+                try await join(client, "q", sid: "s", GroupOptions(group: "g", member: "b"))
+                // 1 and 4 were not acknowledged: handed out again once a's time ran out.
+                var seen = Set<UInt64>()
+                while seen.count < 2 {
+                    let frame = try await client.expectFrame()
+                    guard case .event(_, _, let sequence, _, _) = frame else { throw TestFailure("expected an event, got \(frame)") }
+                    seen.insert(sequence)
+                }
+                #expect(seen == [1, 4])
+            }
+            await second.stop()
+        }
+    }
+
+    @Test func badInputGetsAClearErrorAndChangesNothing() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                _ = try await client.publish("q", ["1"])
+                try await join(client, "q", sid: "a", GroupOptions(group: "g", member: "m", ackWait: 3600))
+                #expect(try await client.events(1).map(\.0) == [1])
+                try await client.subscribe("q", sid: "plain")
+                _ = try await client.events(1)
+                let cases: [(String, ReplayError.Code, String)] = [
+                    ("SUB q b all group=g ack_wait=9\r\n", .groupConflict, "ack_wait=3600.0, not 9.0"),
+                    ("SUB q b all group=g max_deliver=2\r\n", .badCommand, "needs dead_letter"),
+                    ("SUB q/* b all group=g\r\n", .badCommand, "pattern"),
+                    ("ACK a 7\r\n", .invalidAck, "not pending"),
+                    ("ACK plain 1\r\n", .invalidAck, "neither durable"),
+                    ("NACK plain 1\r\n", .invalidAck, "not a group member"),
+                    ("ACK a 1 stream=other\r\n", .invalidAck, "reads 'q'"),
+                    ("SUB q b all durable=d group=g\r\n", .badCommand, "not both"),
+                    ("PENDING q nope\r\n", .unknownGroup, "no consumer group"),
+                    ("DELGROUP q nope\r\n", .unknownGroup, "no consumer group"),
+                ]
+                for (line, code, words) in cases {
+                    try await client.send(line)
+                    guard case .error(let error) = try await client.expectFrame() else { throw TestFailure("\(line): expected -ERR") }
+                    #expect(error.code == code, "\(line)")
+                    #expect(error.message.contains(words), "\(line): \(error.message)")
+                }
+                // Nothing changed: the member still holds its event, and acknowledges it.
+                let pending = try await json(client, .pending(stream: "q", group: "g"), as: [PendingDescription].self)
+                #expect(pending.map(\.member) == ["m"])
+                try await client.send(.ack(sid: "a", sequence: 1))
+                #expect(try await client.expectFrame() == .ok)
+                try await client.send(.deleteGroup(stream: "q", group: "g"))
+                // Its +OK, and the member's end: its group is gone (in either order).
+                let frames = try await client.frames(2)
+                #expect(frames.contains(.ok))
+                #expect(
+                    frames.contains {
+                        if case .failed("q", "a", _, let message) = $0 { message.contains("no consumer group named 'g'") } else { false }
+                    })
+                #expect(try await json(client, .groups(stream: "q"), as: [GroupDescription].self).isEmpty)
+            }
+        }
+    }
+}
