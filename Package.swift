@@ -146,8 +146,11 @@ let package = Package(
         .executableTarget(
             name: "replayctl",
             dependencies: [
-                "ReplayClient", "ReplayProtocol", "ReplayModel",
+                "ReplayClient", "ReplayProtocol", "ReplayModel", "ReplaySync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `replayctl work` runs a command per event.
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // A child process the store's crash test kills mid-append.

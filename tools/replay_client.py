@@ -11,6 +11,9 @@ As a library:
         conn.publish_atomically([("a", b"x", None), ("b", b"y", 4)])   # all or none
         for event in conn.subscribe("orders", durable="mailer", count=1):
             print(event.seq)                                         # acknowledged when the next is asked for
+        for job in conn.group("jobs", "mailers", ack_wait=30):       # each event to one member
+            handle(job.payload)
+            job.ack()                                                # or job.nack(delay=5)
 
 A connection that ends, cleanly or in the middle of a frame (the daemon killed), raises
 ConnectionError; a refusal by the daemon raises ReplayError.
@@ -20,6 +23,9 @@ As a command:
                      [--expect SEQ | --atomic | --producer ID [--epoch N] [--pseq N]]
     replay_client.py [--socket PATH] sub STREAM [--start all|new|from=N|last=N] [--count N] [--durable NAME]
     replay_client.py [--socket PATH] consumers STREAM
+    replay_client.py [--socket PATH] work STREAM --group NAME [--member ID] [--max-pending N] [--count N]
+                     (prints "got SEQ" per event and "acked SEQ" once its ACK is committed)
+    replay_client.py [--socket PATH] groups STREAM
 """
 import json
 import argparse
@@ -204,11 +210,77 @@ class ReplayConnection:
                     unconfirmed -= 1
                     self._check(verb, words)
 
+    def group(self, stream, group, member=None, start="all", ack_wait=None, max_deliver=None, dead_letter=None,
+              max_pending=None):
+        """Joins a consumer group of the stream (created on first use at `start`) and yields
+        the events handed to this member, each a GroupEvent with ack() and nack(delay=None):
+        acknowledge each, or give it back to be handed out again (to any member). Replies to
+        them are read with the next events; a refused one raises ReplayError there. Close the
+        connection to leave: what this member held goes to the others."""
+        self._sid += 1
+        sid = f"py{self._sid}"
+        words = [f"group={group}"]
+        for key, value in (("member", member), ("ack_wait", ack_wait), ("max_deliver", max_deliver),
+                           ("dead_letter", dead_letter), ("max_pending", max_pending)):
+            if value is not None:
+                words.append(f"{key}={value}")
+        self.sock.sendall(f"SUB {stream} {sid} {start} {' '.join(words)}\r\n".encode())
+        verb, words, _ = self._frame()
+        self._check(verb, words)
+        owed = []      # callbacks for the ACK/NACK replies to come, in order
+        while True:
+            verb, words, payload = self._frame()
+            if verb == "EVENT" and words[2].decode() == sid:
+                yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload)
+            elif verb in ("+OK", "-ERR") and owed:
+                done = owed.pop(0)
+                self._check(verb, words)
+                if done:
+                    done()
+            elif verb == "COMPLETED":
+                return
+            elif verb == "FAILED":
+                raise ReplayError("stream_failed", payload.decode(errors="replace"))
+
+    def groups(self, stream):
+        """The stream's consumer groups: dicts with name, members, pending, delivered,
+        redelivered, dead_lettered, oldest_pending_ms, lag… (docs/PROTOCOL.md)."""
+        return self._json(f"GROUPS {stream}")
+
+    def pending(self, stream, group):
+        """The group's pending events: dicts with seq, member, deliveries, idle_ms…"""
+        return self._json(f"PENDING {stream} {group}")
+
+    def _json(self, line):
+        self.sock.sendall(f"{line}\r\n".encode())
+        verb, words, payload = self._frame()
+        self._check(verb, words)
+        return json.loads(payload)
+
     def ping(self):
         self.sock.sendall(b"PING\r\n")
         verb, words, _ = self._frame()
         self._check(verb, words)
         return verb == "PONG"
+
+
+class GroupEvent:
+    """An event handed to a group member: ack() it once handled, or nack() it back."""
+
+    def __init__(self, conn, sid, owed, stream, seq, time, payload):
+        self._conn, self._sid, self._owed = conn, sid, owed
+        self.stream, self.seq, self.time, self.payload = stream, seq, time, payload
+
+    def ack(self, then=None):
+        """Acknowledges this event; `then()` runs once the daemon committed it."""
+        self._conn.sock.sendall(b"ACK %s %d\r\n" % (self._sid.encode(), self.seq))
+        self._owed.append(then)
+
+    def nack(self, delay=None, then=None):
+        """Gives it back, to be handed out again after `delay` seconds."""
+        suffix = b"" if delay is None else b" delay=%s" % str(delay).encode()
+        self._conn.sock.sendall(b"NACK %s %d%s\r\n" % (self._sid.encode(), self.seq, suffix))
+        self._owed.append(then)
 
 
 def main(argv=None):
@@ -230,6 +302,14 @@ def main(argv=None):
     sub.add_argument("--durable", default=None)
     consumers = commands.add_parser("consumers")
     consumers.add_argument("stream")
+    work = commands.add_parser("work")
+    work.add_argument("stream")
+    work.add_argument("--group", required=True)
+    work.add_argument("--member", default=None)
+    work.add_argument("--max-pending", type=int, default=None)
+    work.add_argument("--count", type=int, default=None)
+    groups = commands.add_parser("groups")
+    groups.add_argument("stream")
     args = parser.parse_args(argv)
     try:
         with ReplayConnection(args.socket) as conn:
@@ -242,6 +322,15 @@ def main(argv=None):
                                         epoch=args.epoch, pseq=args.pseq)
                 for seq in seqs:
                     print(seq)
+            elif args.command == "work":
+                acked = []
+                for job in conn.group(args.stream, args.group, member=args.member, max_pending=args.max_pending):
+                    print(f"got {job.seq}", flush=True)
+                    job.ack(then=lambda seq=job.seq: (acked.append(seq), print(f"acked {seq}", flush=True)))
+                    if args.count is not None and len(acked) >= args.count:
+                        break
+            elif args.command == "groups":
+                print(json.dumps(conn.groups(args.stream), sort_keys=True))
             elif args.command == "consumers":
                 for consumer in conn.consumers(args.stream):
                     print(consumer["name"], consumer["acked_seq"], consumer["lag"])

@@ -18,6 +18,10 @@ struct Subscribe: DaemonCommand, StreamCommand {
             consumer's acknowledged position (from the start option on its first use), \
             acknowledges each event after printing it, and waits for those acknowledgements \
             to be stored before it exits.
+
+            --group NAME reads as a member of that consumer group of the stream (created on \
+            first use at the start option): it is handed its share of the events, each to one \
+            member at a time, and acknowledges each event after printing it.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -33,6 +37,7 @@ struct Subscribe: DaemonCommand, StreamCommand {
     @Flag(help: "One JSON object per line.") var json = false
     @Option(help: ArgumentHelp("Read as this durable consumer, acknowledging each event printed.", valueName: "name"))
     var durable: String?
+    @OptionGroup var groupArguments: GroupArguments
 
     func validate() throws {
         let starts = [from != nil, last != nil, new, since != nil].filter { $0 }.count
@@ -41,6 +46,7 @@ struct Subscribe: DaemonCommand, StreamCommand {
             throw ValidationError("--since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if durable != nil, groupArguments.group != nil { throw ValidationError("choose --durable or --group") }
     }
 
     var start: StartPosition {
@@ -52,9 +58,16 @@ struct Subscribe: DaemonCommand, StreamCommand {
     }
 
     func run(with client: ReplayClient) async throws {
-        let subscription = try await client.subscribe(stream, from: start, durable: durable) { gap in
+        let onGap: @Sendable (ClosedRange<UInt64>) -> Void = { gap in
             printError("replayctl: gap: events \(gap.lowerBound)...\(gap.upperBound) are no longer retained")
         }
+        let group = groupArguments.options()
+        let subscription =
+            if let group {
+                try await client.subscribe(stream, from: start, group: group, onGap: onGap)
+            } else {
+                try await client.subscribe(stream, from: start, durable: durable, onGap: onGap)
+            }
         var received = 0
         var acknowledging: Task<Void, any Error>?
         defer { acknowledging?.cancel() }
@@ -62,8 +75,9 @@ struct Subscribe: DaemonCommand, StreamCommand {
         while let event = try await events.next() {
             printOut(json ? Self.jsonLine(event) : event.payload + Data([0x0A]))
             received += 1
-            if durable != nil {
+            if durable != nil || group != nil {
                 // In order, pipelined: each waits for the one before, none for the next event.
+                // A durable consumer's ACK is cumulative; a group member's is of that event.
                 acknowledging = Task { [previous = acknowledging] in
                     try await previous?.value
                     try await subscription.acknowledge(event.sequence)
