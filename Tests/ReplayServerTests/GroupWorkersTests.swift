@@ -53,8 +53,10 @@ struct GroupWorkersTests {
                 workers.append(
                     try await BackgroundProcess(
                         "/usr/bin/env",
-                        ["python3", toolScript("replay_client.py"), "--socket", socket, "work", "jobs", "--group", "g",
-                         "--member", "w\(index)", "--max-pending", "50"],
+                        [
+                            "python3", toolScript("replay_client.py"), "--socket", socket, "work", "jobs", "--group", "g",
+                            "--member", "w\(index)", "--max-pending", "50",
+                        ],
                         outputPath: "\(directory)/w\(index).log"))
             }
             // The first worker is killed while it holds events (it was handed some and
