@@ -1,4 +1,5 @@
 import Foundation
+import ReplayProtocol
 import ReplayTesting
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 struct ReplayctlTests {
     var replayctl: String { get throws { try builtExecutable("replayctl") } }
 
-    @Test(arguments: ["send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "ping"])
+    @Test(arguments: ["send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "groups", "pending", "work", "ping"])
     func everySubcommandHasHelp(subcommand: String) async throws {
         let result = try await runProgram(try replayctl, [subcommand, "--help"])
         #expect(result.status == 0)
@@ -184,6 +185,50 @@ struct ReplayctlTests {
                 prose = prose[gap.upperBound...].drop { $0 == " " }
             }
             #expect(!prose.contains("  "), "help of '\(subcommand)': \(line)")
+        }
+    }
+
+    @Test func workRunsTheCommandPerEventAcknowledgesOnZeroAndHandsBackOtherwise() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try await runProgram(ctl, ["send", "jobs", "a", "bad", "c"] + socket).status == 0)
+            // "bad" fails every time: handed back twice, then a dead letter; one job at a time.
+            let script = #"p=$(cat); test "$p" != bad && echo "$REPLAY_GROUP $REPLAY_STREAM $REPLAY_SEQ $p""#
+            let work = try await runProgram(
+                ctl,
+                ["work", "jobs", "--group", "g", "--max-deliver", "2", "--dead-letter", "jobs.dead", "--count", "2"] + socket
+                    + ["--", "/bin/sh", "-c", script])
+            #expect(work.status == 0, "\(work.stderr)")
+            #expect(work.stdout == "g jobs 1 a\ng jobs 3 c\n")
+            #expect(work.stderr.components(separatedBy: "for event 2 of jobs ended with").count == 3)
+            let dead = try await runProgram(ctl, ["subscribe", "jobs.dead", "--count", "1"] + socket)
+            #expect(dead.stdout == "bad\n")
+            let groups = try await runProgram(ctl, ["groups", "jobs", "--json"] + socket)
+            let described = try JSONDecoder().decode([GroupDescription].self, from: Data(groups.stdout.utf8))
+            #expect(described.map(\.name) == ["g"])
+            #expect(described.first?.deadLettered == 1 && described.first?.pending == 0 && described.first?.redelivered == 1)
+            let table = try await runProgram(ctl, ["groups", "jobs"] + socket)
+            #expect(table.stdout.hasPrefix("GROUP  MEMBERS  PENDING  REDELIVERED  DEAD  OLDEST  LAG\ng "))
+            #expect(try await runProgram(ctl, ["pending", "jobs", "g"] + socket).stdout == "SEQ  MEMBER  DELIVERIES  IDLE\n")
+        }
+    }
+
+    @Test func subscribeAsAGroupMemberAcknowledgesEachEventPrinted() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try await runProgram(ctl, ["send", "q", "one", "two", "three"] + socket).status == 0)
+            let first = try await runProgram(ctl, ["subscribe", "q", "--group", "g", "--member", "m", "--count", "2"] + socket)
+            #expect(first.stdout == "one\ntwo\n")
+            // Both were acknowledged before it exited; the next member gets what is left.
+            let second = try await runProgram(ctl, ["subscribe", "q", "--group", "g", "--count", "1"] + socket)
+            #expect(second.stdout == "three\n")
+            let deleted = try await runProgram(ctl, ["groups", "q", "--delete", "g"] + socket)
+            #expect(deleted.status == 0)
+            let bad = try await runProgram(ctl, ["subscribe", "q", "--group", "g", "--max-deliver", "3"] + socket)
+            #expect(bad.status == 64)
+            #expect(bad.stderr.contains("--max-deliver needs --dead-letter"))
         }
     }
 }
