@@ -4,6 +4,10 @@
 -- the hand-out, the ACK or the NACK that changed them, so a crash never separates "given
 -- to a member" from "remembered as given".
 
+-- Retention that waits for groups (CREATE … keep_unacked=<n>): the stream's limits do not
+-- remove events one of its groups has not acknowledged, up to n events beyond them.
+ALTER TABLE streams ADD COLUMN keep_unacked INTEGER CHECK (keep_unacked IS NULL OR keep_unacked >= 0);
+
 -- One row per (stream, group): its settings, its cursor and its counters.
 CREATE TABLE groups (
     stream_id       INTEGER NOT NULL REFERENCES streams(id) ON DELETE CASCADE,

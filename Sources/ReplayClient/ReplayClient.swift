@@ -233,7 +233,7 @@ public final class ReplayClient: Sendable {
     /// `sourceOptions` takes `SourceOptions`' words (`SourceOptions.Key`, or `options.words`).
     public func create(
         _ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil,
-        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:]
+        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil
     ) async throws {
         let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
         try await expectOK(
@@ -241,7 +241,8 @@ public final class ReplayClient: Sendable {
                 stream: stream,
                 options: CreateOptions(
                     capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
-                    source: source, connect: source == nil ? nil : (connect ?? CreateOptions.defaultConnect), sourceOptions: sourceOptions)))
+                    source: source, connect: source == nil ? nil : (connect ?? CreateOptions.defaultConnect), sourceOptions: sourceOptions,
+                    keepUnacked: keepUnacked)))
     }
 
     public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }

@@ -71,6 +71,7 @@ extension ClientCommand {
             case nil: break
             }
             if let maxBytes = options.maxBytes { words.append("max_bytes=\(maxBytes)") }
+            if let keep = options.keepUnacked { words.append("keep_unacked=\(keep)") }
             if let maxAge = options.maxAge { words.append("max_age=\(maxAge)") }
             for (key, value) in options.sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
             if let source = options.source {

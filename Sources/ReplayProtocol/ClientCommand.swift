@@ -21,6 +21,8 @@ public struct CreateOptions: Sendable, Equatable {
     public var capacity: Capacity?
     public var maxBytes: Int?
     public var maxAge: Double?
+    /// Events kept beyond the limits while a consumer group has not acknowledged them.
+    public var keepUnacked: Int?
     public var source: String?
     public var connect: String?
 
@@ -55,8 +57,9 @@ public struct CreateOptions: Sendable, Equatable {
 
     public init(
         capacity: Capacity? = nil, maxBytes: Int? = nil, maxAge: Double? = nil,
-        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:]
+        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil
     ) {
+        self.keepUnacked = keepUnacked
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge

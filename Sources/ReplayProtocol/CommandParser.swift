@@ -96,7 +96,9 @@ enum CommandParser {
             return .command(.unsubscribe(sid: args[0]))
         case "CREATE":
             guard let stream = args.first else {
-                throw bad("usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [connect=eager|lazy|refcount source=<bytes>]")
+                throw bad(
+                    "usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [keep_unacked=<n>]"
+                        + " [connect=eager|lazy|refcount source=<bytes>]")
             }
             let (options, sourceSize) = try createOptions(args.dropFirst())
             if let sourceSize { return .needsPayload(.create(stream: stream, options: options), size: sourceSize) }
@@ -294,6 +296,9 @@ enum CommandParser {
             case "max_age":
                 guard let seconds = Double(value), seconds > 0 else { throw bad("max_age is a number of seconds, more than 0") }
                 options.maxAge = seconds
+            case "keep_unacked":
+                guard let count = Int(value), count >= 0 else { throw bad("keep_unacked is a count of events, 0 or more") }
+                options.keepUnacked = count
             case "connect":
                 options.connect = value.lowercased()
             case "source":

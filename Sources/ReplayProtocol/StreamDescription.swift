@@ -16,12 +16,16 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     public var subscribers: Int
     /// The upstream command, if the stream has one.
     public var source: SourceDescription?
+    /// Events kept beyond the limits while a consumer group has not acknowledged them;
+    /// `nil`: the limits apply whatever the groups have done.
+    public var keepUnacked: Int?
 
     public init(
         name: String, capacity: Int?, maxBytes: Int?, maxAge: Double?, createdAt: String,
         firstSeq: UInt64, lastSeq: UInt64, count: Int, bytes: Int,
-        terminal: String?, terminalMessage: String?, subscribers: Int, source: SourceDescription? = nil
+        terminal: String?, terminalMessage: String?, subscribers: Int, source: SourceDescription? = nil, keepUnacked: Int? = nil
     ) {
+        self.keepUnacked = keepUnacked
         self.name = name
         self.capacity = capacity
         self.maxBytes = maxBytes
@@ -45,6 +49,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         case firstSeq = "first_seq"
         case lastSeq = "last_seq"
         case terminalMessage = "terminal_message"
+        case keepUnacked = "keep_unacked"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -63,6 +68,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(terminalMessage, forKey: .terminalMessage)
         try container.encode(subscribers, forKey: .subscribers)
         try container.encode(source, forKey: .source)
+        try container.encode(keepUnacked, forKey: .keepUnacked)
     }
 }
 

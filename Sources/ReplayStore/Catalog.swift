@@ -131,6 +131,7 @@ struct StreamRow {
     var forkOffset: Int64?
     var forkSubOffset: Int64?
     var deletedAt: String?
+    var keepUnacked: Int?
     /// The source's name, where the database joins it in (else filled in by the catalog).
     var forkSource: String?
 
@@ -154,7 +155,8 @@ struct StreamRow {
             expiry = .at(Timestamp.date(millis: expiresAt))
         }
         let config = StreamConfig(
-            capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: source, contentType: contentType, expiry: expiry)
+            capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: source, contentType: contentType, expiry: expiry,
+            keepUnacked: keepUnacked)
         return Catalog.Record(
             id: id,
             info: StreamInfo(
@@ -183,6 +185,7 @@ extension StreamRow {
             sourceCommand: row["source_command"], sourceConnect: row["source_connect"], sourceOptions: row["source_options"],
             contentType: row["content_type"], ttlSeconds: row["ttl_seconds"], expiresAt: row["expires_at"],
             writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
-            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], forkSource: row["fork_source"])
+            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"],
+            forkSource: row["fork_source"])
     }
 }

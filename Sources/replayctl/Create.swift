@@ -25,6 +25,10 @@ struct Create: DaemonCommand, StreamCommand {
     @Option(name: .customLong("max-bytes"), help: "Payload bytes kept; the oldest go first.") var maxBytes: Int?
     @Option(name: .customLong("max-age"), help: ArgumentHelp("Events older than this are removed: 90s, 15m, 12h, 7d.", valueName: "duration"))
     var maxAge: String?
+    @Option(
+        name: .customLong("keep-unacked"),
+        help: ArgumentHelp("Keep up to N events beyond the limits while a consumer group has not acknowledged them.", valueName: "n"))
+    var keepUnacked: Int?
 
     @Option(help: ArgumentHelp("A shell command whose output becomes the stream's events.", valueName: "command"))
     var source: String?
@@ -65,13 +69,14 @@ struct Create: DaemonCommand, StreamCommand {
             throw ValidationError("--max-age takes a duration such as 90s, 15m, 12h or 7d")
         }
         if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more") }
+        if let keepUnacked, keepUnacked < 0 { throw ValidationError("--keep-unacked must be 0 or more") }
     }
 
     func run(with client: ReplayClient) async throws {
         try await client.create(
             stream, capacity: capacity?.limit, unlimited: capacity == .unlimited,
             maxBytes: maxBytes, maxAge: maxAge.flatMap(Duration.seconds),
-            source: source, connect: connect, sourceOptions: sourceOptions)
+            source: source, connect: connect, sourceOptions: sourceOptions, keepUnacked: keepUnacked)
     }
 }
 

@@ -232,4 +232,49 @@ struct ConsumerGroupTests {
             }
         }
     }
+
+    func info(_ client: WireClient, _ stream: String) async throws -> StreamDescription {
+        try await client.send(.info(stream: stream))
+        guard case .info(let body) = try await client.expectFrame() else { throw TestFailure("INFO: expected JSON") }
+        return try JSONDecoder().decode(StreamDescription.self, from: Data(body.readableBytesView))
+    }
+
+    @Test func retentionThatWaitsKeepsWhatAGroupNeedsUpToItsHardBound() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                try await publisher.send(
+                    .create(stream: "q", options: CreateOptions(capacity: .count(3), keepUnacked: 5)),
+                    .create(stream: "plain", options: CreateOptions(capacity: .count(3))))
+                #expect(try await publisher.frames(2) == [.ok, .ok])
+                try await withWireClient(daemon.socketPath) { member in
+                    try await join(member, "q", sid: "s", GroupOptions(group: "g", ackWait: 3600, maxPending: 1))
+                    try await join(member, "plain", sid: "p", GroupOptions(group: "g", ackWait: 3600, maxPending: 1))
+                    _ = try await publisher.publish("q", (1...6).map { "e\($0)" })
+                    _ = try await publisher.publish("plain", (1...6).map { "e\($0)" })
+                    // The member holds event 1 of each: q keeps it beyond its capacity of 3;
+                    // plain, without keep_unacked, keeps its last 3 whatever the group needs.
+                    #expect(try await info(publisher, "q").firstSeq == 1)
+                    #expect(try await info(publisher, "q").keepUnacked == 5)
+                    #expect(try await info(publisher, "plain").firstSeq == 4)
+                    // Four more: the limits would keep 8...10, the group needs 1 on; the hard
+                    // bound keeps 5 beyond the limits, 3...10.
+                    _ = try await publisher.publish("q", (7...10).map { "e\($0)" })
+                    #expect(try await info(publisher, "q").firstSeq == 3)
+                    let pending = try await json(publisher, .pending(stream: "q", group: "g"), as: [PendingDescription].self)
+                    #expect(!pending.contains { $0.seq < 3 }, "what retention removed left the pending set")
+                    // The member is told what the group lost, and goes on after it.
+                    var frames: [ServerFrame] = []
+                    while !frames.contains(where: { if case .event("q", _, 3, _, _) = $0 { true } else { false } }) {
+                        frames.append(try await member.expectFrame())
+                    }
+                    #expect(frames.contains(.gap(stream: "q", sid: "s", from: 2, through: 2)))
+                    try await member.send(.ack(sid: "s", sequence: 1))
+                    var reply = try await member.expectFrame()
+                    while case .event = reply { reply = try await member.expectFrame() }
+                    guard case .error(let late) = reply else { throw TestFailure("expected -ERR, got \(reply)") }
+                    #expect(late.message.contains("not pending"))
+                }
+            }
+        }
+    }
 }

@@ -111,13 +111,19 @@ struct ConsumerGroupTests {
         var g = group()
         _ = g.handOut(to: "a", limit: 3, now: 0, firstSequence: 1, lastSequence: 3)
         #expect(g.floor == 1)
-        g.trim(before: 3)
+        let trimmed = [g.trim(before: 3), g.trim(before: 3)]
+        #expect(trimmed == [true, false])
         #expect(g.pending.keys.sorted() == [3])
         #expect(g.floor == 3)
-        g.trim(before: 10)
-        #expect(g.pending.isEmpty && g.deliveredSequence == 9 && g.floor == 10)
-        // New work starts at the first retained event.
+        let again = g.trim(before: 10)
+        #expect(again)
+        #expect(g.pending.isEmpty && g.floor == 4)
+        // New work starts at the first retained event; what was skipped is said once.
+        let next = g.handOut(to: "a", limit: 2, now: 0, firstSequence: 10, lastSequence: 12)
+        #expect(next.skipped == 4...9 && given(next) == [10, 11])
+        #expect(g.handOut(to: "b", limit: 2, now: 0, firstSequence: 10, lastSequence: 12).skipped == nil)
         var fresh = group()
-        #expect(given(fresh.handOut(to: "a", limit: 2, now: 0, firstSequence: 7, lastSequence: 9)) == [7, 8])
+        let first = fresh.handOut(to: "a", limit: 2, now: 0, firstSequence: 7, lastSequence: 9)
+        #expect(given(first) == [7, 8] && first.skipped == 1...6)
     }
 }

@@ -3,6 +3,8 @@
 -- daemon takes before touching the stream, so daemons sharing the database hand each event
 -- to one member at a time.
 
+ALTER TABLE streams ADD COLUMN keep_unacked bigint CHECK (keep_unacked IS NULL OR keep_unacked >= 0);
+
 CREATE TABLE groups (
     stream_id       bigint NOT NULL REFERENCES streams(id) ON DELETE CASCADE,
     name            text   NOT NULL,

@@ -58,6 +58,10 @@ struct GroupMember: Sendable {
                 case .failure(let error):
                     return try await end(error)
                 }
+                if let skipped = handout.skipped {
+                    let gap = ServerFrame.gap(stream: stream, sid: sid, from: skipped.lowerBound, through: skipped.upperBound)
+                    try await output.write(gap.bytes)
+                }
                 if !handout.given.isEmpty {
                     guard try await send(handout.given.map(\.sequence), log: log) else { return }
                     continue

@@ -27,6 +27,6 @@ extension CreateOptions {
         } else if !sourceOptions.isEmpty {
             throw ReplayError(.invalidConfig, "source options need a source")
         }
-        return StreamConfig(capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource)
+        return StreamConfig(capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource, keepUnacked: keepUnacked)
     }
 }

@@ -103,9 +103,12 @@ public struct ConsumerGroup: Sendable, Equatable {
         public var given: [(sequence: UInt64, deliveries: Int)] = []
         /// Events that reached `maxDeliver` and leave for the dead-letter stream.
         public var deadLetters: [(sequence: UInt64, delivery: PendingDelivery)] = []
+        /// Events retention removed before the group handed them out: the member is told
+        /// (a GAP), and the group goes on after them.
+        public var skipped: ClosedRange<UInt64>?
 
         public static func == (a: Handout, b: Handout) -> Bool {
-            a.given.elementsEqual(b.given, by: ==) && a.deadLetters.elementsEqual(b.deadLetters, by: ==)
+            a.given.elementsEqual(b.given, by: ==) && a.deadLetters.elementsEqual(b.deadLetters, by: ==) && a.skipped == b.skipped
         }
     }
 
@@ -139,7 +142,11 @@ public struct ConsumerGroup: Sendable, Equatable {
             redelivered += 1
             handout.given.append((sequence, pending[sequence]!.deliveries))
         }
-        var next = max(deliveredSequence + 1, firstSequence)
+        if deliveredSequence + 1 < firstSequence {
+            handout.skipped = (deliveredSequence + 1)...(firstSequence - 1)
+            deliveredSequence = firstSequence - 1
+        }
+        var next = deliveredSequence + 1
         while handout.given.count < limit, next <= lastSequence {
             pending[next] = PendingDelivery(
                 member: member, lastMember: member, deliveries: 1, due: now + settings.ackWaitMillis, firstDelivered: now, lastDelivered: now)
@@ -204,10 +211,14 @@ public struct ConsumerGroup: Sendable, Equatable {
     }
 
     /// Retention removed every event before `firstSequence`: what was pending of them
-    /// leaves the group (its member sees the gap), and new work starts at `firstSequence`.
-    public mutating func trim(before firstSequence: UInt64) {
+    /// leaves the group (a member that had not read them yet sees a gap; a later ACK of one
+    /// is refused). Events never handed out are skipped at the next hand-out, which reports
+    /// them. Whether anything changed.
+    @discardableResult
+    public mutating func trim(before firstSequence: UInt64) -> Bool {
+        let before = pending.count
         pending = pending.filter { $0.key >= firstSequence }
-        if firstSequence > 0 { deliveredSequence = max(deliveredSequence, firstSequence - 1) }
+        return pending.count != before
     }
 
     /// The first event the group still needs: retention that waits for groups keeps it.

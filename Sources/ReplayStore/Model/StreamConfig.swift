@@ -18,11 +18,17 @@ public struct StreamConfig: Sendable, Equatable {
     public var contentType: String?
     /// When the whole stream goes away, if it does.
     public var expiry: StreamExpiry?
+    /// Retention that waits for the stream's consumer groups: capacity, byte and age limits
+    /// do not remove an event a group has not acknowledged, keeping up to this many events
+    /// beyond them (the hard bound: a dead group cannot fill the disk). `nil`: the limits
+    /// apply whatever the groups have done.
+    public var keepUnacked: Int?
 
     public init(
         capacity: Int?, maxBytes: Int? = nil, maxAge: TimeInterval? = nil, source: StreamSource? = nil,
-        contentType: String? = nil, expiry: StreamExpiry? = nil
+        contentType: String? = nil, expiry: StreamExpiry? = nil, keepUnacked: Int? = nil
     ) {
+        self.keepUnacked = keepUnacked
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge
@@ -41,6 +47,7 @@ public struct StreamConfig: Sendable, Equatable {
         if let capacity, capacity < 0 { throw .invalidConfig("capacity must be 0 or more, or unlimited") }
         if let maxBytes, maxBytes < 0 { throw .invalidConfig("max bytes must be 0 or more") }
         if let maxAge, !(maxAge > 0) { throw .invalidConfig("max age must be more than 0 seconds") }
+        if let keepUnacked, keepUnacked < 0 { throw .invalidConfig("keep_unacked must be 0 or more") }
         if let source, source.command.isEmpty { throw .invalidConfig("a source needs a command") }
         if case .idle(let seconds) = expiry, !(0...Self.maxTimeToLive).contains(seconds) {
             throw .invalidConfig("a time-to-live must be 0 to \(Self.maxTimeToLive) seconds")

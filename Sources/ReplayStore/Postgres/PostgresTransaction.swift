@@ -28,7 +28,7 @@ final class PostgresTransaction: LogTransaction {
         s.id, s.name, s.capacity, s.max_bytes, s.max_age_seconds, s.created_at, s.first_seq, s.last_seq, s.byte_count,
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
-        s.deleted_at, src.name AS fork_source
+        s.deleted_at, s.keep_unacked, src.name AS fork_source
         """
 
     static var locksStreamsUpFront: Bool { true }
@@ -75,12 +75,12 @@ final class PostgresTransaction: LogTransaction {
             INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                  source_command, source_connect, source_options,
                                  content_type, ttl_seconds, expires_at,
-                                 fork_of, fork_seq, fork_offset, fork_sub_offset)
+                                 fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked)
             VALUES (\(name), \(config.capacity), \(config.maxBytes), \(config.maxAge), \(createdAt),
                     \(config.source?.command), \(config.source?.connect.rawValue), \(config.source?.options.json),
                     \(config.contentType), \(config.expiry?.idleSeconds), \(config.expiry?.deadline.map(Timestamp.millis)),
                     \(fork?.sourceID), \(fork.map { Int64($0.0.sequence) }), \(fork.map { Int64($0.0.requestedSequence) }),
-                    \(fork.map { Int64($0.0.requestedSubOffset) }))
+                    \(fork.map { Int64($0.0.requestedSubOffset) }), \(config.keepUnacked))
             RETURNING id
             """)
         locked[name] = nil
@@ -318,6 +318,7 @@ final class PostgresTransaction: LogTransaction {
                 expiresAt: try c["expires_at"].decode(Int64?.self), writerSequence: try c["writer_seq"].decode(String?.self),
                 forkSequence: try c["fork_seq"].decode(Int64?.self), forkOffset: try c["fork_offset"].decode(Int64?.self),
                 forkSubOffset: try c["fork_sub_offset"].decode(Int64?.self), deletedAt: try c["deleted_at"].decode(String?.self),
+                keepUnacked: try c["keep_unacked"].decode(Int?.self),
                 forkSource: try c["fork_source"].decode(String?.self))
             records[stream.name] = try stream.record()
         }

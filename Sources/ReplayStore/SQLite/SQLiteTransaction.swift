@@ -43,15 +43,15 @@ final class SQLiteTransaction: LogTransaction {
                 INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                      source_command, source_connect, source_options,
                                      content_type, ttl_seconds, expires_at,
-                                     fork_of, fork_seq, fork_offset, fork_sub_offset)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 name, config.capacity, config.maxBytes, config.maxAge, createdAt,
                 config.source?.command, config.source?.connect.rawValue, config.source?.options.json,
                 config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
                 fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
-                fork.map { Int64($0.0.requestedSubOffset) },
+                fork.map { Int64($0.0.requestedSubOffset) }, config.keepUnacked,
             ])
         return db.lastInsertedRowID
     }

@@ -41,6 +41,8 @@ public struct GroupHandout: Sendable {
     public let given: [(sequence: UInt64, deliveries: Int)]
     /// How many events the member holds now, these included.
     public let held: Int
+    /// Events retention removed before the group handed them out (see `ConsumerGroup`).
+    public let skipped: ClosedRange<UInt64>?
     /// When something changes without a request (a held event's time runs out, a
     /// given-back event's delay ends), in ms since 1970; `nil`: nothing pending.
     public let nextDue: Int64?

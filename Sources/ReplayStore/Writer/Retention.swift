@@ -4,31 +4,50 @@ import ReplayModel
 /// Removes the oldest events of a stream until it fits its capacity, byte and age limits.
 /// Deleting only from the front keeps the retained window contiguous, so the stream row's
 /// first and last sequence numbers describe it exactly.
+///
+/// With `keep_unacked` (retention that waits for groups, as Redis 8.2's `ACKED` trimming and
+/// JetStream's interest retention), an event one of the stream's consumer groups still
+/// needs (pending, or not handed out yet) is kept beyond the limits, up to `keep_unacked`
+/// events beyond them: that bound is hard, so a group whose members are gone cannot fill
+/// the disk. Past it the oldest go anyway, and their groups see the usual gap.
 struct Retention {
     let now: Date
 
     func trim(_ record: inout Catalog.Record, _ db: some LogTransaction) throws {
-        let config = record.info.config
-        if let capacity = config.capacity, record.info.eventCount > capacity {
-            try remove(through: record.info.lastSequence - UInt64(capacity), from: &record, db)
+        var through = try lastOverTheLimits(record, db)
+        if let keep = record.info.config.keepUnacked, let floor = record.groups.values.map(\.floor).min(), floor <= through {
+            // Keep from the first event a group needs, but never more than `keep` beyond the limits.
+            through = max(floor - 1, through - min(UInt64(keep), through))
         }
-        if let maxBytes = config.maxBytes, record.info.byteCount > maxBytes {
+        try remove(through: through, from: &record, db)
+    }
+
+    /// The last event the limits alone would remove (below `firstSequence`: none).
+    private func lastOverTheLimits(_ record: Catalog.Record, _ db: some LogTransaction) throws -> UInt64 {
+        let info = record.info
+        let config = info.config
+        var through = info.firstSequence - 1
+        guard info.eventCount > 0 else { return through }
+        if let capacity = config.capacity, info.eventCount > capacity {
+            through = max(through, info.lastSequence - UInt64(capacity))
+        }
+        if let maxBytes = config.maxBytes, info.byteCount > maxBytes {
             // Walk from the oldest until enough bytes would be freed.
-            var excess = record.info.byteCount - maxBytes
-            var through = record.info.firstSequence - 1
-            try db.walkPayloadSizes(of: record.id, from: record.info.firstSequence) { sequence, size in
-                through = sequence
+            var excess = info.byteCount - maxBytes
+            var last = info.firstSequence - 1
+            try db.walkPayloadSizes(of: record.id, from: info.firstSequence) { sequence, size in
+                last = sequence
                 excess -= size
                 return excess > 0
             }
-            try remove(through: through, from: &record, db)
+            through = max(through, last)
         }
-        if let maxAge = config.maxAge, record.info.eventCount > 0 {
+        if let maxAge = config.maxAge {
             let cutoff = Timestamp.millis(now.addingTimeInterval(-maxAge))
-            let window = record.info.firstSequence...record.info.lastSequence
-            let firstKept = try db.firstSequence(of: record.id, in: window, atOrAfter: cutoff)
-            try remove(through: firstKept - 1, from: &record, db)
+            let firstKept = try db.firstSequence(of: record.id, in: info.firstSequence...info.lastSequence, atOrAfter: cutoff)
+            through = max(through, firstKept - 1)
         }
+        return through
     }
 
     private func remove(through last: UInt64, from record: inout Catalog.Record, _ db: some LogTransaction) throws {

@@ -69,7 +69,8 @@ extension WriterRules {
         for (sequence, delivery) in handout.deadLetters {
             try deadLetter(sequence, delivery, of: index, group: working, config: deadLetterConfig)
         }
-        return .success(GroupHandout(given: handout.given, held: working.held(by: member, now: millis), nextDue: working.nextDue))
+        return .success(
+            GroupHandout(given: handout.given, held: working.held(by: member, now: millis), skipped: handout.skipped, nextDue: working.nextDue))
     }
 
     private mutating func giveBack(

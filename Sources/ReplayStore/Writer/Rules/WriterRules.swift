@@ -223,10 +223,10 @@ struct WriterRules<DB: LogTransaction> {
         try db.writeProducers(producerChanges)
     }
 
-    /// What retention removed leaves the stream's groups: a member behind it gets the gap.
+    /// What retention removed leaves the stream's groups' pending sets.
     private mutating func trimGroups(_ index: Int) {
         let first = streams[index].record.info.firstSequence
-        for (name, group) in streams[index].record.groups where group.floor < first {
+        for (name, group) in streams[index].record.groups where (group.pending.keys.min() ?? .max) < first {
             streams[index].record.groups[name]?.trim(before: first)
             streams[index].groupsWritten.insert(name)
         }
