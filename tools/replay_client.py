@@ -23,8 +23,8 @@ As a command:
                      [--expect SEQ | --atomic | --producer ID [--epoch N] [--pseq N]]
     replay_client.py [--socket PATH] sub STREAM [--start all|new|from=N|last=N] [--count N] [--durable NAME]
     replay_client.py [--socket PATH] consumers STREAM
-    replay_client.py [--socket PATH] work STREAM --group NAME [--member ID] [--max-pending N] [--count N]
-                     (prints "got SEQ" per event and "acked SEQ" once its ACK is committed)
+    replay_client.py [--socket PATH] work STREAM --group NAME [--member ID] [--max-pending N] [--count N] [--delay S]
+                     (prints "got SEQ" per event, "acking SEQ" as it sends its ACK, "acked SEQ" once committed)
     replay_client.py [--socket PATH] groups STREAM
 """
 import json
@@ -32,6 +32,7 @@ import argparse
 import os
 import socket
 import sys
+import time
 from collections import namedtuple
 
 Event = namedtuple("Event", "stream sid seq time payload")
@@ -308,6 +309,7 @@ def main(argv=None):
     work.add_argument("--member", default=None)
     work.add_argument("--max-pending", type=int, default=None)
     work.add_argument("--count", type=int, default=None)
+    work.add_argument("--delay", type=float, default=0, help="seconds of 'work' per event before its ACK")
     groups = commands.add_parser("groups")
     groups.add_argument("stream")
     args = parser.parse_args(argv)
@@ -326,6 +328,9 @@ def main(argv=None):
                 acked = []
                 for job in conn.group(args.stream, args.group, member=args.member, max_pending=args.max_pending):
                     print(f"got {job.seq}", flush=True)
+                    if args.delay:
+                        time.sleep(args.delay)
+                    print(f"acking {job.seq}", flush=True)   # before the ACK leaves: a crash can't hide one
                     job.ack(then=lambda seq=job.seq: (acked.append(seq), print(f"acked {seq}", flush=True)))
                     if args.count is not None and len(acked) >= args.count:
                         break

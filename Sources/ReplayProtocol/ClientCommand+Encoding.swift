@@ -51,6 +51,8 @@ extension ClientCommand {
                 ["NACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []) + (delay.map { ["delay=\($0)"] } ?? []), into: &buffer)
         case .subscribeGroup(let stream, let sid, let start, let options):
             Wire.writeLine(["SUB", stream, sid, start.wireText] + options.words, into: &buffer)
+        case .subscribePatternGroup(let pattern, let sid, let start, let options):
+            Wire.writeLine(["SUB", pattern.description, sid, start.wireText] + options.words, into: &buffer)
         case .groups(let stream):
             Wire.writeLine(["GROUPS", stream], into: &buffer)
         case .pending(let stream, let group):

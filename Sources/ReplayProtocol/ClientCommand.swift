@@ -116,6 +116,8 @@ public enum ClientCommand: Sendable, Equatable {
     case subscribeDurable(stream: String, sid: String, start: StartPosition, consumer: String)
     /// A member of a consumer group: each event of the stream goes to one member at a time.
     case subscribeGroup(stream: String, sid: String, start: StartPosition, options: GroupOptions)
+    /// A member of the group of that name on every stream the pattern matches, now or later.
+    case subscribePatternGroup(pattern: StreamPattern, sid: String, start: StartPosition, options: GroupOptions)
     case unsubscribe(sid: String)
     /// Acknowledges every event up to `sequence` for a durable subscription; for a group
     /// member, that one event (`stream` names its stream on a pattern group).
@@ -143,7 +145,7 @@ public enum ClientCommand: Sendable, Equatable {
         switch self {
         case .publish, .publishChecked: "PUB"
         case .atomic: "ATOMIC"
-        case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup: "SUB"
+        case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .subscribePatternGroup: "SUB"
         case .unsubscribe: "UNSUB"
         case .ack: "ACK"
         case .nack: "NACK"

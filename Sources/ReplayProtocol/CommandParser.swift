@@ -216,8 +216,14 @@ enum CommandParser {
         }
         if StreamPattern.isPattern(args[0]) {
             guard consumer == nil else { throw bad("a durable consumer follows one stream, not a pattern") }
-            guard group == nil else { throw bad("a group follows one stream; groups over a pattern are not supported yet") }
-            return .subscribePattern(pattern: try pattern(args[0]), sid: args[1], start: start ?? .all)
+            let pattern = try pattern(args[0])
+            if let group {
+                if let deadLetter = group.deadLetter, pattern.matches(deadLetter) {
+                    throw bad("dead_letter=\(deadLetter) matches the pattern \(pattern): its events would come back to the group")
+                }
+                return .subscribePatternGroup(pattern: pattern, sid: args[1], start: start ?? .all, options: group)
+            }
+            return .subscribePattern(pattern: pattern, sid: args[1], start: start ?? .all)
         }
         if let group { return .subscribeGroup(stream: args[0], sid: args[1], start: start ?? .all, options: group) }
         if let consumer { return .subscribeDurable(stream: args[0], sid: args[1], start: start ?? .all, consumer: consumer) }

@@ -59,7 +59,7 @@ struct ConsumerGroupTests {
                 let ledger = Ledger()
                 try await withWireClient(daemon.socketPath) { a in
                     try await withWireClient(daemon.socketPath) { b in
-                        try await join(a, "jobs", sid: "w", GroupOptions(group: "g", member: "a", maxPending: 7))
+                        try await join(a, "jobs", sid: "w", GroupOptions(group: "g", member: "a", ackWait: 3600, maxPending: 7))
                         try await join(b, "jobs", sid: "w", GroupOptions(group: "g", member: "b", maxPending: 7))
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask { try await work(a, name: "a", sid: "w", ledger: ledger) }
@@ -200,7 +200,7 @@ struct ConsumerGroupTests {
                 let cases: [(String, ReplayError.Code, String)] = [
                     ("SUB q b all group=g ack_wait=9\r\n", .groupConflict, "ack_wait=3600.0, not 9.0"),
                     ("SUB q b all group=g max_deliver=2\r\n", .badCommand, "needs dead_letter"),
-                    ("SUB q/* b all group=g\r\n", .badCommand, "pattern"),
+                    ("SUB q/* b all group=g max_deliver=2 dead_letter=q/dead\r\n", .badCommand, "matches the pattern"),
                     ("ACK a 7\r\n", .invalidAck, "not pending"),
                     ("ACK plain 1\r\n", .invalidAck, "neither durable"),
                     ("NACK plain 1\r\n", .invalidAck, "not a group member"),
@@ -274,6 +274,56 @@ struct ConsumerGroupTests {
                     guard case .error(let late) = reply else { throw TestFailure("expected -ERR, got \(reply)") }
                     #expect(late.message.contains("not pending"))
                 }
+            }
+        }
+    }
+
+    @Test func aPatternGroupPicksUpAStreamCreatedAfterTheSub() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                _ = try await publisher.publish("orders/a", ["a1"])
+                try await withWireClient(daemon.socketPath) { member in
+                    try await member.send("SUB orders/* s all group=g member=m\r\n")
+                    #expect(try await member.expectFrame() == .ok)
+                    guard case .event("orders/a", "s", 1, _, _) = try await member.expectFrame() else { throw TestFailure("expected a1") }
+                    try await member.send(.ack(sid: "s", sequence: 1, stream: "orders/a"))
+                    #expect(try await member.expectFrame() == .ok)
+                    // A stream created after the SUB: its group is created, from its first event.
+                    _ = try await publisher.publish("orders/b", ["b1", "b2"])
+                    #expect(try await member.events(2).map(\.1) == ["b1", "b2"])
+                    // On a pattern, an ACK names the event's stream, which the pattern matches.
+                    let refused: [(ClientCommand, String)] = [
+                        (.ack(sid: "s", sequence: 1), "name the event's stream"),
+                        (.ack(sid: "s", sequence: 1, stream: "billing"), "does not match"),
+                        (.nack(sid: "s", sequence: 1), "name the event's stream"),
+                    ]
+                    for (command, words) in refused {
+                        try await member.send(command)
+                        guard case .error(let error) = try await member.expectFrame() else { throw TestFailure("\(command): expected -ERR") }
+                        #expect(error.code == .invalidAck && error.message.contains(words), "\(error.message)")
+                    }
+                    try await member.send(.ack(sid: "s", sequence: 1, stream: "orders/b"), .ack(sid: "s", sequence: 2, stream: "orders/b"))
+                    #expect(try await member.frames(2) == [.ok, .ok])
+                    let groups = try await json(publisher, .groups(stream: "orders/*"), as: [GroupDescription].self)
+                    #expect(groups.map(\.stream) == ["orders/a", "orders/b"])
+                    #expect(groups.allSatisfy { $0.name == "g" && $0.pending == 0 && $0.lag == 0 })
+                    #expect(groups.first?.members == ["m"])
+                }
+            }
+        }
+    }
+
+    @Test func aPatternGroupWhoseSettingsConflictOnOneStreamChangesNothing() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                _ = try await client.publish("jobs/a", ["a"])
+                _ = try await client.publish("jobs/b", ["b"])
+                try await join(client, "jobs/b", sid: "one", GroupOptions(group: "g", ackWait: 3600))
+                _ = try await client.events(1)
+                try await client.send("SUB jobs/* all all group=g ack_wait=7200\r\n")
+                guard case .error(let error) = try await client.expectFrame() else { throw TestFailure("expected -ERR") }
+                #expect(error.code == .groupConflict && error.message.contains("jobs/b"))
+                #expect(try await json(client, .groups(stream: "jobs/a"), as: [GroupDescription].self).isEmpty)
             }
         }
     }

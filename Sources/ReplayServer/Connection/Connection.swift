@@ -40,12 +40,12 @@ struct ServerContext: Sendable {
 /// sink and a token, not a closure per event) once per group commit, so a batch's `+OK`s
 /// cost one hop and one write (see `CommandRouter`).
 final class Connection: Sendable {
-    private let context: ServerContext
+    let context: ServerContext
     private let channel: NIOAsyncChannel<RoutedCommand, ByteBuffer>
-    private let replies: ReplyChannel
+    let replies: ReplyChannel
     /// The connection's one lock: its subscriptions, their ids and tasks. Never held
     /// while calling out (the store, a reply, a task's cancellation).
-    private let state: Locked<ConnectionState>
+    let state: Locked<ConnectionState>
     private let logger: Logger
     let id: UInt64
 
@@ -138,6 +138,8 @@ final class Connection: Sendable {
             giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
         case .subscribeGroup(let stream, let sid, let start, let options):
             join(stream, sid: sid, start: start, options: options, slot: slot, output: output)
+        case .subscribePatternGroup(let pattern, let sid, let start, let options):
+            join(pattern, sid: sid, start: start, options: options, slot: slot, output: output)
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
@@ -237,109 +239,8 @@ final class Connection: Sendable {
 
     /// A subscription is over (ended, failed to start, or cancelled): its id is free,
     /// unless it was already unsubscribed and reused.
-    private func subscriptionFinished(_ sid: String, token: UInt64) {
+    func subscriptionFinished(_ sid: String, token: UInt64) {
         state.withLock { $0.subscriptionEnded(sid, token: token) }
-    }
-
-    /// ACK for a durable subscription (the consumer's position moves) or a group member
-    /// (the event leaves the group's pending set), answered once committed.
-    private func acknowledge(sid: String, sequence: UInt64, stream: String?, slot: ReplyOrder.Slot) {
-        let running = state.withLock { $0.running(sid) }
-        let replies = self.replies
-        let answer: @Sendable (Result<Void, StoreError>) -> Void = { result in
-            switch result {
-            case .success: replies.fill(slot, with: .ok)
-            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-            }
-        }
-        if let running, let group = running.group {
-            if let refusal = Self.wrongStream(stream, running, "ACK") { return replies.fill(slot, with: .error(refusal)) }
-            let request = GroupRequest.acknowledge(group: group.name, member: group.member, sequence: sequence, answer)
-            return context.store.group(request, of: running.phase.stream)
-        }
-        guard let running, let consumer = running.consumer, stream == nil || stream == running.phase.stream else {
-            let reason =
-                running == nil
-                ? "subscription '\(sid)' has ended"
-                : running?.consumer == nil
-                    ? "subscription '\(sid)' is neither durable (SUB … durable=<name>) nor a group member (SUB … group=<name>)"
-                    : "subscription '\(sid)' reads '\(running!.phase.stream)', not '\(stream ?? "")'"
-            return replies.fill(slot, with: .error(ReplayError(.invalidAck, "\(reason); nothing changed")))
-        }
-        context.store.acknowledge(sequence, consumer: consumer, of: running.phase.stream, completion: answer)
-    }
-
-    /// NACK for a group member: the event goes back to the group, to be handed out again
-    /// after `delay` seconds (or to the dead-letter stream, after `max_deliver`).
-    private func giveBack(sid: String, sequence: UInt64, stream: String?, delay: Double, slot: ReplyOrder.Slot) {
-        let running = state.withLock { $0.running(sid) }
-        guard let running, let group = running.group else {
-            let reason = running == nil ? "subscription '\(sid)' has ended" : "subscription '\(sid)' is not a group member (SUB … group=<name>)"
-            return replies.fill(slot, with: .error(ReplayError(.invalidAck, "NACK: \(reason); nothing changed")))
-        }
-        if let refusal = Self.wrongStream(stream, running, "NACK") { return replies.fill(slot, with: .error(refusal)) }
-        let replies = self.replies
-        let config = StreamConfig(capacity: context.configuration.defaultCapacity)
-        let request = GroupRequest.giveBack(
-            group: group.name, member: group.member, sequence: sequence, delayMillis: Int64((delay * 1000).rounded()),
-            deadLetterConfig: config
-        ) { result in
-            switch result {
-            case .success: replies.fill(slot, with: .ok)
-            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-            }
-        }
-        context.store.group(request, of: running.phase.stream, deadLetter: group.deadLetter)
-    }
-
-    /// An ACK or NACK whose `stream=` is not the member's stream.
-    private static func wrongStream(_ stream: String?, _ running: ConnectionState.Running, _ verb: String) -> ReplayError? {
-        guard let stream, stream != running.phase.stream else { return nil }
-        return ReplayError(.invalidAck, "\(verb): this subscription reads '\(running.phase.stream)', not '\(stream)'; nothing changed")
-    }
-
-    /// A group member: joins the group now, in command order, answers, and only once `+OK`
-    /// is written asks for work.
-    private func join(
-        _ stream: String, sid: String, start: StartPosition, options: GroupOptions, slot: ReplyOrder.Slot, output: SubscriberOutput
-    ) {
-        let joined = SubscriptionStart(context: context).join(stream, start, options)
-        let written = Pending<Void>()
-        let phase = SubscriptionPhase(stream: stream)
-        // Unique across connections and daemons unless the client names it.
-        let member = options.member ?? "\(sid)-\(UInt32.random(in: .min ... .max))"
-        let replies = self.replies
-        let context = self.context
-        state.withLock { state in
-            _ = state.started(sid) { token in
-                let task = Task { [self] in
-                    defer {
-                        phase.enter(.finished)
-                        subscriptionFinished(sid, token: token)
-                    }
-                    let settings: GroupSettings
-                    switch await joined.value {
-                    case .success(let group): settings = group.settings
-                    case .failure(let error): return replies.fill(slot, with: .error(error))
-                    }
-                    guard let hub = context.hubs[stream] else {
-                        return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
-                    }
-                    phase.enter(.awaitingOKWritten)
-                    replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
-                    guard await written.valueUnlessCancelled() != nil else { return }
-                    phase.enter(.delivering)
-                    let lease = context.sources.lease(stream)
-                    defer { lease.dispose() }
-                    await GroupMember(
-                        stream: stream, sid: sid, group: options.group, member: member,
-                        maxPending: options.maxPending ?? GroupOptions.defaultMaxPending, deadLetter: settings.deadLetter, hub: hub,
-                        context: context, phase: phase, output: output
-                    ).run()
-                }
-                return ConnectionState.Running(task: task, phase: phase, group: (options.group, member, options.deadLetter))
-            }
-        }
     }
 
     private func stopSubscriptions() {

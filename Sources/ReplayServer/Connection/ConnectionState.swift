@@ -27,7 +27,8 @@ struct ConnectionState {
         /// A durable subscription's consumer, whose position ACK moves.
         var consumer: String? = nil
         /// A group member's group and member id: ACK and NACK are of one event it holds.
-        var group: (name: String, member: String, deadLetter: String?)? = nil
+        /// On a pattern, they name the event's stream, which the pattern must match.
+        var group: (name: String, member: String, deadLetter: String?, pattern: StreamPattern?)? = nil
     }
 
     /// One subscription id in use. The token tells apart two subscriptions that used the
@@ -76,7 +77,7 @@ struct ConnectionState {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
             }
         case .subscribe(_, let sid, _), .subscribePattern(_, let sid, _), .subscribeDurable(_, let sid, _, _),
-            .subscribeGroup(_, let sid, _, _):
+            .subscribeGroup(_, let sid, _, _), .subscribePatternGroup(_, let sid, _, _):
             guard entries[sid] == nil else {
                 return .reply(.error(ReplayError(.duplicateSubscription, "subscription id '\(sid)' is already in use on this connection")))
             }

@@ -80,18 +80,20 @@ struct GroupMember: Sendable {
         }
     }
 
-    /// Asks the writer for work; with the answer, the hub's generation as the commit that
-    /// decided it left it (read on the writer's thread, before the next commit), so that a
-    /// change after the answer is never missed.
+    /// Asks the writer for work; with the answer, the hub's generation from before it
+    /// asked. A change the decision did not see is in a commit after that: a later batch,
+    /// or the same batch after the decision (an ACK, retention), whose commit touched the
+    /// stream. Waiting for a generation past it never misses one. (A hand-out that gives
+    /// nothing does not touch the stream, so it does not wake its own member.)
     private func handOut() async -> (Result<GroupHandout, StoreError>, UInt64) {
         let config = StreamConfig(capacity: context.configuration.defaultCapacity)
-        let hub = self.hub
-        return await withCheckedContinuation { continuation in
+        let generation = hub.generation
+        let result = await withCheckedContinuation { continuation in
             context.store.group(
-                .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config) { result in
-                    continuation.resume(returning: (result, hub.generation))
-                }, of: stream, deadLetter: deadLetter)
+                .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config) { continuation.resume(returning: $0) },
+                of: stream, deadLetter: deadLetter)
         }
+        return (result, generation)
     }
 
     /// Sends the given events as EVENT frames, each run of consecutive sequence numbers

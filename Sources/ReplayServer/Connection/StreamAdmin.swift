@@ -69,14 +69,25 @@ struct StreamAdmin: Sendable {
             }
         case .deleteConsumer(let stream, let name):
             store.deleteConsumer(name, of: stream, completion: answer)
-        case .groups(let stream):
+        case .groups(let target):
             store.barrier { [self] result in
                 guard case .success = result else { return answer(result) }
-                guard let info = store.info(stream), let groups = store.groups(of: stream) else {
-                    return reply(.error(ReplayError(StoreError.unknownStream(stream))))
+                // A pattern: the groups of every matching stream, by stream then name.
+                let streams: [StreamInfo]
+                if StreamPattern.isPattern(target) {
+                    guard case .success(let pattern) = StreamPattern.parse(target) else {
+                        return reply(.error(ReplayError(.badCommand, "bad pattern '\(target.prefix(64))'")))
+                    }
+                    streams = store.streams.filter { !$0.isSoftDeleted && pattern.matches($0.name) }.sorted { $0.name < $1.name }
+                } else {
+                    guard let info = store.info(target) else { return reply(.error(ReplayError(StoreError.unknownStream(target)))) }
+                    streams = [info]
                 }
                 let now = Timestamp.millis(Date())
-                reply(json(groups.values.sorted { $0.name < $1.name }.map { describe($0, of: info, now: now) }, ServerFrame.list))
+                let described = streams.flatMap { info in
+                    (store.groups(of: info.name) ?? [:]).values.sorted { $0.name < $1.name }.map { describe($0, of: info, now: now) }
+                }
+                reply(json(described, ServerFrame.list))
             }
         case .pending(let stream, let name):
             store.barrier { [self] result in
@@ -94,7 +105,7 @@ struct StreamAdmin: Sendable {
         case .deleteGroup(let stream, let name):
             store.group(.delete(group: name, answer), of: stream)
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
-            .nack, .ping:
+            .nack, .subscribePatternGroup, .ping:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
         }
     }

@@ -73,8 +73,7 @@ extension SubscriptionStart {
     /// the stream itself with `--auto-create`) by the writer, in command order.
     func join(_ stream: String, _ start: StartPosition, _ options: GroupOptions) -> Pending<Result<GroupJoined, ReplayError>> {
         let pending = Pending<Result<GroupJoined, ReplayError>>()
-        let asked = GroupSettings.Asked(
-            ackWaitMillis: options.ackWait.map { Int64(($0 * 1000).rounded()) }, maxDeliver: options.maxDeliver, deadLetter: options.deadLetter)
+        let asked = options.asked
         let store = context.store
         let join: @Sendable (@escaping @Sendable (StreamInfo) -> UInt64) -> Void = { initialNext in
             store.group(

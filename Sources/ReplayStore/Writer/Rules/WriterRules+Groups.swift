@@ -60,10 +60,17 @@ extension WriterRules {
     private mutating func handOut(
         _ group: String, of name: String, to member: String, limit: Int, deadLetterConfig: StreamConfig
     ) throws -> Result<GroupHandout, StoreError> {
-        guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
-        guard var working = streams[index].record.groups[group] else { return .failure(.unknownGroup(stream: name, name: group)) }
-        let info = streams[index].record.info
+        guard let record = try record(name), !record.info.isSoftDeleted else { return .failure(.unknownStream(name)) }
+        guard var working = record.groups[group] else { return .failure(.unknownGroup(stream: name, name: group)) }
+        let info = record.info
         let handout = working.handOut(to: member, limit: limit, now: millis, firstSequence: info.firstSequence, lastSequence: info.lastSequence)
+        // A hand-out that gives nothing changes nothing, and does not touch the stream: its
+        // commit then wakes no member (each asks again only when the stream changed since
+        // it asked, see `GroupMember`), so idle members cost no writes.
+        guard !handout.given.isEmpty || !handout.deadLetters.isEmpty || handout.skipped != nil else {
+            return .success(GroupHandout(given: [], held: working.held(by: member, now: millis), skipped: nil, nextDue: working.nextDue))
+        }
+        guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
         streams[index].record.groups[group] = working
         streams[index].groupsWritten.insert(group)
         for (sequence, delivery) in handout.deadLetters {
