@@ -157,6 +157,16 @@ def main():
         listed = until(lambda: browser.evaluate(
             "(() => { const row = document.querySelector('tr[data-stream=\"view/demo\"]');"
             " return row && row.children[1].textContent === '3' ? row.textContent : null })()"), "the stream list to count 3 events")
+        # A consumer group beside the stream: one member holding 2 events, 1 not handed out.
+        with ReplayConnection(folder + "/replayd.sock") as member:
+            jobs = member.group(STREAM, "workers", member="m1", max_pending=2)
+            next(jobs)
+            next(jobs)
+            grouped = until(lambda: browser.evaluate(
+                "(() => { const row = document.querySelector('tr[data-stream=\"view/demo\"] td.groups');"
+                " return row && row.textContent.includes('2 pending') ? row.textContent : null })()"),
+                "the stream list to show the group")
+            jobs.close()
 
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(30)
@@ -166,7 +176,7 @@ def main():
         final = tail()
         if final != ["e1", "e2", "e3", "e4"]:
             raise RuntimeError(f"the tail shows {final}, expected each of e1..e4 once, in order")
-        print(json.dumps({"tail": final, "listed": listed, "port": port}))
+        print(json.dumps({"tail": final, "listed": listed, "group": grouped, "port": port}))
         return 0
     except Exception as error:  # noqa: BLE001 - report any failure with the daemon's log
         log.flush()

@@ -320,6 +320,33 @@ struct HTTPFrontDoorTests {
         }
     }
 
+    /// A consumer group's figures at /metrics: pending, delivered, redelivered, lag.
+    @Test func metricsDescribeConsumerGroups() async throws {
+        try await withHTTP { daemon, http in
+            try await withWireClient(daemon.socketPath) { socket in
+                _ = try await socket.publish("jobs", ["a", "b", "c"])
+                try await socket.send(.subscribeGroup(stream: "jobs", sid: "w", start: .all, options: GroupOptions(group: "g", maxPending: 2)))
+                #expect(try await socket.expectFrame() == .ok)
+                _ = try await socket.events(2)
+                try await socket.send(.nack(sid: "w", sequence: 1, delay: 3600))
+                #expect(try await socket.expectFrame() == .ok)
+                // 2 is held and 1 waits an hour; 3 is handed out in 1's place.
+                _ = try await socket.events(1)
+                let lines = Set(try await http.request("GET", "/metrics").text.split(separator: "\n").map(String.init))
+                for expected in [
+                    #"replay_group_pending_events{stream="jobs",group="g"} 3.0"#,
+                    #"replay_group_delivered_events{stream="jobs",group="g"} 3.0"#,
+                    #"replay_group_redelivered_events{stream="jobs",group="g"} 0.0"#,
+                    #"replay_group_dead_lettered_events{stream="jobs",group="g"} 0.0"#,
+                    #"replay_group_lag_events{stream="jobs",group="g"} 0.0"#,
+                ] {
+                    #expect(lines.contains(expected), "missing \(expected)")
+                }
+                #expect(lines.contains { $0.hasPrefix(#"replay_group_oldest_pending_seconds{stream="jobs",group="g"} "#) })
+            }
+        }
+    }
+
     static func offset(_ sequence: Int) -> String {
         String(format: "%016d_%016d", sequence, 0)
     }

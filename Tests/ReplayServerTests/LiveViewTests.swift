@@ -14,5 +14,6 @@ struct LiveViewTests {
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains(#""tail": ["e1", "e2", "e3", "e4"]"#), "\(result.stdout)")
         #expect(result.stdout.contains(#""listed": "view/demo3"#), "the stream list counts 3 events before the restart")
+        #expect(result.stdout.contains(#""group": "workers: 1 members, 2 pending, lag 1""#), "the group beside its stream")
     }
 }

@@ -40,7 +40,7 @@ public struct HTTPFrontDoor: Service {
             router.get("/metrics") { _, _ in metrics.respond() }
         }
         let endpoint = self.endpoint
-        let list = StreamList(hubs: endpoint.hubs)
+        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { _, _ in try list.respond() }
         endpoint.addRoutes(to: router.group(RouterPath(StreamEndpoint.prefix)))

@@ -1,11 +1,14 @@
+import Foundation
 import Hummingbird
 import Prometheus
 import ReplayCore
+import ReplayModel
 import ReplayStore
 import ReplaySync
 
 /// `GET /metrics`: the Prometheus text of the process's registry, after the per-stream
-/// gauges (last sequence, retained events, durable consumers' lag) are brought up to date
+/// gauges (last sequence, retained events, durable consumers' lag, consumer groups' pending,
+/// delivered, redelivered and dead-lettered events, oldest pending age, lag) are brought up to date
 /// from the hubs and the catalog: read at scrape time, in memory, for every stream there is.
 struct MetricsEndpoint: Sendable {
     let registry: PrometheusCollectorRegistry
@@ -51,6 +54,30 @@ struct MetricsEndpoint: Sendable {
             helpText: "Events committed after a durable consumer's acknowledged position.")
     }
 
+    /// A consumer group's figures: the counts are kept with the group in the database, so
+    /// they are gauges that only rise (since the group was created), the same on every
+    /// daemon sharing a PostgreSQL database.
+    static func group(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "group_\(name)", unitName: unit, helpText: help)
+    }
+
+    static var groupFigures: [(name: String, unit: String, help: String, value: @Sendable (ConsumerGroup, StreamInfo, Int64) -> Double)] {
+        [
+            ("pending", "events", "Events a consumer group handed out and that were not acknowledged.", { g, _, _ in Double(g.pending.count) }),
+            ("delivered", "events", "Events a consumer group handed out for the first time.", { g, _, _ in Double(g.delivered) }),
+            ("redelivered", "events", "Events a consumer group handed out again.", { g, _, _ in Double(g.redelivered) }),
+            ("dead_lettered", "events", "Events a consumer group gave up on after max_deliver.", { g, _, _ in Double(g.deadLettered) }),
+            (
+                "oldest_pending", "seconds", "Since the oldest pending event was first handed out.",
+                { g, _, now in g.pending.values.map(\.firstDelivered).min().map { Double(max(0, now - $0)) / 1000 } ?? 0 }
+            ),
+            (
+                "lag", "events", "Events committed and not handed out by the group yet.",
+                { g, info, _ in Double(info.lastSequence - min(info.lastSequence, g.deliveredSequence)) }
+            ),
+        ]
+    }
+
     private func refreshStreamGauges() {
         var values: [String: (descriptor: MetricNameDescriptor, labels: [(String, String)], value: Double)] = [:]
         func set(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], _ value: Double) {
@@ -66,6 +93,12 @@ struct MetricsEndpoint: Sendable {
             for consumer in store.consumers(of: info.name) ?? [] {
                 let lag = info.lastSequence > consumer.ackedSequence ? info.lastSequence - consumer.ackedSequence : 0
                 set(Self.consumerLag, [("stream", info.name), ("consumer", consumer.name)], Double(lag))
+            }
+            let now = Timestamp.millis(Date())
+            for group in (store.groups(of: info.name) ?? [:]).values {
+                for figure in Self.groupFigures {
+                    set(Self.group(figure.name, figure.unit, figure.help), [("stream", info.name), ("group", group.name)], figure.value(group, info, now))
+                }
             }
         }
         exported.withLock { exported in

@@ -38,7 +38,7 @@ enum LiveViewPage {
         <body>
         <h1>replay <span id="status">connecting</span></h1>
         <table>
-          <thead><tr><th>stream</th><th>events</th><th>last seq</th><th>bytes</th><th>subscribers</th><th>state</th></tr></thead>
+          <thead><tr><th>stream</th><th>events</th><th>last seq</th><th>bytes</th><th>subscribers</th><th>state</th><th>groups</th></tr></thead>
           <tbody id="streams"></tbody>
         </table>
         <h2 id="tail-title" style="font-size:1rem">Pick a stream to tail it.</h2>
@@ -60,7 +60,13 @@ enum LiveViewPage {
               link.textContent = s.name;
               link.onclick = () => tail(s.name);
               name.appendChild(link);
-              tr.append(name, cell(s.events, "n"), cell(s.last_seq, "n"), cell(s.bytes, "n"), cell(s.subscribers, "n"), cell(s.state, s.state));
+              // Each consumer group: its members, events pending (handed out, not acknowledged),
+              // lag (not handed out yet) and dead letters.
+              const groups = s.groups.map((g) =>
+                `${g.name}: ${g.members} members, ${g.pending} pending, lag ${g.lag}` + (g.dead_lettered ? `, ${g.dead_lettered} dead` : ""));
+              const groupCell = cell(groups.join("; "));
+              groupCell.className = "groups";
+              tr.append(name, cell(s.events, "n"), cell(s.last_seq, "n"), cell(s.bytes, "n"), cell(s.subscribers, "n"), cell(s.state, s.state), groupCell);
               return tr;
             });
             $("streams").replaceChildren(...rows);
