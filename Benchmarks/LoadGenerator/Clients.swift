@@ -28,6 +28,8 @@ final class ReplayBenchClient: BenchClient {
         socket = try BufferedSocket(path: path)
     }
 
+    func nextFrame() throws -> ServerFrame { try frame() }
+
     private func frame() throws -> ServerFrame {
         while true {
             if let frame = try decoder.next(&socket.input) {
@@ -93,7 +95,7 @@ final class RedisBenchClient: BenchClient {
         self.maxLength = maxLength
     }
 
-    private func command(_ words: [ByteBuffer]) {
+    func command(_ words: [ByteBuffer]) {
         socket.write { out in
             out.writeString("*\(words.count)\r\n")
             for var word in words {
@@ -121,7 +123,7 @@ final class RedisBenchClient: BenchClient {
         }
     }
 
-    private func reply() throws -> Reply {
+    func reply() throws -> Reply {
         let header = try line()
         let rest = String(header.dropFirst())
         switch header.first {

@@ -96,6 +96,7 @@ struct ReplayBench: ParsableCommand {
         case "catch-up": return try run.catchUp()
         case "fan-out": return try run.fanOut(subscribers: 10) + run.fanOut(subscribers: 100)
         case "restart-memory": return try run.restartAndMemory()
+        case "work-queue": return try run.workQueue()
         default: throw ValidationError("unknown scenario \(scenario)")
         }
     }

@@ -53,6 +53,8 @@ struct ReadmeTests {
                 "started 1 time",  // …ran once
                 "1|",  // sqlite3 query of the events view
                 "\"seq\":100000",  // --last 3 --json
+                "job 1: resize a.png\njob 2: resize b.png\njob 3: resize c.png\n",  // replayctl work
+                "resizers  0        0        0            0     -       0",  // replayctl groups: nothing pending, no lag
             ] {
                 #expect(output.contains(expected), "the tour's output lacks \(expected.debugDescription)")
             }
