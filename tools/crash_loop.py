@@ -2,9 +2,12 @@
 """Crash loop: mixed load against the real replayd, killed with SIGKILL at random moments.
 
 Each round starts replayd on the same database, runs pipelined publishers, live
-subscribers that resume from their last sequence + 1, a catch-up reader, an eager source
-and an idempotent producer that resends its unacknowledged batch after each restart, then
-kills the daemon with SIGKILL at a random moment. After every kill it checks that every
+subscribers that resume from their last sequence + 1, a catch-up reader, an eager source,
+an idempotent producer that resends its unacknowledged batch after each restart, and two
+workers of a consumer group on "orders" that acknowledge each event, then kills the daemon
+with SIGKILL at a random moment. A last round without a kill lets the workers finish: every
+event of "orders" must then have been acknowledged, and no event whose acknowledgement was
+confirmed before a kill may be handed out after it. After every kill it checks that every
 acknowledged event is stored with its payload, that sequence numbers are contiguous and
 unique per stream, that no resuming subscriber saw a gap or a duplicate, that the
 producer's events are stored once each, in order, and that PRAGMA integrity_check says
@@ -40,6 +43,10 @@ class Ledger:
         # Readers whose connection the kill cut in the middle of a frame (a partial line or
         # payload): the expected end of their round, counted, never a traceback.
         self.cut_mid_frame = 0
+        self.group_acks_sent = set()
+        self.group_acks_confirmed = set()
+        self.confirmed_before_kill = set()
+        self.group_refused = 0
 
     def cut(self, error):
         if "mid-frame" in str(error) or "truncated" in str(error):
@@ -55,6 +62,25 @@ class Ledger:
     def violation(self, text):
         with self.lock:
             self.violations.append(text)
+
+    # The consumer group's workers: ACKs sent and confirmed, and those confirmed before the
+    # last kill (a restart must not hand those out again).
+    def group_sent(self, seq):
+        with self.lock:
+            self.group_acks_sent.add(seq)
+
+    def group_confirmed(self, seq):
+        with self.lock:
+            self.group_acks_confirmed.add(seq)
+
+    def group_handed(self, seq, worker):
+        with self.lock:
+            if seq in self.confirmed_before_kill:
+                self.violations.append(f"group: event {seq}, acknowledged before a kill, was handed to {worker} after it")
+
+    def new_round(self):
+        with self.lock:
+            self.confirmed_before_kill |= self.group_acks_confirmed
 
 
 def publisher(socket_path, ledger, ident, stop):
@@ -133,6 +159,54 @@ class Follower:
             ledger.cut(error)
         except OSError:
             pass
+
+
+GROUP_STREAM = "orders"
+
+
+def group_worker(socket_path, ledger, name, stop):
+    """A member of the group "crashers" on orders: acknowledges each event it is handed.
+    ack_wait is 1 s so that what a killed daemon's members held comes back quickly."""
+    def refused(error):
+        with ledger.lock:
+            ledger.group_refused += 1  # its time ran out under load and another has it
+
+    try:
+        with ReplayConnection(socket_path) as conn:
+            for job in conn.group(GROUP_STREAM, "crashers", member=name, ack_wait=1, max_pending=16):
+                ledger.group_handed(job.seq, name)
+                ledger.group_sent(job.seq)
+                job.ack(then=lambda seq=job.seq: ledger.group_confirmed(seq), refused=refused)
+                if stop.is_set():
+                    return
+    except ConnectionError as error:
+        ledger.cut(error)
+    except OSError:
+        pass
+
+
+def drain_group(socket_path, ledger):
+    """The last round: workers run, with no kill, until the group has nothing pending and
+    nothing left to hand out."""
+    stop = threading.Event()
+    workers = [threading.Thread(target=group_worker, args=(socket_path, ledger, f"gw{i}", stop), daemon=True) for i in range(2)]
+    for worker in workers:
+        worker.start()
+    deadline = time.time() + 60
+    with ReplayConnection(socket_path) as conn:
+        while time.time() < deadline:
+            groups = [g for g in conn.groups(GROUP_STREAM) if g["name"] == "crashers"]
+            if groups and groups[0]["pending"] == 0 and groups[0]["lag"] == 0:
+                break
+            time.sleep(0.1)
+        else:
+            ledger.violation("group: the workers did not finish the work within a minute of the last restart")
+        last = conn.groups(GROUP_STREAM)[0]["delivered_seq"]
+    stop.set()
+    missing = [seq for seq in range(1, last + 1) if seq not in ledger.group_acks_sent]
+    if missing:
+        ledger.violation(f"group: {len(missing)} events of {GROUP_STREAM} were never acknowledged (first {missing[:5]})")
+    return last
 
 
 def catch_up(socket_path, ledger, stop):
@@ -227,6 +301,8 @@ def main(argv=None):
             threads.append(threading.Thread(target=retrier.run, args=(sock, ledger, stop)))
             threads += [threading.Thread(target=f.run, args=(sock, ledger, stop)) for f in followers]
             threads.append(threading.Thread(target=catch_up, args=(sock, ledger, stop)))
+            threads += [threading.Thread(target=group_worker, args=(sock, ledger, f"gw{i}", stop)) for i in range(2)]
+            ledger.new_round()
             for thread in threads:
                 thread.daemon = True
                 thread.start()
@@ -242,12 +318,21 @@ def main(argv=None):
             print(f"kill {round_number}: {acked} events acknowledged so far, {lost} lost, "
                   f"followers at {[f.last for f in followers]}", flush=True)
 
+        # The last round, with no kill: the group's workers finish what is left.
+        ledger.new_round()
+        proc, sock = start_daemon(args.replayd, directory)
+        group_last = drain_group(sock, ledger)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+
     acked = sum(len(v) for v in ledger.acked.values())
     print(f"events acknowledged: {acked}")
     print(f"kills survived: {args.kills}")
     print(f"events lost: {lost_total}")
     print(f"connections cut mid-frame: {ledger.cut_mid_frame}")
     print(f"producer events acknowledged: {len(retrier.acked)}, batches resent after a kill: {retrier.retries}")
+    print(f"group: {group_last} events of {GROUP_STREAM} handed out, {len(ledger.group_acks_confirmed)} ACKs confirmed, "
+          f"{ledger.group_refused} ACKs refused as late")
     for text in ledger.violations[:20]:
         print(f"violation: {text}")
     return 0 if lost_total == 0 and not ledger.violations else 1

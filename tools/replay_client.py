@@ -234,7 +234,10 @@ class ReplayConnection:
             if verb == "EVENT" and words[2].decode() == sid:
                 yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload)
             elif verb in ("+OK", "-ERR") and owed:
-                done = owed.pop(0)
+                done, refused = owed.pop(0)
+                if verb == "-ERR" and refused:
+                    refused(ReplayError(words[1].decode(), b" ".join(words[2:]).decode()))
+                    continue
                 self._check(verb, words)
                 if done:
                     done()
@@ -272,16 +275,17 @@ class GroupEvent:
         self._conn, self._sid, self._owed = conn, sid, owed
         self.stream, self.seq, self.time, self.payload = stream, seq, time, payload
 
-    def ack(self, then=None):
-        """Acknowledges this event; `then()` runs once the daemon committed it."""
+    def ack(self, then=None, refused=None):
+        """Acknowledges this event; `then()` runs once the daemon committed it. A refusal
+        (it is no longer held: its time ran out) goes to `refused(error)`, else it raises."""
         self._conn.sock.sendall(b"ACK %s %d\r\n" % (self._sid.encode(), self.seq))
-        self._owed.append(then)
+        self._owed.append((then, refused))
 
-    def nack(self, delay=None, then=None):
+    def nack(self, delay=None, then=None, refused=None):
         """Gives it back, to be handed out again after `delay` seconds."""
         suffix = b"" if delay is None else b" delay=%s" % str(delay).encode()
         self._conn.sock.sendall(b"NACK %s %d%s\r\n" % (self._sid.encode(), self.seq, suffix))
-        self._owed.append(then)
+        self._owed.append((then, refused))
 
 
 def main(argv=None):

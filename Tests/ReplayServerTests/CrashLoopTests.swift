@@ -3,8 +3,9 @@ import ReplayTesting
 import Testing
 
 /// A short run of tools/crash_loop.py: mixed load (pipelined publishers, resuming live
-/// subscribers, a catch-up reader, an eager source) against the real daemon, killed with
-/// SIGKILL three times. Nothing acknowledged may be lost, and nothing may be seen twice.
+/// subscribers, a catch-up reader, an eager source, a consumer group's workers) against the
+/// real daemon, killed with SIGKILL three times. Nothing acknowledged may be lost, nothing
+/// may be seen twice, and no group event acknowledged before a kill is handed out after it.
 @Suite("Crash loop", .timeLimit(.minutes(3)))
 struct CrashLoopTests {
     @Test func threeSIGKILLsUnderMixedLoadLoseNothing() async throws {
@@ -16,6 +17,8 @@ struct CrashLoopTests {
         #expect(result.stdout.contains("kills survived: 3"))
         #expect(result.stdout.contains("events lost: 0"))
         #expect(!result.stdout.contains("violation"))
+        // The group's workers acknowledged through the kills and finished after the last one.
+        #expect(result.stdout.contains("group: "), "\(result.stdout)")
         // A reader cut mid-frame by a kill ends its round and is counted, never a traceback.
         #expect(result.stdout.contains("connections cut mid-frame: "))
         #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")
