@@ -79,7 +79,9 @@ public struct GroupOptions: Sendable, Equatable {
     public var ackWait: Double?
     public var maxDeliver: Int?
     public var deadLetter: String?
-    /// How many events this member holds at most, unacknowledged.
+    /// How many events this member holds at most, unacknowledged. 0: a member that is handed
+    /// nothing and only acknowledges or gives back, by its id, what another connection of the
+    /// same member holds (an operator's `replayctl ack`).
     public var maxPending: Int?
 
     /// When a SUB names no `max_pending`: enough to keep a worker busy between round trips,

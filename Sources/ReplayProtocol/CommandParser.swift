@@ -81,9 +81,11 @@ enum CommandParser {
             return .command(.groups(stream: args[0]))
         case "PENDING":
             try expect(args, count: 2, usage: "PENDING <stream> <group>")
+            try notAPattern(args[0], "PENDING")
             return .command(.pending(stream: args[0], group: args[1]))
         case "DELGROUP":
             try expect(args, count: 2, usage: "DELGROUP <stream> <group>")
+            try notAPattern(args[0], "DELGROUP")
             return .command(.deleteGroup(stream: args[0], group: args[1]))
         case "CONSUMERS":
             try expect(args, count: 1, usage: "CONSUMERS <stream>")
@@ -241,8 +243,8 @@ enum CommandParser {
             guard StreamName.isValid(value) else { throw bad("dead_letter: '\(value.prefix(64))' is not a stream name: \(StreamName.rule)") }
             options.deadLetter = value
         default:
-            guard let count = Int(value), (1...GroupOptions.maxPendingLimit).contains(count) else {
-                throw bad("max_pending is a count from 1 to \(GroupOptions.maxPendingLimit)")
+            guard let count = Int(value), (0...GroupOptions.maxPendingLimit).contains(count) else {
+                throw bad("max_pending is a count from 0 (a member that only acknowledges) to \(GroupOptions.maxPendingLimit)")
             }
             options.maxPending = count
         }
@@ -254,6 +256,13 @@ enum CommandParser {
             throw bad("\(what) is a number of seconds, \(allowZero ? "0" : "more than 0") to 86400")
         }
         return value
+    }
+
+    /// A verb that names one stream, given a pattern: said as such, not as a bad name.
+    private static func notAPattern(_ target: String, _ verb: String) throws(ReplayError) {
+        if StreamPattern.isPattern(target) {
+            throw bad("\(verb) takes one stream's name, not a pattern ('\(target.prefix(64))'): a group is kept per stream")
+        }
     }
 
     private static func pattern(_ text: String) throws(ReplayError) -> StreamPattern {

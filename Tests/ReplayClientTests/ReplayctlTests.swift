@@ -8,7 +8,7 @@ import Testing
 struct ReplayctlTests {
     var replayctl: String { get throws { try builtExecutable("replayctl") } }
 
-    @Test(arguments: ["send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "groups", "pending", "work", "ping"])
+    @Test(arguments: ["send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "groups", "pending", "ack", "nack", "work", "ping"])
     func everySubcommandHasHelp(subcommand: String) async throws {
         let result = try await runProgram(try replayctl, [subcommand, "--help"])
         #expect(result.status == 0)
@@ -229,6 +229,42 @@ struct ReplayctlTests {
             let bad = try await runProgram(ctl, ["subscribe", "q", "--group", "g", "--max-deliver", "3"] + socket)
             #expect(bad.status == 64)
             #expect(bad.stderr.contains("--max-deliver needs --dead-letter"))
+        }
+    }
+
+    /// The sequence numbers of the next `count` EVENT frames.
+    static func sequences(_ client: WireClient, _ count: Int) async throws -> [UInt64] {
+        var out: [UInt64] = []
+        while out.count < count {
+            let frame = try await client.expectFrame()
+            guard case .event(_, _, let sequence, _, _) = frame else { throw TestFailure("expected an event, got \(frame)") }
+            out.append(sequence)
+        }
+        return out
+    }
+
+    @Test func anOperatorAcknowledgesOrGivesBackWhatAStuckMemberHolds() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try await runProgram(ctl, ["send", "q", "one", "two"] + socket).status == 0)
+            try await withWireClient(daemon.socketPath) { stuck in
+                try await stuck.send(.subscribeGroup(stream: "q", sid: "s", start: .all, options: GroupOptions(group: "g", member: "w1", ackWait: 3600)))
+                #expect(try await stuck.expectFrame() == .ok)
+                #expect(try await Self.sequences(stuck, 2) == [1, 2])
+                let acked = try await runProgram(ctl, ["ack", "q", "--group", "g", "--member", "w1", "1"] + socket)
+                #expect(acked.status == 0, "\(acked.stderr)")
+                // Not held by 'other': refused, and nothing changes.
+                let refused = try await runProgram(ctl, ["ack", "q", "--group", "g", "--member", "other", "2"] + socket)
+                #expect(refused.status == 1)
+                #expect(refused.stderr.contains("does not hold event 2; 'w1' does"))
+                let pending = try await runProgram(ctl, ["pending", "q", "g", "--json"] + socket)
+                let entries = try JSONDecoder().decode([PendingDescription].self, from: Data(pending.stdout.utf8))
+                #expect(entries.map(\.seq) == [2] && entries.first?.member == "w1")
+                // Given back, it goes to a member with room: w1 itself, the only one.
+                #expect(try await runProgram(ctl, ["nack", "q", "--group", "g", "--member", "w1", "2"] + socket).status == 0)
+                #expect(try await Self.sequences(stuck, 1) == [2])
+            }
         }
     }
 }

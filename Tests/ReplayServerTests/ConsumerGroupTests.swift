@@ -207,6 +207,8 @@ struct ConsumerGroupTests {
                     ("ACK a 1 stream=other\r\n", .invalidAck, "reads 'q'"),
                     ("SUB q b all durable=d group=g\r\n", .badCommand, "not both"),
                     ("PENDING q nope\r\n", .unknownGroup, "no consumer group"),
+                    ("PENDING q/* g\r\n", .badCommand, "not a pattern"),
+                    ("SUB q b all group=g max_pending=10001\r\n", .badCommand, "max_pending"),
                     ("DELGROUP q nope\r\n", .unknownGroup, "no consumer group"),
                 ]
                 for (line, code, words) in cases {

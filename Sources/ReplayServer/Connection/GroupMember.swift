@@ -33,6 +33,12 @@ struct GroupMember: Sendable {
     /// Delivers until the task is cancelled (UNSUB, the connection's end), the stream is
     /// deleted or ends with nothing left to hand out, or the connection fails.
     func run() async {
+        // A member of `max_pending=0` is handed nothing: it only acknowledges, by its id, what
+        // another subscription of the member holds, and leaving frees none of it.
+        guard maxPending > 0 else {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
         hub.subscriberJoined()
         context.hubs.groupMembers.joined(member, group: group, of: stream)
         defer {
