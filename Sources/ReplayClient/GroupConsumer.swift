@@ -112,11 +112,12 @@ public struct ResumingGroupConsumer: AsyncSequence, Sendable {
         let configuration: ResumingGroupConsumer
         var client: ReplayClient?
         var events: GroupConsumer.Iterator?
-        var backoff: Double
+        var reconnection: Reconnection
 
         init(configuration: ResumingGroupConsumer) {
             self.configuration = configuration
-            self.backoff = configuration.initialBackoff
+            self.reconnection = Reconnection(
+                initialBackoff: configuration.initialBackoff, maxBackoff: configuration.maxBackoff, onReconnect: configuration.onReconnect)
         }
 
         public mutating func next() async throws -> GroupEvent? {
@@ -130,24 +131,13 @@ public struct ResumingGroupConsumer: AsyncSequence, Sendable {
                             .makeAsyncIterator()
                     }
                     guard let event = try await events?.next() else { return nil }
-                    backoff = configuration.initialBackoff
+                    reconnection.succeeded()
                     return event
-                } catch ReplayClientError.disconnected {
-                    await dropConnection(ReplayClientError.disconnected)
-                } catch let error as ReplayClientError {
-                    guard case .daemonNotRunning = error else { throw error }
-                    await dropConnection(error)
+                } catch {
+                    try await reconnection.recover(from: error, closing: client)
+                    (client, events) = (nil, nil)
                 }
             }
-        }
-
-        private mutating func dropConnection(_ error: any Error) async {
-            configuration.onReconnect?(error)
-            await client?.close()
-            client = nil
-            events = nil
-            try? await Task.sleep(for: .seconds(backoff))
-            backoff = Swift.min(configuration.maxBackoff, backoff * 2)
         }
     }
 }

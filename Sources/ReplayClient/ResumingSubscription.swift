@@ -40,11 +40,12 @@ public struct ResumingSubscription: AsyncSequence, Sendable {
         var client: ReplayClient?
         var events: ReplaySubscription.Iterator?
         var lastSeen: UInt64?
-        var backoff: Double
+        var reconnection: Reconnection
 
         init(configuration: ResumingSubscription) {
             self.configuration = configuration
-            self.backoff = configuration.initialBackoff
+            self.reconnection = Reconnection(
+                initialBackoff: configuration.initialBackoff, maxBackoff: configuration.maxBackoff, onReconnect: configuration.onReconnect)
         }
 
         public mutating func next() async throws -> ReplayEvent? {
@@ -53,15 +54,13 @@ public struct ResumingSubscription: AsyncSequence, Sendable {
                 do {
                     if events == nil { try await resubscribe() }
                     guard let event = try await events?.next() else { return nil }
-                    backoff = configuration.initialBackoff
+                    reconnection.succeeded()
                     if let lastSeen, event.sequence <= lastSeen { continue }
                     lastSeen = event.sequence
                     return event
-                } catch ReplayClientError.disconnected {
-                    await dropConnection(ReplayClientError.disconnected)
-                } catch let error as ReplayClientError {
-                    guard case .daemonNotRunning = error else { throw error }
-                    await dropConnection(error)
+                } catch {
+                    try await reconnection.recover(from: error, closing: client)
+                    (client, events) = (nil, nil)
                 }
             }
         }
@@ -73,13 +72,5 @@ public struct ResumingSubscription: AsyncSequence, Sendable {
             events = try await client.subscribe(configuration.stream, from: start).makeAsyncIterator()
         }
 
-        private mutating func dropConnection(_ error: any Error) async {
-            configuration.onReconnect?(error)
-            await client?.close()
-            client = nil
-            events = nil
-            try? await Task.sleep(for: .seconds(backoff))
-            backoff = Swift.min(configuration.maxBackoff, backoff * 2)
-        }
     }
 }

@@ -112,26 +112,7 @@ final class StreamHub: Sendable {
     /// Returns once there may be something new after `sequence` (a commit, the end, a
     /// deletion), or when the task is cancelled.
     func waitForCommit(after sequence: UInt64) async {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    if Task.isCancelled || state.deleted || state.info.isSoftDeleted || state.info.lastSequence > sequence
-                        || state.info.terminal != nil
-                    {
-                        return true
-                    }
-                    state.waiters[id] = (sequence, continuation)
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
-        }
+        await park(after: sequence) { $0.info.lastSequence > sequence || $0.info.terminal != nil }
     }
 
     /// The commits that touched the stream so far (see `waitForChange`).
@@ -140,18 +121,24 @@ final class StreamHub: Sendable {
     /// Returns once a commit after `generation` touched the stream (new events, or a
     /// group's state), or the stream ended or was deleted, or the task is cancelled.
     func waitForChange(after generation: UInt64) async {
+        await park(after: state.withLock { $0.info.lastSequence }) { $0.generation > generation }
+    }
+
+    /// Parks until the next commit, unless `ready` already holds (or the stream is gone, or
+    /// the task cancelled); `after` is what the state dump shows the waiter waiting past.
+    private func park(after sequence: UInt64, unless ready: @escaping (State) -> Bool) async {
         let id = state.withLock { state in
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    if Task.isCancelled || state.deleted || state.info.isSoftDeleted || state.generation > generation { return true }
-                    state.waiters[id] = (state.info.lastSequence, continuation)
+                let now = state.withLock { state -> Bool in
+                    if Task.isCancelled || state.deleted || state.info.isSoftDeleted || ready(state) { return true }
+                    state.waiters[id] = (sequence, continuation)
                     return false
                 }
-                if ready { continuation.resume() }
+                if now { continuation.resume() }
             }
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
