@@ -20,8 +20,8 @@ struct ReplayBench: ParsableCommand {
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
-    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, restart-memory.")
-    var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,restart-memory"
+    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory.")
+    var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,work-queue,restart-memory"
 
     @Option(help: "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike.")
     var rounds: Int = 3
