@@ -44,7 +44,7 @@ struct GroupConsumerTests {
             await publisher.close()
             let reconnects = Locked(0)
             let consumer = ResumingGroupConsumer(
-                socketPath: first.socketPath, stream: "jobs", group: GroupOptions(group: "g", ackWait: 1, maxPending: 2),
+                socketPath: first.socketPath, stream: "jobs", group: GroupOptions(group: "g", ackWait: 2, maxPending: 2),
                 initialBackoff: 0.02, onReconnect: { _ in reconnects.withLock { $0 += 1 } })
             var iterator = consumer.makeAsyncIterator()
             // 1 is acknowledged; 2 is held, unacknowledged, when the daemon dies.
@@ -64,6 +64,9 @@ struct GroupConsumerTests {
                 } catch ReplayClientError.disconnected {
                     // Handed out before the daemon died and read after (on a loaded machine,
                     // perhaps again after its ack_wait, before its ACK): it comes again.
+                } catch ReplayClientError.server(let refusal) where refusal.code == .invalidAck && acknowledged.contains(job.sequence) {
+                    // A second copy: on a loaded machine its ack_wait ran out before the first
+                    // copy's ACK, and it was handed to this member again. The first ACK counted.
                 }
             }
             #expect(reconnects.value >= 1)
