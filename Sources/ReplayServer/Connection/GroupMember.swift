@@ -4,8 +4,7 @@ import ReplayProtocol
 import ReplayStore
 
 /// One member of a consumer group (`SUB <stream> <sid> group=<name> …`): asks the writer
-/// for work, sends what it was given as EVENT frames, and waits for a change when it has
-/// nothing to do or holds its limit.
+/// for work, sends what it was given as EVENT frames, and asks again.
 ///
 /// The group's state is the store's (`ConsumerGroup`, changed by the writer in its batch),
 /// so a member holds nothing but its stream's name: what it was given is remembered before
@@ -13,11 +12,11 @@ import ReplayStore
 /// the pending set, to be handed to another member once its group's `ack_wait` runs out,
 /// or at once when its subscription ends cleanly (`leave`).
 ///
-/// A member wakes when a commit touches its stream (new events; an ACK, a NACK or a leave
-/// of any member, on this daemon or another) and when the group's next deadline passes (a
-/// held event's time runs out, a given-back event's delay ends). The given events are read
-/// with the one cursor core (`LogCursor`), from the tail ring or the store, one run of
-/// consecutive sequence numbers at a time.
+/// When there is nothing for it (no new events, or it holds its limit), its request waits
+/// at the writer (`WaitingMembers`), which answers it in the commit that makes work for
+/// it: new events, an ACK that frees room, a held event's time running out. The given
+/// events are read with the one cursor core (`LogCursor`), from the tail ring or the
+/// store, one run of consecutive sequence numbers at a time.
 struct GroupMember: Sendable {
     let stream: String
     let sid: String
@@ -53,9 +52,9 @@ struct GroupMember: Sendable {
         let log = PooledStore(store: context.store, reads: context.reads)
         do {
             while !Task.isCancelled {
-                let (answer, generation) = await handOut()
+                phase.enter(.parked(after: hub.info.lastSequence))
                 let handout: GroupHandout
-                switch answer {
+                switch await handOut() {
                 case .success(let given): handout = given
                 case .failure(.unavailable):
                     // The store is away (PostgreSQL): ask again after a while, as a cursor would.
@@ -64,6 +63,7 @@ struct GroupMember: Sendable {
                 case .failure(let error):
                     return try await end(error)
                 }
+                phase.enter(.delivering)
                 if let skipped = handout.skipped {
                     let gap = ServerFrame.gap(stream: stream, sid: sid, from: skipped.lowerBound, through: skipped.upperBound)
                     try await output.write(gap.bytes)
@@ -72,34 +72,32 @@ struct GroupMember: Sendable {
                     guard try await send(handout.given.map(\.sequence), log: log) else { return }
                     continue
                 }
-                // Nothing to hand out: the stream's end is this member's end too.
-                let info = hub.info
-                if info.terminal != nil, handout.held == 0, context.store.groups(of: stream)?[group]?.pending.isEmpty ?? true {
-                    return try await end(nil)
-                }
-                phase.enter(.parked(after: info.lastSequence))
-                await waitForChange(after: generation, orUntil: handout.nextDue)
-                phase.enter(.delivering)
+                // The stream ended and the group's work is done: so is this member's. (An
+                // answer of nothing else: its wait ended without work, ask again.)
+                if handout.finished { return try await end(nil) }
             }
         } catch {
             // The connection is gone: what this member held goes back (above).
         }
     }
 
-    /// Asks the writer for work; with the answer, the hub's generation from before it
-    /// asked. A change the decision did not see is in a commit after that: a later batch,
-    /// or the same batch after the decision (an ACK, retention), whose commit touched the
-    /// stream. Waiting for a generation past it never misses one. (A hand-out that gives
-    /// nothing does not touch the stream, so it does not wake its own member.)
-    private func handOut() async -> (Result<GroupHandout, StoreError>, UInt64) {
+    /// Asks the writer for work; when there is none, the request waits there until there
+    /// is (or this task is cancelled).
+    private func handOut() async -> Result<GroupHandout, StoreError> {
         let config = StreamConfig(capacity: context.configuration.defaultCapacity)
-        let generation = hub.generation
-        let result = await withCheckedContinuation { continuation in
-            context.store.group(
-                .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config) { continuation.resume(returning: $0) },
-                of: stream, deadLetter: deadLetter)
+        let ticket = WaitTicket()
+        let (store, stream) = (context.store, stream)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                store.group(
+                    .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config, wait: ticket) {
+                        continuation.resume(returning: $0)
+                    },
+                    of: stream, deadLetter: deadLetter)
+            }
+        } onCancel: {
+            store.group(.stopWaiting(ticket), of: stream)
         }
-        return (result, generation)
     }
 
     /// Sends the given events as EVENT frames, each run of consecutive sequence numbers
@@ -134,18 +132,6 @@ struct GroupMember: Sendable {
             index = last + 1
         }
         return true
-    }
-
-    /// Sleeps until the stream changes after `generation`, or until `due` (ms since 1970).
-    private func waitForChange(after generation: UInt64, orUntil due: Int64?) async {
-        guard let due else { return await hub.waitForChange(after: generation) }
-        let wait = Duration.milliseconds(max(0, due - Timestamp.millis(Date())) + 1)
-        await withTaskGroup(of: Void.self) { race in
-            race.addTask { await hub.waitForChange(after: generation) }
-            race.addTask { try? await Task.sleep(for: wait) }
-            await race.next()
-            race.cancelAll()
-        }
     }
 
     /// The member's last frame: COMPLETED or FAILED when its stream ended (everything

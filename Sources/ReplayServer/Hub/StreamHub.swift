@@ -36,9 +36,6 @@ final class StreamHub: Sendable {
         var nextWaiterID: UInt64 = 0
         var deleted = false
         var subscribers = 0
-        /// Counts the commits that touched the stream, events or not (a group's ACK): what a
-        /// group member waits on.
-        var generation: UInt64 = 0
     }
 
     let name: String
@@ -55,7 +52,6 @@ final class StreamHub: Sendable {
     /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
     func apply(_ change: CommitBatch.Change) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.generation += 1
             if let info = change.info {
                 if info.lastSequence < state.info.lastSequence { state.ring.removeAll() }
                 state.info = info
@@ -113,15 +109,6 @@ final class StreamHub: Sendable {
     /// deletion), or when the task is cancelled.
     func waitForCommit(after sequence: UInt64) async {
         await park(after: sequence) { $0.info.lastSequence > sequence || $0.info.terminal != nil }
-    }
-
-    /// The commits that touched the stream so far (see `waitForChange`).
-    var generation: UInt64 { state.withLock { $0.generation } }
-
-    /// Returns once a commit after `generation` touched the stream (new events, or a
-    /// group's state), or the stream ended or was deleted, or the task is cancelled.
-    func waitForChange(after generation: UInt64) async {
-        await park(after: state.withLock { $0.info.lastSequence }) { $0.generation > generation }
     }
 
     /// Parks until the next commit, unless `ready` already holds (or the stream is gone, or

@@ -29,6 +29,7 @@ final class PostgresLog: LogDatabase {
     private let nextReader = Locked(0)
     private let listeners: CommitListeners
     private let producerExpiry = ProducerExpiry()
+    private let waiting: WaitingMembers
     private let now: @Sendable () -> Date
     private let logger: Logger
     /// This daemon's name in notifications, so it skips its own.
@@ -48,6 +49,7 @@ final class PostgresLog: LogDatabase {
         self.location = location
         self.listeners = listeners
         self.now = now
+        waiting = WaitingMembers(now: now)
         var logger = Logger(label: "replay.postgres")
         logger.logLevel = .warning
         self.logger = logger
@@ -87,10 +89,10 @@ final class PostgresLog: LogDatabase {
             do {
                 connection = PinnedConnection(try writerSession.connected(), logger: logger)
             } catch {
-                return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error))
+                return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
             let transaction = PostgresTransaction(connection)
-            var rules = WriterRules(catalog: catalog, db: transaction, time: now(), producerExpiry: producerExpiry)
+            var rules = WriterRules(catalog: catalog, db: transaction, time: now(), producerExpiry: producerExpiry, waiting: waiting)
             do {
                 try connection.query("BEGIN")
                 try rules.run(batch)
@@ -104,7 +106,7 @@ final class PostgresLog: LogDatabase {
                 if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
                 if attempt < 5, let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) { continue }
                 logger.warning("commit failed: \(String(reflecting: error))")
-                return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error))
+                return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
             return rules.committed(batch, started: started, listeners: listeners)
         }
@@ -113,6 +115,7 @@ final class PostgresLog: LogDatabase {
     /// Starts following the other daemons' commits; their notifications become `refresh`
     /// requests of `writer`.
     func start(writer: WriteQueue) {
+        waiting.start(writer: writer)
         let location = location
         let origin = origin
         let logger = logger
@@ -231,6 +234,7 @@ final class PostgresLog: LogDatabase {
     }
 
     func close() {
+        waiting.close()
         listening.withLock { $0 }?.cancel()
         sourceSession.close()
         writerSession.close()

@@ -4,8 +4,8 @@ import GRDBSQLite
 
 /// A statement prepared (and cached) by GRDB, driven through SQLite's C API.
 ///
-/// Only the two statements that run once per event use this: the writer's INSERT and the
-/// catch-up page SELECT. Going through `StatementArguments` boxes every value and
+/// Only the statements that run once per event use this: the writer's INSERT, a consumer
+/// group's pending rows, and the catch-up page SELECT. Going through `StatementArguments` boxes every value and
 /// `Row` copies every blob; here values are bound in place and rows are read straight
 /// from SQLite's buffers, which took the largest share of the writer's and readers' time.
 /// Each use binds, steps to the end and resets, so GRDB finds the statement as it left it.
@@ -27,6 +27,30 @@ struct RawStatement {
     /// Binds `text` for the duration of the call (SQLite copies it: a short string).
     func bind(_ text: String, at index: Int32) {
         sqlite3_bind_text(statement, index, text, -1, Self.transient)
+    }
+
+    func bind(_ value: Int64?, at index: Int32) {
+        guard let value else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_int64(statement, index, value)
+    }
+
+    func bind(_ text: String?, at index: Int32) {
+        guard let text else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_text(statement, index, text, -1, Self.transient)
+    }
+
+    /// Runs a statement that returns no rows, with the values bound.
+    func execute() throws {
+        let code = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+        guard code == SQLITE_DONE else { throw error(code) }
     }
 
     /// Runs a statement that returns no rows, with `blob` bound in place at `index`.

@@ -12,12 +12,14 @@ final class SQLiteLog: LogDatabase {
     private let lock: ProcessLock
     private let listeners: CommitListeners
     private let producers = ProducerTable()
+    private let waiting: WaitingMembers
     private let now: @Sendable () -> Date
 
     init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         self.path = path
         self.listeners = listeners
         self.now = now
+        waiting = WaitingMembers(now: now)
         try Self.checkWritable(path)
         lock = try ProcessLock(databasePath: path)
 
@@ -58,14 +60,14 @@ final class SQLiteLog: LogDatabase {
                 try db.inTransaction(.immediate) {
                     var rules = WriterRules(
                         catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(),
-                        producerExpiry: producers.expiry)
+                        producerExpiry: producers.expiry, waiting: waiting)
                     try rules.run(batch)
                     committed = rules
                     return .commit
                 }
             }
         } catch {
-            return WriterRules<SQLiteTransaction>.failed(batch, StoreError(error, path: path))
+            return WriterRules<SQLiteTransaction>.failed(batch, StoreError(error, path: path), waiting: waiting)
         }
         guard let committed else { return }
         producers.apply(committed.producerChanges, deletedStreams: committed.deletedIDs, expired: committed.expiredProducers)
@@ -99,8 +101,11 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
-    /// One daemon per file (`ProcessLock`): no other daemon's commits to follow.
-    func start(writer: WriteQueue) {}
+    /// One daemon per file (`ProcessLock`): no other daemon's commits to follow; only the
+    /// waiting group members' alarm asks the writer for work.
+    func start(writer: WriteQueue) {
+        waiting.start(writer: writer)
+    }
 
     /// One daemon per file (`ProcessLock`): its sources are its own.
     func claimSource(_ stream: String) -> Bool { true }
@@ -111,6 +116,7 @@ final class SQLiteLog: LogDatabase {
     /// Checkpoints the WAL into the database file, closes it and releases it for another
     /// process (or another store in this one).
     func close() {
+        waiting.close()
         _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         _ = try? pool.close()
         lock.release()

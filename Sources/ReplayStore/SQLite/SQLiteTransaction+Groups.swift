@@ -16,22 +16,35 @@ extension SQLiteTransaction {
             stream, group.name, group.settings.ackWaitMillis, group.settings.maxDeliver, group.settings.deadLetter,
             Int64(group.deliveredSequence), Int64(group.delivered), Int64(group.redelivered), Int64(group.deadLettered), group.createdAt,
         ])
-        for (sequence, delivery) in changes {
-            guard let delivery else {
-                try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?")
-                    .execute(arguments: [stream, group.name, Int64(sequence)])
-                continue
-            }
+        guard !changes.isEmpty else { return }
+        // A row per event handed out, acknowledged or given back: bound in place (see
+        // `RawStatement`), where GRDB's arguments were a fifth of the writer's time in a work queue.
+        let delete = RawStatement(try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
+        let upsert = RawStatement(
             try db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due,
                                                           first_delivered, last_delivered)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            ).execute(arguments: [
-                stream, group.name, Int64(sequence), delivery.member, delivery.lastMember, delivery.deliveries, delivery.due,
-                delivery.firstDelivered, delivery.lastDelivered,
-            ])
+                    """), in: db)
+        for (sequence, delivery) in changes {
+            guard let delivery else {
+                delete.bind(stream, at: 1)
+                delete.bind(group.name, at: 2)
+                delete.bind(Int64(sequence), at: 3)
+                try delete.execute()
+                continue
+            }
+            upsert.bind(stream, at: 1)
+            upsert.bind(group.name, at: 2)
+            upsert.bind(Int64(sequence), at: 3)
+            upsert.bind(delivery.member, at: 4)
+            upsert.bind(delivery.lastMember, at: 5)
+            upsert.bind(Int64(delivery.deliveries), at: 6)
+            upsert.bind(delivery.due, at: 7)
+            upsert.bind(delivery.firstDelivered, at: 8)
+            upsert.bind(delivery.lastDelivered, at: 9)
+            try upsert.execute()
         }
     }
 

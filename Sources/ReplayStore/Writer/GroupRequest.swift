@@ -1,4 +1,5 @@
 import ReplayModel
+import Synchronization
 
 /// What a consumer group's members ask of the writer (`WriteRequest.group`). Each is a
 /// write, committed with the batch like a publish: a hand-out is remembered before any
@@ -11,7 +12,13 @@ public enum GroupRequest: Sendable {
     case join(group: String, asked: GroupSettings.Asked, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<GroupJoined>)
     /// Up to `limit` events for `member`. Events that reached their group's `maxDeliver` go
     /// to its dead-letter stream (created with `deadLetterConfig` if it does not exist).
-    case handOut(group: String, member: String, limit: Int, deadLetterConfig: StreamConfig, Completion<GroupHandout>)
+    /// With a ticket, a hand-out that would give nothing waits instead (`WaitingMembers`)
+    /// and is answered by the first commit that gives it something, or tells it that its
+    /// stream ended and the group is drained; `stopWaiting` ends the wait.
+    case handOut(group: String, member: String, limit: Int, deadLetterConfig: StreamConfig, wait: WaitTicket?, Completion<GroupHandout>)
+    /// The member waiting with this ticket is gone (its subscription ended): its hand-out is
+    /// answered with nothing, if it is still waiting.
+    case stopWaiting(WaitTicket)
     case acknowledge(group: String, member: String, sequence: UInt64, Completion<Void>)
     case giveBack(group: String, member: String, sequence: UInt64, delayMillis: Int64, deadLetterConfig: StreamConfig, Completion<Void>)
     /// The member left: what it held is free for the others at once.
@@ -21,7 +28,8 @@ public enum GroupRequest: Sendable {
     func fail(_ error: StoreError) {
         switch self {
         case .join(_, _, _, let done): done(.failure(error))
-        case .handOut(_, _, _, _, let done): done(.failure(error))
+        case .handOut(_, _, _, _, _, let done): done(.failure(error))
+        case .stopWaiting: break
         case .acknowledge(_, _, _, let done), .giveBack(_, _, _, _, _, let done), .leave(_, _, let done), .delete(_, let done):
             done(.failure(error))
         }
@@ -46,4 +54,25 @@ public struct GroupHandout: Sendable {
     /// When something changes without a request (a held event's time runs out, a
     /// given-back event's delay ends), in ms since 1970; `nil`: nothing pending.
     public let nextDue: Int64?
+    /// Whether the stream has ended and the group has handed out all of it and has nothing
+    /// pending: its members' work is done.
+    public let finished: Bool
+
+    /// The answer to a member that stopped waiting: nothing.
+    static let nothing = GroupHandout(given: [], held: 0, skipped: nil, nextDue: nil, finished: false)
+
+    /// Whether this answers a member that waits for work: it was given some, or told of a
+    /// gap, or its work is done.
+    var answersWaiter: Bool { !given.isEmpty || skipped != nil || finished }
+}
+
+/// Names one waiting hand-out (`GroupRequest.handOut(wait:)`), unique in the process.
+public struct WaitTicket: Hashable, Sendable {
+    let id: UInt64
+
+    private static let last = Atomic<UInt64>(0)
+
+    public init() {
+        id = Self.last.add(1, ordering: .relaxed).newValue
+    }
 }

@@ -29,6 +29,9 @@ enum WriteRequest: Sendable {
     case enforceRetention(Completion<Void>)
     /// Completes once every request queued before it has committed.
     case barrier(Completion<Void>)
+    /// Serves the group members waiting for work whose groups' time came (a held event's
+    /// time ran out, a given-back event's delay ended): `WaitingMembers`' alarm.
+    case serveDueWaiters
     /// Reads these streams' rows again: another daemon changed them (a shared database).
     case refresh(streams: [String])
 
@@ -42,7 +45,7 @@ enum WriteRequest: Sendable {
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
         case .atomic(let events, _, _, _): events.map(\.stream)
         case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
-        case .enforceRetention, .barrier, .refresh: []
+        case .enforceRetention, .barrier, .refresh, .serveDueWaiters: []
         }
     }
 
@@ -82,7 +85,7 @@ enum WriteRequest: Sendable {
         case .reset(_, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))
-        case .refresh: break
+        case .refresh, .serveDueWaiters: break
         }
     }
 }

@@ -7,14 +7,22 @@ import ReplayModel
 /// Dead letters are appended to their stream in the same transaction as their removal
 /// from the group.
 extension WriterRules {
-    mutating func perform(_ request: GroupRequest, stream name: String) throws {
+    mutating func perform(_ request: GroupRequest, stream name: String, deadLetter: String?) throws {
         switch request {
         case .join(let group, let asked, let initialNext, let done):
             let result = try join(group, of: name, asked: asked, initialNext: initialNext)
             completions.append { done(result) }
-        case .handOut(let group, let member, let limit, let config, let done):
-            let result = try handOut(group, of: name, to: member, limit: limit, deadLetterConfig: config)
-            completions.append { done(result) }
+        case .handOut(let group, let member, let limit, let config, let ticket, let done):
+            guard let ticket else {
+                let result = try handOut(group, of: name, to: member, limit: limit, deadLetterConfig: config)
+                return completions.append { done(result) }
+            }
+            let waiter = WaitingMembers.Waiter(
+                ticket: ticket, stream: name, group: group, member: member, limit: limit, deadLetter: deadLetter, deadLetterConfig: config,
+                done: done)
+            try handOutOrWait(waiter)
+        case .stopWaiting(let ticket):
+            stopWaiting(ticket)
         case .acknowledge(let group, let member, let sequence, let done):
             let result = try changeGroup(group, of: name) { group in
                 group.acknowledge(sequence, by: member).mapError { Self.ackRefusal($0, sequence, member, "ACK") }
@@ -57,7 +65,7 @@ extension WriterRules {
         return .success(GroupJoined(settings: settings, created: true))
     }
 
-    private mutating func handOut(
+    mutating func handOut(
         _ group: String, of name: String, to member: String, limit: Int, deadLetterConfig: StreamConfig
     ) throws -> Result<GroupHandout, StoreError> {
         if let index = indexByName[name], !streams[index].record.info.isSoftDeleted {
@@ -76,7 +84,10 @@ extension WriterRules {
         // commit then wakes no member (each asks again only when the stream changed since
         // it asked, see `GroupMember`), so idle members cost no writes.
         guard !handout.given.isEmpty || !handout.deadLetters.isEmpty || handout.skipped != nil else {
-            return .success(GroupHandout(given: [], held: working.held(by: member, now: millis), skipped: nil, nextDue: working.nextDue))
+            return .success(
+                GroupHandout(
+                    given: [], held: working.held(by: member, now: millis), skipped: nil, nextDue: working.nextDue,
+                    finished: Self.isFinished(working, info)))
         }
         guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
         streams[index].record.groups[group] = working
@@ -93,7 +104,14 @@ extension WriterRules {
         }
         let working = streams[index].record.groups[group]!
         return .success(
-            GroupHandout(given: handout.given, held: working.held(by: member, now: millis), skipped: handout.skipped, nextDue: working.nextDue))
+            GroupHandout(
+                given: handout.given, held: working.held(by: member, now: millis), skipped: handout.skipped, nextDue: working.nextDue,
+                finished: Self.isFinished(working, streams[index].record.info)))
+    }
+
+    /// The stream ended, and everything in it was handed out and acknowledged.
+    private static func isFinished(_ group: ConsumerGroup, _ info: StreamInfo) -> Bool {
+        info.terminal != nil && group.pending.isEmpty && group.deliveredSequence >= info.lastSequence
     }
 
     private mutating func giveBack(

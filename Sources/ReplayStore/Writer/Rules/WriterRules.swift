@@ -58,6 +58,16 @@ struct WriterRules<DB: LogTransaction> {
     var appendedEvents = 0
     var appendedBytes = 0
 
+    /// Group members waiting for work, between batches; this batch's changes to them are
+    /// told once it committed: the hand-outs that started waiting, the waiters answered.
+    let waiting: WaitingMembers
+    var newWaiters: [WaitingMembers.Waiter] = []
+    var answeredWaiters: Set<WaitTicket> = []
+    /// Waiters tried again (still waiting, with their groups' next due time).
+    var retriedWaiters: [WaitingMembers.Waiter] = []
+    /// Whether this batch serves the waiters whose time came (`serveDueWaiters`).
+    var servesDueWaiters = false
+
     /// Streams read again because another writer changed them (`refresh`): told to the
     /// catalog and listeners without being written.
     var refreshed: [String: Catalog.Record?] = [:]
@@ -70,10 +80,11 @@ struct WriterRules<DB: LogTransaction> {
     /// Whether this transaction forgot them (a cache of them is then stale).
     var expiredProducers = false
 
-    init(catalog: Catalog, db: DB, time: Date, producerExpiry: ProducerExpiry) {
+    init(catalog: Catalog, db: DB, time: Date, producerExpiry: ProducerExpiry, waiting: WaitingMembers) {
         self.catalog = catalog
         self.db = db
         self.producerExpiry = producerExpiry
+        self.waiting = waiting
         // One commit time for the whole batch: cheap, and times never go backwards in it.
         self.millis = Timestamp.millis(time)
         self.time = Timestamp.date(millis: millis)
@@ -95,6 +106,10 @@ struct WriterRules<DB: LogTransaction> {
         refreshed = [:]
         refreshedEvents = [:]
         expiredProducers = false
+        newWaiters = []
+        answeredWaiters = []
+        retriedWaiters = []
+        servesDueWaiters = false
     }
 
     // MARK: The working copies
@@ -149,7 +164,10 @@ struct WriterRules<DB: LogTransaction> {
             // The retention pass touches the streams with an age limit or an expiry: lock
             // them with the rest, in the one order.
             if case .enforceRetention = request { names.formUnion(retentionCandidates.map(\.info.name)) }
+            if case .serveDueWaiters = request { names.formUnion(waiting.streams(dueBy: millis)) }
         }
+        // Group members waiting on these streams may be handed work, and dead letters made.
+        names.formUnion(waiting.deadLetters(of: names))
         try db.prepare(streams: names)
     }
 
@@ -178,8 +196,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try acknowledge(sequence, consumer: consumer, of: name))
         case .deleteConsumer(let name, let consumer, let done):
             complete(done, try deleteConsumer(consumer, of: name))
-        case .group(let name, _, let request):
-            try perform(request, stream: name)
+        case .group(let name, let deadLetter, let request):
+            try perform(request, stream: name, deadLetter: deadLetter)
         case .create(let name, let config, let done):
             complete(done, try create(name, config))
         case .delete(let name, let done):
@@ -192,6 +210,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, .success(()))
         case .refresh(let names):
             try refresh(names)
+        case .serveDueWaiters:
+            servesDueWaiters = true
         case .enforceRetention(let done):
             try enforceRetention()
             complete(done, .success(()))
@@ -203,12 +223,16 @@ struct WriterRules<DB: LogTransaction> {
         completions.append { done(result) }
     }
 
-    /// Trims every touched stream to its retention and writes its row.
+    /// Trims every touched stream to its retention, serves the group members waiting for
+    /// work (what retention removed from a group frees room too), and writes the rows.
     mutating func finish() throws {
         // The streams changed that still exist (a deleted one's copy is unreachable by name).
         for index in indexByName.values {
             try Retention(now: time).trim(&streams[index].record, db)
             trimGroups(index)
+        }
+        try serveWaiting()
+        for index in indexByName.values {
             let record = streams[index].record
             try db.updateStream(record)
             for name in streams[index].consumersWritten {
@@ -259,14 +283,19 @@ struct WriterRules<DB: LogTransaction> {
         catalog.apply(changedRecords)
         listeners.notify(commitBatch)
         sinks.deliver()
+        waiting.settle(answered: answeredWaiters, waiting: retriedWaiters + newWaiters)
         for completion in completions { completion() }
     }
 
-    /// When the transaction failed: every request fails with the same error.
-    static func failed(_ batch: [WriteRequest], _ failure: StoreError) {
+    /// When the transaction failed: every request fails with the same error, and members
+    /// that stopped waiting are answered with it.
+    static func failed(_ batch: [WriteRequest], _ failure: StoreError, waiting: WaitingMembers) {
         StoreMetrics.failedCommits.increment()
         var sinks = SinkResults()
-        for request in batch { request.fail(failure, sinks: &sinks) }
+        for request in batch {
+            if case .group(_, _, .stopWaiting(let ticket)) = request { waiting.fail(ticket, failure) }
+            request.fail(failure, sinks: &sinks)
+        }
         sinks.deliver()
     }
 
