@@ -4,6 +4,7 @@ import NIOExtras
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 
 /// A decoded command on its way to the connection's task, with the reply slot it took.
 struct RoutedCommand: Sendable {
@@ -111,6 +112,12 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         writeReady()
     }
 
+    /// Replies filled from other threads since the last hop (`RouterHandle.fill`): one write.
+    func fill(_ replies: [RouterHandle.Reply]) {
+        for reply in replies { order.fill(reply.slot, with: reply.frame, afterWrite: reply.afterWrite) }
+        writeReady()
+    }
+
     /// A reply to no command (a framing error found by the decoder): after every other.
     func send(_ frame: ServerFrame) {
         fill(order.reserve(), with: frame)
@@ -174,7 +181,17 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 /// its PUBs, once per group commit, in one hop) and for the connection's task (every other
 /// reply, through `ReplyChannel`).
 final class RouterHandle: AppendSink {
+    struct Reply: Sendable {
+        let slot: ReplyOrder.Slot
+        let frame: ServerFrame
+        let afterWrite: (@Sendable () -> Void)?
+    }
+
     private let router: NIOLoopBound<CommandRouter>
+    /// Replies filled and not yet taken to the event loop: the writer answers a batch's
+    /// ACKs one by one, and each its own hop and write was most of the event loop's time
+    /// in a work queue. The first reply queued schedules the hop; the rest ride on it.
+    private let queued = Locked<[Reply]>([])
 
     init(router: NIOLoopBound<CommandRouter>) {
         self.router = router
@@ -182,6 +199,23 @@ final class RouterHandle: AppendSink {
 
     func appended(_ results: [AppendResult]) {
         onRouter { $0.committed(results) }
+    }
+
+    /// Fills a reply slot from any thread; replies filled together are written together.
+    /// A hop scheduled later (`onRouter`) still runs after this reply is filled.
+    func fill(_ slot: ReplyOrder.Slot, with frame: ServerFrame, afterWrite: (@Sendable () -> Void)?) {
+        let first = queued.withLock { queued in
+            queued.append(Reply(slot: slot, frame: frame, afterWrite: afterWrite))
+            return queued.count == 1
+        }
+        guard first else { return }
+        router.eventLoop.execute { [router, queued] in
+            let replies = queued.withLock { queued in
+                defer { queued = [] }
+                return queued
+            }
+            router.value.fill(replies)
+        }
     }
 
     /// Runs `body` with the router, on its event loop.
@@ -222,7 +256,7 @@ struct ReplyChannel: Sendable {
     }
 
     func fill(_ slot: ReplyOrder.Slot, with frame: ServerFrame, afterWrite: (@Sendable () -> Void)? = nil) {
-        sink.onRouter { $0.fill(slot, with: frame, afterWrite: afterWrite) }
+        sink.fill(slot, with: frame, afterWrite: afterWrite)
     }
 
     func send(_ frame: ServerFrame) {
