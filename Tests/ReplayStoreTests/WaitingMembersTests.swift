@@ -32,7 +32,18 @@ struct WaitingMembersTests {
         }
     }
 
-    func join(_ store: EventStore, ackWaitMillis: Int64 = 3_600_000) async throws {
+    /// A store with the stream `jobs` and its group `g`, created.
+    func withJobs(_ kind: StoreKind, ackWaitMillis: Int64 = 3_600_000, _ body: (EventStore) async throws -> Void) async throws {
+        try await withStoreLocation(kind) { location in
+            let store = try openStore(location)
+            defer { store.close() }
+            _ = try await store.create("jobs", config: .unlimited)
+            try await join(store, ackWaitMillis: ackWaitMillis)
+            try await body(store)
+        }
+    }
+
+    func join(_ store: EventStore, ackWaitMillis: Int64) async throws {
         let joined = await withCheckedContinuation { continuation in
             store.group(
                 .join(group: "g", asked: GroupSettings.Asked(ackWaitMillis: ackWaitMillis), initialNext: { _ in 1 }) {
@@ -57,11 +68,7 @@ struct WaitingMembersTests {
 
     @Test(arguments: StoreKind.allCases)
     func aWaitingMemberIsAnsweredByTheCommitThatMakesItsWork(kind: StoreKind) async throws {
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location)
-            defer { store.close() }
-            _ = try await store.create("jobs", config: .unlimited)
-            try await join(store)
+        try await withJobs(kind) { store in
             let member = Member("a")
             var answers = member.answers.makeAsyncIterator()
 
@@ -99,11 +106,7 @@ struct WaitingMembersTests {
     }
 
     @Test func aMemberThatStopsWaitingIsAnsweredWithNothingEvenBeforeItsRequestArrives() async throws {
-        try await withStoreLocation(.sqlite) { location in
-            let store = try openStore(location)
-            defer { store.close() }
-            _ = try await store.create("jobs", config: .unlimited)
-            try await join(store)
+        try await withJobs(.sqlite) { store in
             let member = Member("a")
             var answers = member.answers.makeAsyncIterator()
 
@@ -128,11 +131,7 @@ struct WaitingMembersTests {
 
     @Test(arguments: StoreKind.allCases)
     func aHeldEventWhoseTimeRunsOutGoesToAWaitingMemberWithNoOtherCommit(kind: StoreKind) async throws {
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location)
-            defer { store.close() }
-            _ = try await store.create("jobs", config: .unlimited)
-            try await join(store, ackWaitMillis: 200)
+        try await withJobs(kind, ackWaitMillis: 200) { store in
             _ = try await store.appendAll(["e1"], to: "jobs")
             let (a, b) = (Member("a"), Member("b"))
             var answersA = a.answers.makeAsyncIterator()
@@ -152,7 +151,7 @@ struct WaitingMembersTests {
         try await withStoreLocation(.sqlite) { location in
             let store = try openStore(location)
             _ = try await store.create("jobs", config: .unlimited)
-            try await join(store)
+            try await join(store, ackWaitMillis: 3_600_000)
             let member = Member("a")
             var answers = member.answers.makeAsyncIterator()
             member.ask(store, ticket: WaitTicket())
