@@ -202,28 +202,7 @@ struct Scenarios {
             if system.name == "redis" { usleep(200_000) }  // XREAD BLOCK must be parked before the first XADD
             let publisher = try system.publisherClient()
             let start = now()
-            var acked = 0
-            var sent = 0
-            // Up to 100 publishes in flight. Flat out, every publish is sent as soon as the
-            // window allows; paced, publish `i` is due at start + i/rate, and the publisher
-            // reads acknowledgements only while nothing is due, so it keeps the rate.
-            let due = { (index: Int) in limit == 0 ? 0 : start + UInt64(index) * 1_000_000_000 / UInt64(limit) }
-            while acked < count {
-                while sent < count, sent - acked < 100, due(sent) <= now() {
-                    publisher.queuePublish(stream, payload(size: payloadSize, stamp: now()))
-                    sent += 1
-                }
-                try publisher.flush()
-                if sent > acked {
-                    try publisher.readAck()
-                    acked += 1
-                } else {
-                    // Sleep rather than spin: a spinning publisher would take one of the
-                    // two cores from the server and the subscribers it measures.
-                    let wait = due(sent) > now() ? due(sent) - now() : 0
-                    if wait > 0 { usleep(UInt32(max(1, wait / 1000))) }
-                }
-            }
+            try publishPaced(publisher, stream, count: count, rate: limit, from: start)
             done.wait()
             let seconds = Double(now() - start) / 1e9
             let h = histogram.value
@@ -234,6 +213,33 @@ struct Scenarios {
                 serverRSS: system.residentBytes))
         }
         return figures
+    }
+}
+
+extension Scenarios {
+    /// Publishes `count` events to `stream`, each stamped with its send time, with up to
+    /// 100 in flight. Flat out (`rate` 0), every publish is sent as soon as the window
+    /// allows; paced, publish `i` is due at `start + i/rate`, and the publisher reads
+    /// acknowledgements only while nothing is due, so it keeps the rate.
+    func publishPaced(_ publisher: any BenchClient, _ stream: String, count: Int, rate: Int, from start: UInt64) throws {
+        var (sent, acked) = (0, 0)
+        let due = { (index: Int) in rate == 0 ? 0 : start + UInt64(index) * 1_000_000_000 / UInt64(rate) }
+        while acked < count {
+            while sent < count, sent - acked < 100, due(sent) <= now() {
+                publisher.queuePublish(stream, payload(size: payloadSize, stamp: now()))
+                sent += 1
+            }
+            try publisher.flush()
+            if sent > acked {
+                try publisher.readAck()
+                acked += 1
+            } else {
+                // Sleep rather than spin: a spinning publisher would take one of the two
+                // cores from the server and the readers it measures.
+                let wait = due(sent) > now() ? due(sent) - now() : 0
+                if wait > 0 { usleep(UInt32(max(1, wait / 1000))) }
+            }
+        }
     }
 }
 

@@ -131,22 +131,7 @@ extension Scenarios {
                 usleep(200_000)  // the workers are reading (Redis: XREADGROUP BLOCK parked)
                 let publisher = try system.publisherClient()
                 start = now()
-                var (sent, acked) = (0, 0)
-                let due = { (index: Int) in start + UInt64(index) * 1_000_000_000 / UInt64(limit) }
-                while acked < count {
-                    while sent < count, sent - acked < 100, due(sent) <= now() {
-                        publisher.queuePublish(stream, payload(size: payloadSize, stamp: now()))
-                        sent += 1
-                    }
-                    try publisher.flush()
-                    if sent > acked {
-                        try publisher.readAck()
-                        acked += 1
-                    } else {
-                        let wait = due(sent) > now() ? due(sent) - now() : 0
-                        if wait > 0 { usleep(UInt32(max(1, wait / 1000))) }
-                    }
-                }
+                try publishPaced(publisher, stream, count: count, rate: limit, from: start)
             }
             while acknowledged.value < count { usleep(1_000) }
             let seconds = Double(now() - start) / 1e9

@@ -89,7 +89,6 @@ extension Connection {
         _ stream: String, sid: String, start: StartPosition, options: GroupOptions, slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
         let joined = SubscriptionStart(context: context).join(stream, start, options)
-        let written = Pending<Void>()
         let phase = SubscriptionPhase(stream: stream)
         // Unique across connections and daemons unless the client names it.
         let member = options.member ?? "\(sid)-\(UInt32.random(in: .min ... .max))"
@@ -110,10 +109,7 @@ extension Connection {
                     guard let hub = context.hubs[stream] else {
                         return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
                     }
-                    phase.enter(.awaitingOKWritten)
-                    replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
-                    guard await written.valueUnlessCancelled() != nil else { return }
-                    phase.enter(.delivering)
+                    guard await answerOK(slot, phase: phase) else { return }
                     let lease = context.sources.lease(stream)
                     defer { lease.dispose() }
                     await GroupMember(
@@ -149,7 +145,6 @@ extension Connection {
         }
         let starting = SubscriptionStart(context: context)
         let joins = begun.existing.map { hub, _ in (hub, starting.join(hub.name, start, options)) }
-        let written = Pending<Void>()
         let phase = SubscriptionPhase(stream: pattern.description)
         let member = options.member ?? "\(sid)-\(UInt32.random(in: .min ... .max))"
         let (replies, context) = (self.replies, self.context)
@@ -168,10 +163,7 @@ extension Connection {
                         case .failure(let error): return replies.fill(slot, with: .error(error))
                         }
                     }
-                    phase.enter(.awaitingOKWritten)
-                    replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
-                    guard await written.valueUnlessCancelled() != nil else { return }
-                    phase.enter(.delivering)
+                    guard await answerOK(slot, phase: phase) else { return }
                     let run: @Sendable (StreamHub) async -> Void = { hub in
                         let lease = context.sources.lease(hub.name)
                         defer { lease.dispose() }

@@ -163,8 +163,6 @@ final class Connection: Sendable {
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
         slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
-        // Fulfilled once the `+OK` is written.
-        let written = Pending<Void>()
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
         let phase = SubscriptionPhase(stream: stream)
@@ -172,7 +170,7 @@ final class Connection: Sendable {
             _ = state.started(sid) { token in
                 let task = Task { [self] in
                     await runSubscription(
-                        stream: stream, sid: sid, position: position, slot: slot, written: written,
+                        stream: stream, sid: sid, position: position, slot: slot,
                         phase: phase, output: output)
                     phase.enter(.finished)
                     subscriptionFinished(sid, token: token)
@@ -187,16 +185,11 @@ final class Connection: Sendable {
     private func subscribe(_ pattern: StreamPattern, sid: String, start: StartPosition, slot: ReplyOrder.Slot, output: SubscriberOutput) {
         let begun = PatternSubscription.start(pattern, start, hubs: context.hubs)
         let subscription = PatternSubscription(pattern: pattern, sid: sid, context: context, output: output)
-        let written = Pending<Void>()
         let phase = SubscriptionPhase(stream: pattern.description)
-        let replies = self.replies
         let started = state.withLock { state in
             state.started(sid) { token in
                 let task = Task { [self] in
-                    phase.enter(.awaitingOKWritten)
-                    replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
-                    if await written.valueUnlessCancelled() != nil {
-                        phase.enter(.delivering)
+                    if await answerOK(slot, phase: phase) {
                         await subscription.run(begun)
                     } else {
                         context.hubs.unwatch(begun.token)
@@ -212,7 +205,7 @@ final class Connection: Sendable {
 
     private func runSubscription(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>,
-        slot: ReplyOrder.Slot, written: Pending<Void>,
+        slot: ReplyOrder.Slot,
         phase: SubscriptionPhase,
         output: SubscriberOutput
     ) async {
@@ -224,10 +217,7 @@ final class Connection: Sendable {
         guard let hub = context.hubs[stream] else {
             return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
         }
-        phase.enter(.awaitingOKWritten)
-        replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
-        guard await written.valueUnlessCancelled() != nil else { return }
-        phase.enter(.delivering)
+        guard await answerOK(slot, phase: phase) else { return }
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
         // subscriber is counted before the source's first events).
         let lease = context.sources.lease(stream)
@@ -235,6 +225,17 @@ final class Connection: Sendable {
         await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output)
             .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()
+    }
+
+    /// A SUB's `+OK`, and the wait until it is written, so that the subscription's first
+    /// frame comes after it: whether to deliver (`false`: the task was cancelled first).
+    func answerOK(_ slot: ReplyOrder.Slot, phase: SubscriptionPhase) async -> Bool {
+        let written = Pending<Void>()
+        phase.enter(.awaitingOKWritten)
+        replies.fill(slot, with: .ok, afterWrite: { written.fulfil(()) })
+        guard await written.valueUnlessCancelled() != nil else { return false }
+        phase.enter(.delivering)
+        return true
     }
 
     /// A subscription is over (ended, failed to start, or cancelled): its id is free,
