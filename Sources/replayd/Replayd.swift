@@ -76,8 +76,28 @@ struct Replayd: AsyncParsableCommand {
     @Flag(name: .customLong("http-token-reads"), help: "Require the token for HTTP reads too (GET, HEAD, /metrics, the page).")
     var httpTokenReads = false
 
-    @Option(name: .customLong("long-poll-timeout"), help: "Seconds an HTTP long-poll waits for new events before 204 No Content (0.5 is allowed).")
+    @Option(
+        name: .customLong("long-poll-timeout"),
+        help: "Seconds an HTTP long-poll waits for new events before 204 No Content (0.5 is allowed); also how often a quiet SSE response gets a control event."
+    )
     var longPollTimeout: Double = 15
+
+    @Option(
+        name: .customLong("sse-duration"),
+        help:
+            "Seconds after which the server ends an SSE response and the client reconnects (about 60 behind a CDN that collapses readers); 0: when the client leaves."
+    )
+    var sseDuration: Double = 0
+
+    @Option(
+        name: .customLong("http-cors-origin"),
+        help: ArgumentHelp(
+            "An origin whose pages may call the HTTP door from a browser (https://app.example), or '*' for any; repeatable. Default: none.", valueName: "origin"
+        ))
+    var httpCORSOrigin: [String] = []
+
+    @Option(name: .customLong("http-capacity"), help: "Capacity of streams created by HTTP PUT without Replay-Max-Events: a count, or 'unlimited'.")
+    var httpCapacity: CreateOptions.Capacity = .unlimited
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
@@ -95,6 +115,14 @@ struct Replayd: AsyncParsableCommand {
         }
         guard longPollTimeout >= 0.01, longPollTimeout <= 3600 else {
             throw ValidationError("--long-poll-timeout takes seconds from 0.01 to 3600")
+        }
+        guard sseDuration == 0 || (sseDuration >= 1 && sseDuration <= 86_400) else {
+            throw ValidationError("--sse-duration takes 0 (until the client leaves) or seconds from 1 to 86400")
+        }
+        for origin in httpCORSOrigin where origin != "*" {
+            guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty, url.query == nil else {
+                throw ValidationError("--http-cors-origin takes an origin, such as https://app.example or http://localhost:3000, or '*'")
+            }
         }
         guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
             throw ValidationError("--socket-mode takes octal permission bits, such as 0600 or 0660")
@@ -124,6 +152,9 @@ struct Replayd: AsyncParsableCommand {
             settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             settings.tokenForReads = httpTokenReads
             settings.longPollTimeout = .milliseconds(Int((longPollTimeout * 1000).rounded()))
+            settings.sseDuration = sseDuration == 0 ? nil : .milliseconds(Int((sseDuration * 1000).rounded()))
+            settings.allowedOrigins = httpCORSOrigin
+            settings.createdCapacity = httpCapacity.limit
             settings.metrics = Self.bootstrapMetrics()
             configuration.http = settings
         }

@@ -4,19 +4,19 @@ import ReplayProtocol
 import ReplayTesting
 import Testing
 
+/// Starts the daemon with `--http 127.0.0.1:0` and hands over a client for the port it bound.
+func withHTTP<T: Sendable>(
+    arguments: [String] = [], _ body: (TestDaemon, HTTPTestClient) async throws -> T
+) async throws -> T {
+    try await withDaemon(arguments: ["--http", "127.0.0.1:0"] + arguments) { daemon in
+        try await body(daemon, try HTTPTestClient(address: try await daemon.httpAddress()))
+    }
+}
+
 /// The Durable Streams HTTP front door, over real HTTP, against the real daemon: every
 /// operation, both protocols on one stream, a restart, closure, expiry and SSE resume.
 @Suite("replayd: the Durable Streams HTTP front door", .timeLimit(.minutes(5)))
 struct HTTPFrontDoorTests {
-    /// Starts the daemon with `--http 127.0.0.1:0` and hands over a client for the port it bound.
-    func withHTTP<T: Sendable>(
-        arguments: [String] = [], _ body: (TestDaemon, HTTPTestClient) async throws -> T
-    ) async throws -> T {
-        try await withDaemon(arguments: ["--http", "127.0.0.1:0"] + arguments) { daemon in
-            try await body(daemon, try HTTPTestClient(address: try await daemon.httpAddress()))
-        }
-    }
-
     @Test func everyOperationOnOneStream() async throws {
         try await withHTTP { _, http in
             let path = "/v1/stream/orders"
@@ -536,11 +536,12 @@ struct HTTPFrontDoorTests {
         }
     }
 
-    /// A page on another origin may write: its preflight is answered (before the token,
-    /// which a preflight never carries) with the protocol's methods and headers, and every
-    /// response lets it read the protocol's headers, with or without an Origin.
+    /// With `--http-cors-origin '*'`, a page on any origin may write: its preflight is
+    /// answered (before the token, which a preflight never carries) with the protocol's
+    /// methods and headers, and every response lets it read the protocol's headers, with or
+    /// without an Origin.
     @Test func aBrowserOnAnotherOriginMayWriteAndReadTheProtocolsHeaders() async throws {
-        try await withHTTP(arguments: ["--http-token", "sesame"]) { _, http in
+        try await withHTTP(arguments: ["--http-token", "sesame", "--http-cors-origin", "*"]) { _, http in
             let preflight = try await http.request(
                 "OPTIONS", "/v1/stream/from-a-page",
                 headers: [

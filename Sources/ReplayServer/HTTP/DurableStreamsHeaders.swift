@@ -20,6 +20,8 @@ extension HTTPField.Name {
     static let producerReceivedSeq = Self("Producer-Received-Seq")!
     /// replay's extension: a stream that ended with a failure is closed, and says why.
     static let replayFailure = Self("Replay-Stream-Failed")!
+    /// replay's extension: the most events a stream keeps (on PUT, asked; on HEAD, told).
+    static let replayMaxEvents = Self("Replay-Max-Events")!
     static let crossOriginResourcePolicy = Self("Cross-Origin-Resource-Policy")!
     static let xContentTypeOptions = Self("X-Content-Type-Options")!
     static let accessControlExposeHeaders = Self("Access-Control-Expose-Headers")!

@@ -1,14 +1,15 @@
 import HTTPTypes
 import Hummingbird
 
-/// What every HTTP response gets: the bearer-token check (`--http-token`), and the browser
-/// security headers of the Durable Streams PROTOCOL.md §12.7, also on errors.
+/// What every HTTP response gets: the bearer-token check (`--http-token`), the browser
+/// security headers of the Durable Streams PROTOCOL.md §12.7, also on errors, and CORS.
 ///
-/// CORS is split in two. A preflight is hummingbird's `CORSMiddleware` (`cors`, added
-/// before this one). The headers of every other response are set here, and on every
-/// response, because `CORSMiddleware` sets them only when the request has an `Origin`,
-/// and sends `Access-Control-Expose-Headers` only on a preflight, while a browser reads it
-/// from the response itself: without it a page cannot see `Stream-Next-Offset`.
+/// CORS by hand, not hummingbird's `CORSMiddleware`: that one takes one policy (any
+/// origin, the request's own, or one fixed origin), where `--http-cors-origin` is a list;
+/// and it sends `Access-Control-Expose-Headers` only on a preflight, while a browser reads
+/// it from the response itself: without it a page cannot see `Stream-Next-Offset`. By
+/// default no other origin is allowed (a page served by another site cannot call this
+/// door from a visitor's browser); `*` allows any, as a public read-only door may want.
 struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
     let settings: HTTPSettings
 
@@ -17,7 +18,7 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
         [
             "Stream-Next-Offset", "Stream-Up-To-Date", "Stream-Closed", "Stream-Cursor", "Stream-TTL", "Stream-Expires-At",
             "Stream-SSE-Data-Encoding", "Producer-Epoch", "Producer-Seq", "Producer-Expected-Seq", "Producer-Received-Seq",
-            "Replay-Stream-Failed", "ETag", "Location",
+            "Replay-Stream-Failed", "Replay-Max-Events", "ETag", "Location",
         ]
     }
 
@@ -25,30 +26,50 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
     static var allowed: [HTTPField.Name] {
         [
             .accept, .authorization, .contentType, .ifNoneMatch, .streamClosed, .streamSeq, .streamTTL, .streamExpiresAt,
-            .producerID, .producerEpoch, .producerSeq, .streamForkedFrom, .streamForkOffset, .streamForkSubOffset,
+            .producerID, .producerEpoch, .producerSeq, .streamForkedFrom, .streamForkOffset, .streamForkSubOffset, .replayMaxEvents,
         ]
     }
 
-    /// Preflight answers: any origin, the protocol's methods and headers, cached for a day.
-    static var cors: CORSMiddleware<Context> {
-        CORSMiddleware(
-            allowOrigin: .all, allowHeaders: allowed, allowMethods: [.get, .head, .put, .post, .delete, .options],
-            exposedHeaders: exposed, maxAge: .seconds(86_400))
-    }
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let allowedOrigin = request.headers[.origin].flatMap(settings.corsValue(for:))
         var response: Response
         do {
-            try authorize(request)
-            response = try await next(request, context)
+            // A preflight comes before the token check: a browser never sends one with it.
+            if request.method == .options, let origin = request.headers[.origin], request.headers[.accessControlRequestMethod] != nil {
+                response = try preflight(from: origin, allowed: allowedOrigin)
+            } else {
+                try authorize(request)
+                response = try await next(request, context)
+            }
         } catch let error as HTTPResponseError {
             response = try error.response(from: request, context: context)
         }
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[.crossOriginResourcePolicy] = "cross-origin"
-        response.headers[.accessControlAllowOrigin] = "*"
-        response.headers[.accessControlExposeHeaders] = Self.exposed.joined(separator: ", ")
+        if let allowedOrigin {
+            response.headers[.accessControlAllowOrigin] = allowedOrigin
+            response.headers[.accessControlExposeHeaders] = Self.exposed.joined(separator: ", ")
+        } else if settings.allowedOrigins.contains("*") {
+            // Any origin: the same headers whether or not the request says where it is from.
+            response.headers[.accessControlAllowOrigin] = "*"
+            response.headers[.accessControlExposeHeaders] = Self.exposed.joined(separator: ", ")
+        }
+        if allowedOrigin != nil, allowedOrigin != "*" { response.headers[.vary] = "Origin" }
         return response
+    }
+
+    /// The answer to a preflight: the protocol's methods and headers, cached for a day, for
+    /// an allowed origin; 403 for another.
+    private func preflight(from origin: String, allowed: String?) throws -> Response {
+        guard allowed != nil else {
+            throw HTTPError(
+                .forbidden, message: "pages from '\(origin)' may not call this server (replayd --http-cors-origin lists the origins that may)")
+        }
+        var fields = HTTPFields()
+        fields[.accessControlAllowMethods] = "GET, HEAD, PUT, POST, DELETE, OPTIONS"
+        fields[.accessControlAllowHeaders] = Self.allowed.map(\.rawName).joined(separator: ", ")
+        fields[.accessControlMaxAge] = "86400"
+        return Response(status: .noContent, headers: fields)
     }
 
     private func authorize(_ request: Request) throws {

@@ -23,16 +23,13 @@ public struct HTTPFrontDoor: Service {
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
-            defaultCapacity: configuration.defaultCapacity, maxPayload: configuration.maxPayload)
+            maxPayload: configuration.maxPayload)
         metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store) }
     }
 
     public func run() async throws {
         readThreads.start()
         let router = Router()
-        // Preflight (OPTIONS with an Origin) is hummingbird's, answered before the token
-        // check, which a browser's preflight never carries.
-        router.add(middleware: FrontDoorMiddleware<BasicRequestContext>.cors)
         router.add(middleware: FrontDoorMiddleware(settings: settings))
         if let metrics {
             // Request counts and latencies, by route and status (hummingbird's own middleware).

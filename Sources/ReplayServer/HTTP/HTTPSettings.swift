@@ -12,8 +12,17 @@ public struct HTTPSettings: Sendable {
     /// How long a long-poll waits for new events before `204 No Content`.
     public var longPollTimeout: Duration = .seconds(15)
     /// How long one SSE response lasts before the server ends it and the client reconnects
-    /// from its last offset (Durable Streams PROTOCOL.md §10.2: about a minute, so caches can collapse).
-    public var sseDuration: Duration = .seconds(60)
+    /// from its last offset; `nil`: until the client leaves. The protocol (§5.8) suggests
+    /// about a minute where a CDN collapses readers onto shared requests; without one, the
+    /// reconnections only cost. A quiet SSE response gets a `control` event every
+    /// `longPollTimeout`, so proxies that cut idle connections leave it open.
+    public var sseDuration: Duration?
+    /// The origins whose pages may call this door from a browser (CORS): exact origins
+    /// (`https://app.example`), or `*` for any. Empty: none but this door's own pages.
+    public var allowedOrigins: [String] = []
+    /// The capacity of a stream created by HTTP PUT that names none (`Replay-Max-Events`);
+    /// `nil` keeps every event, as a Durable Streams client expects.
+    public var createdCapacity: Int?
     /// The registry the process's metrics backend writes to, served at `GET /metrics`;
     /// `nil`: no metrics endpoint.
     public var metrics: PrometheusCollectorRegistry?
@@ -21,6 +30,12 @@ public struct HTTPSettings: Sendable {
     public init(host: String, port: Int) {
         self.host = host
         self.port = port
+    }
+
+    /// The `Access-Control-Allow-Origin` a request from `origin` gets; `nil`: none.
+    func corsValue(for origin: String) -> String? {
+        if allowedOrigins.contains("*") { return "*" }
+        return allowedOrigins.contains(origin) ? origin : nil
     }
 
     /// Parses `HOST:PORT` (`[::1]:8080` for IPv6); `nil` if it is not one.

@@ -63,6 +63,16 @@ struct RequestHeaders {
         return nil
     }
 
+    /// `Replay-Max-Events`: the most events a stream created by this PUT keeps (the
+    /// oldest go first); `nil` if the request does not say.
+    func maxEvents() throws -> Int? {
+        guard let text = fields[.replayMaxEvents] else { return nil }
+        guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let count = Int(text) else {
+            throw HTTPError(.badRequest, message: "Replay-Max-Events takes a whole number of events, such as 10000")
+        }
+        return count
+    }
+
     /// `Producer-Id`, `Producer-Epoch` and `Producer-Seq`: all three or none (§5.2.1).
     func producer() throws -> ProducerStamp? {
         let id = fields[.producerID]

@@ -110,8 +110,7 @@ extension StreamEndpoint {
     ) -> Response {
         let closed = chunk.terminal != nil
         var fields = readHeaders(info, next: cursor.position, upToDate: chunk.upToDate, closed: closed)
-        // The same range of an immutable log is the same bytes; closing changes the tag (§10.1).
-        let etag = "\"\(info.name)@\(Timestamp.millis(info.createdAt)):\(position):\(cursor.position)\(closed ? ":c" : "")\""
+        let etag = Self.etag(info, from: position, to: cursor.position, closed: closed)
         fields[.eTag] = etag
         fields[.cacheControl] =
             settings.token != nil && settings.tokenForReads
@@ -121,6 +120,12 @@ extension StreamEndpoint {
             return Response(status: .notModified, headers: fields)
         }
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
+    }
+
+    /// The same range of an immutable log is the same bytes; closing changes the tag (§10.1),
+    /// and so does a new stream of the same name (its creation time).
+    static func etag(_ info: StreamInfo, from: UInt64, to: UInt64, closed: Bool) -> String {
+        "\"\(info.name)@\(Timestamp.millis(info.createdAt)):\(from):\(to)\(closed ? ":c" : "")\""
     }
 
     func readHeaders(_ info: StreamInfo, next: UInt64, upToDate: Bool, closed: Bool) -> HTTPFields {

@@ -4,7 +4,9 @@ import NIOCore
 import ReplayStore
 
 /// SSE (Durable Streams PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
-/// streams), each followed by a `control` event with the next offset. The response is a
+/// streams), each followed by a `control` event with the next offset; a quiet stream gets a
+/// `control` event every long-poll timeout. The response lasts until the client leaves,
+/// or `--sse-duration` (about a minute where a CDN collapses readers). The response is a
 /// cursor: a chunk is written, and the next is read only once the write is done, so a
 /// reader that stalls holds its position and nothing else.
 extension StreamEndpoint {
@@ -13,12 +15,12 @@ extension StreamEndpoint {
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-cache"
         if !info.isText { fields[.streamSSEDataEncoding] = "base64" }
-        let duration = settings.sseDuration
+        let (duration, keepAlive) = (settings.sseDuration, settings.longPollTimeout)
         let body = ResponseBody { writer in
             DaemonMetrics.sseReaders.increment()
             defer { DaemonMetrics.sseReaders.decrement() }
             var cursor = start
-            let deadline = ContinuousClock.now.advanced(by: duration)
+            let deadline = duration.map { ContinuousClock.now.advanced(by: $0) }
             while !Task.isCancelled {
                 let chunk: HTTPCursor.Chunk
                 do {
@@ -36,9 +38,16 @@ extension StreamEndpoint {
                 try await writer.write(buffer)
                 if closed { break }
                 if chunk.upToDate {
-                    let remaining = deadline - ContinuousClock.now
-                    if remaining <= .zero { break }
-                    if await LiveWait.wait(cursor, timeout: remaining) != .committed { break }
+                    // Quiet: after `keepAlive` with no commit, the next round writes a
+                    // `control` event with nothing before it (as the reference server does),
+                    // which keeps proxies that cut idle connections from cutting this one.
+                    var wait = keepAlive
+                    if let deadline {
+                        let remaining = deadline - ContinuousClock.now
+                        if remaining <= .zero { break }
+                        wait = min(wait, remaining)
+                    }
+                    if await LiveWait.wait(cursor, timeout: wait) == .shuttingDown { break }
                 }
             }
             try await writer.finish(nil)

@@ -16,7 +16,6 @@ struct StreamEndpoint: Sendable {
     let hubs: StreamHubs
     let reads: ReadPool
     let settings: HTTPSettings
-    let defaultCapacity: Int?
     let maxPayload: Int
 
     /// The protocol's routes, on hummingbird's router: a method each, the stream's name
@@ -73,10 +72,11 @@ struct StreamEndpoint: Sendable {
         var expiry = try headers.expiry()
         var contentType = headers.declaredContentType
         let closed = headers.closes
+        let maxEvents = try headers.maxEvents()
         var fork = try headers.fork()
         if hubs[name] != nil, store.isExpired(name) { try? await store.delete(name) }
         if let existing = hubs[name]?.info {
-            return try declared(existing, contentType: contentType, expiry: expiry, closed: closed, fork: fork)
+            return try declared(existing, contentType: contentType, expiry: expiry, closed: closed, fork: fork, maxEvents: maxEvents)
         }
         if var request = fork {
             // A fork takes its source's content type and expiry unless it names its own (§4.2).
@@ -94,7 +94,9 @@ struct StreamEndpoint: Sendable {
         }
         let body = try await body(of: request)
         let payloads = try messages(body, json: RequestHeaders.mediaType(contentType) == "application/json", creating: true)
-        let config = StreamConfig(capacity: defaultCapacity, contentType: contentType, expiry: expiry)
+        // Kept whole unless the PUT or the daemon (`--http-capacity`) asks for a cap: a
+        // Durable Streams client expects a stream to keep what it was given.
+        let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
         let outcome = try await write(StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork))
         switch outcome {
         case .created(let info):
@@ -105,7 +107,7 @@ struct StreamEndpoint: Sendable {
             info.addState(to: &fields)
             return Response(status: .created, headers: fields)
         case .existing(let info), .appended(let info), .alreadyClosed(let info), .duplicate(let info, _):
-            return try declared(info, contentType: contentType, expiry: expiry, closed: closed, fork: fork)
+            return try declared(info, contentType: contentType, expiry: expiry, closed: closed, fork: fork, maxEvents: maxEvents)
         }
     }
 
@@ -119,8 +121,12 @@ struct StreamEndpoint: Sendable {
     /// fork, the same source and fork point too); a deleted name stays taken while forks
     /// read from it.
     private func declared(
-        _ info: StreamInfo, contentType: String, expiry: StreamExpiry?, closed: Bool, fork: ForkRequest?
+        _ info: StreamInfo, contentType: String, expiry: StreamExpiry?, closed: Bool, fork: ForkRequest?, maxEvents: Int?
     ) throws -> Response {
+        if let maxEvents, maxEvents != info.config.capacity {
+            throw HTTPError(
+                .conflict, message: "stream '\(info.name)' exists and keeps \(info.config.capacity.map { "\($0) events" } ?? "every event"), not \(maxEvents)")
+        }
         var sameFork = true
         if let request = fork {
             if let existing = info.fork {
@@ -241,6 +247,10 @@ struct StreamEndpoint: Sendable {
         fields[.contentType] = info.httpContentType
         fields[.streamNextOffset] = info.tailOffset
         fields[.cacheControl] = "no-store"
+        // The tag of a GET of the whole stream, from its first retained event to its tail
+        // (the same `from:to[:c]` form), so that HEAD tells whether a cached copy is current.
+        fields[.eTag] = Self.etag(info, from: info.firstSequence - 1, to: info.lastSequence, closed: info.terminal != nil)
+        if let capacity = info.config.capacity { fields[.replayMaxEvents] = String(capacity) }
         info.addState(to: &fields)
         return Response(status: .ok, headers: fields)
     }
