@@ -65,6 +65,28 @@ struct RouterStateTests {
         #expect(r14 == .publish)
     }
 
+    @Test func anAckIsTakenOnTheEventLoopOnceTheConnectionSaysSoAndNothingIsInTheTask() {
+        let ack = InboundCommand.command(.ack(sid: "1", sequence: 1))
+        let nack = InboundCommand.command(.nack(sid: "1", sequence: 2))
+        var state = RouterState(maxOwed: 8)
+        _ = state.admit()
+        let before = state.read(ack)
+        #expect(before == .forward, "until the connection's handler is in place, through the task")
+        state.performed()
+        state.acknowledgementsOnLoop()
+        let (r1, r2) = (state.read(ack), state.read(nack))
+        #expect(r1 == .acknowledge && r2 == .acknowledge)
+        #expect(state.inTask == 0)
+        let r3 = state.read(Self.sub)
+        #expect(r3 == .forward)
+        let r4 = state.read(ack)
+        #expect(r4 == .forward, "follows its SUB through the task, in command order")
+        state.performed()
+        state.performed()
+        let r5 = state.read(ack)
+        #expect(r5 == .acknowledge)
+    }
+
     @Test func pingAndAComplaintAreAnsweredOnTheSpot() {
         var state = RouterState(maxOwed: 8)
         _ = state.admit()

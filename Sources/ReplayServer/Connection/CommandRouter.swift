@@ -37,6 +37,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private(set) var sink: RouterHandle!
     private var whenFlushed: [EventLoopPromise<Void>] = []
+    /// The connection's ACK and NACK, taken on the event loop (`RouterState.acknowledge`).
+    private var acknowledge: (@Sendable (InboundCommand, ReplyOrder.Slot) -> Void)?
 
     init(store: EventStore, maxOwed: Int) {
         self.store = store
@@ -51,6 +53,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         sink = nil  // the sink holds the router: let both go once pending commits are told
+        acknowledge = nil  // it holds the connection, which holds the sink
         succeedFlushed()
     }
 
@@ -66,6 +69,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         case .publish:
             guard case .command(let command) = inbound else { return }
             _ = store.submitPublish(command, sink: sink, token: order.reserve())
+        case .acknowledge:
+            acknowledge?(inbound, order.reserve())
         case .forward:
             context.fireChannelRead(wrapInboundOut(RoutedCommand(command: inbound, slot: order.reserve())))
         }
@@ -126,6 +131,14 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// The task submitted the effect of one forwarded command.
     func performed() {
         state.performed()
+    }
+
+    /// From now on ACK and NACK are handed to `handler` here, on the event loop, when no
+    /// earlier command is in the task: in a work queue, the trip through the connection's
+    /// task was a wake-up of a pool thread per burst of ACKs.
+    func acknowledge(with handler: @escaping @Sendable (InboundCommand, ReplyOrder.Slot) -> Void) {
+        acknowledge = handler
+        state.acknowledgementsOnLoop()
     }
 
     /// One group commit's results for this connection's PUBs.
@@ -265,6 +278,11 @@ struct ReplyChannel: Sendable {
 
     func performed() {
         sink.onRouter { $0.performed() }
+    }
+
+    /// ACK and NACK go to `handler` on the event loop from now on (see `CommandRouter`).
+    func acknowledge(with handler: @escaping @Sendable (InboundCommand, ReplyOrder.Slot) -> Void) {
+        sink.onRouter { $0.acknowledge(with: handler) }
     }
 
     /// Returns once every reply owed has been written.

@@ -83,6 +83,7 @@ final class Connection: Sendable {
             }
         }
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
+        replies.acknowledge { [self] inbound, slot in acknowledgeOnLoop(inbound, slot: slot) }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 let output = SubscriberOutput(outbound: outbound)
@@ -115,6 +116,23 @@ final class Connection: Sendable {
             replies.send(.error(error))
         } catch {
             logger.debug("read failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// An ACK or a NACK read on the event loop with no earlier command in this task: decided
+    /// by the same state machine, submitted to the writer from there (nothing here waits).
+    private func acknowledgeOnLoop(_ inbound: InboundCommand, slot: ReplyOrder.Slot) {
+        let (action, _) = state.withLock { $0.take(inbound) }
+        switch action {
+        case .reply(let frame): replies.fill(slot, with: frame)
+        case .close(let error): replies.fill(slot, with: .error(error))
+        case .perform(.ack(let sid, let sequence, let stream)):
+            acknowledge(sid: sid, sequence: sequence, stream: stream, slot: slot)
+        case .perform(.nack(let sid, let sequence, let stream, let delay)):
+            giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
+        case .perform(let other):
+            // The router hands over only ACK and NACK.
+            replies.fill(slot, with: .error(ReplayError(.badCommand, "\(other) is not taken on the event loop")))
         }
     }
 

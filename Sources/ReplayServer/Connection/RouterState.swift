@@ -29,6 +29,9 @@ struct RouterState {
         case reply(ServerFrame)
         /// Take a reply slot and hand the PUB (or ATOMIC) to the writer, no task hop.
         case publish
+        /// Take a reply slot and hand the ACK (or NACK) to the connection's handler on the
+        /// event loop, which submits it to the writer: no task hop.
+        case acknowledge
         /// Take a reply slot and send the command on to the connection's task.
         case forward
     }
@@ -40,6 +43,9 @@ struct RouterState {
     private(set) var inTask = 0
     /// A read was asked for and not passed on.
     private(set) var readHeld = false
+    /// The connection handles ACK and NACK on the event loop (it said so once its task
+    /// began): until then they go through the task.
+    private(set) var acknowledgesOnLoop = false
     /// More replies owed than this holds reading (a client sending faster than commits).
     let maxOwed: Int
 
@@ -61,6 +67,9 @@ struct RouterState {
         switch inbound {
         case .command(.publish), .command(.publishChecked), .command(.atomic):
             if inTask == 0 { return .publish }
+        case .command(.ack), .command(.nack):
+            // As a PUB: straight on only while no earlier command (its SUB) is in the task.
+            if inTask == 0, acknowledgesOnLoop { return .acknowledge }
         case .command(.ping):
             return .reply(.pong)  // no effect to order: answered on the event loop
         case .invalid(let error) where !error.isFatal:
@@ -72,6 +81,11 @@ struct RouterState {
         }
         inTask += 1
         return .forward
+    }
+
+    /// The connection's handler for ACK and NACK on the event loop is in place.
+    mutating func acknowledgementsOnLoop() {
+        acknowledgesOnLoop = true
     }
 
     /// The task submitted the effect of one forwarded command.
