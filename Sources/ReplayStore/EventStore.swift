@@ -158,6 +158,11 @@ public final class EventStore: Sendable {
         writer.submit(.acknowledge(stream: stream, consumer: consumer, sequence: sequence, completion))
     }
 
+    /// Writes a subscription's row (`nil`: removes it), in the writer's order.
+    public func write(subscription id: String, _ row: SubscriptionRow?, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.subscription(id: id, row: row, completion))
+    }
+
     public func deleteConsumer(_ name: String, of stream: String, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         writer.submit(.deleteConsumer(stream: stream, name: name, completion))
     }
@@ -311,6 +316,17 @@ extension EventStore {
 
     public func write(_ write: StreamWrite) async throws(StoreError) -> StreamWriteOutcome {
         try await bridge { self.write(write, completion: $0) }
+    }
+
+    /// Every subscription's row as last committed (read at start; the daemon keeps them
+    /// in memory after).
+    public func subscriptions() throws(StoreError) -> [SubscriptionRow] {
+        try log.subscriptions()
+    }
+
+    /// The signing key kept in the database, `candidate` if it held none.
+    public func signingKey(candidate: SigningKey) async throws(StoreError) -> SigningKey {
+        try await bridge { done in writer.submit(.signingKey(candidate: candidate, done)) }
     }
 
     public func barrier() async throws(StoreError) {

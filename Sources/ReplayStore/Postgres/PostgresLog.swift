@@ -182,6 +182,10 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body) }
     }
 
+    func subscriptions() throws(StoreError) -> [SubscriptionRow] {
+        try withReader { session in try PostgresTransaction.subscriptions(session) }
+    }
+
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
         try withReader { session in
             let rows = try session.query("SELECT first_seq, last_seq FROM streams WHERE id = \(record.id)")

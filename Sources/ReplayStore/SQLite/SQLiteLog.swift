@@ -85,6 +85,14 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func subscriptions() throws(StoreError) -> [SubscriptionRow] {
+        do {
+            return try pool.read { db in try SQLiteTransaction.subscriptions(db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
         do {
             return try pool.read { db in

@@ -68,6 +68,12 @@ protocol LogTransaction: AnyObject {
     /// Forgets producers idle since before `millis`.
     func expireProducers(before millis: Int64) throws
 
+    /// A subscription's row, inserted or replaced; and removed.
+    func writeSubscription(_ row: SubscriptionRow) throws
+    func deleteSubscription(_ id: String) throws
+    /// The signing key kept, `candidate` if there was none.
+    func signingKey(orInsert candidate: SigningKey, createdAt: Int64) throws -> SigningKey
+
     /// An atomic send's undo point inside the batch.
     func savepoint() throws
     func rollbackToSavepoint() throws

@@ -34,6 +34,11 @@ enum WriteRequest: Sendable {
     case serveDueWaiters
     /// Reads these streams' rows again: another daemon changed them (a shared database).
     case refresh(streams: [String])
+    /// A subscription's row written, or removed (`row == nil`).
+    case subscription(id: String, row: SubscriptionRow?, Completion<Void>)
+    /// The daemon's signing key: `candidate` is kept if there is none yet; answered with
+    /// the one kept (another daemon's, on a shared database, if it came first).
+    case signingKey(candidate: SigningKey, Completion<SigningKey>)
 
     /// The streams the request names (a shared database locks them up front, in order).
     var streamNames: [String] {
@@ -45,7 +50,7 @@ enum WriteRequest: Sendable {
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
         case .atomic(let events, _, _, _): events.map(\.stream)
         case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
-        case .enforceRetention, .barrier, .refresh, .serveDueWaiters: []
+        case .enforceRetention, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey: []
         }
     }
 
@@ -85,6 +90,8 @@ enum WriteRequest: Sendable {
         case .reset(_, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))
+        case .subscription(_, _, let done): done(.failure(error))
+        case .signingKey(_, let done): done(.failure(error))
         case .refresh, .serveDueWaiters: break
         }
     }

@@ -215,6 +215,11 @@ struct WriterRules<DB: LogTransaction> {
         case .enforceRetention(let done):
             try enforceRetention()
             complete(done, .success(()))
+        case .subscription(let id, let row, let done):
+            if let row { try db.writeSubscription(row) } else { try db.deleteSubscription(id) }
+            complete(done, .success(()))
+        case .signingKey(let candidate, let done):
+            complete(done, .success(try db.signingKey(orInsert: candidate, createdAt: millis)))
         }
     }
 
