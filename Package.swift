@@ -33,6 +33,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The PostgreSQL store (several daemons, one log).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Durable Streams subscriptions: webhook signatures (Ed25519) and their callback
+        // tokens (JWT), and the webhook deliveries' outbound HTTP.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // One lock for every module (`Locked`), so that the store and the daemon need not
@@ -105,6 +110,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         // The Swift client library: async calls, subscriptions as AsyncSequence and as core
@@ -126,6 +134,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

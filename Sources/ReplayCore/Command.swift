@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// An action that runs a signal per execution and reports on the executions (E19).
 ///
 /// `execute(_:)` makes the execution signal, turns it hot through a replay subject and

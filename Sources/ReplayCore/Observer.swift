@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// The receiving end of a signal: what a `Signal`'s subscribe closure sends into.
 ///
 /// An observer enforces the event grammar: after a terminal event, or after it has been

@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// Delivers events to one observer one at a time and in the order they were enqueued,
 /// without ever calling the observer while a lock is held.
 ///

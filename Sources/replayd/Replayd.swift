@@ -99,6 +99,20 @@ struct Replayd: AsyncParsableCommand {
     @Option(name: .customLong("http-capacity"), help: "Capacity of streams created by HTTP PUT without Replay-Max-Events: a count, or 'unlimited'.")
     var httpCapacity: CreateOptions.Capacity = .unlimited
 
+    @Option(
+        name: .customLong("http-public-url"),
+        help: ArgumentHelp(
+            "The URL clients reach the HTTP door at (https://streams.example), for the callback and key URLs subscriptions hand out. Default: http://HOST:PORT as bound.",
+            valueName: "url"))
+    var httpPublicURL: String?
+
+    @Flag(
+        name: .customLong("webhook-allow-private"),
+        help:
+            "Let webhooks target private, loopback and link-local addresses over https and http. Anyone who may create a subscription can then make replayd send requests inside its network: only on a trusted one."
+    )
+    var webhookAllowPrivate = false
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -122,6 +136,13 @@ struct Replayd: AsyncParsableCommand {
         for origin in httpCORSOrigin where origin != "*" {
             guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty, url.query == nil else {
                 throw ValidationError("--http-cors-origin takes an origin, such as https://app.example or http://localhost:3000, or '*'")
+            }
+        }
+        if let httpPublicURL {
+            guard let url = URL(string: httpPublicURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil,
+                !httpPublicURL.hasSuffix("/")
+            else {
+                throw ValidationError("--http-public-url takes a URL without a trailing slash, such as https://streams.example or http://10.0.0.5:8787")
             }
         }
         guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
@@ -155,6 +176,8 @@ struct Replayd: AsyncParsableCommand {
             settings.sseDuration = sseDuration == 0 ? nil : .milliseconds(Int((sseDuration * 1000).rounded()))
             settings.allowedOrigins = httpCORSOrigin
             settings.createdCapacity = httpCapacity.limit
+            settings.publicURL = httpPublicURL
+            settings.webhookAllowPrivate = webhookAllowPrivate
             settings.metrics = Self.bootstrapMetrics()
             configuration.http = settings
         }

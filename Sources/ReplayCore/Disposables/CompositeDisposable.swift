@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// Disposes a set of disposables together. Anything added after disposal is disposed at once.
 ///
 /// ```swift

@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// Holds one disposable at a time: setting a new one disposes the previous one.
 /// Used where a subscription is replaced, as in `switchToLatest`.
 ///

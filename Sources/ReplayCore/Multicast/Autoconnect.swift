@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// Counts the subscribers of an autoconnected signal and owns the current connection.
 final class Autoconnect: Sendable {
     private struct State {

@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// A cold source shared through a subject: the source runs once per connection, and every
 /// subscriber of `signal` shares that run.
 ///

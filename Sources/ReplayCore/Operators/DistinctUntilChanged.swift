@@ -1,4 +1,5 @@
 import ReplaySync
+
 extension Signal where Value: Equatable {
     /// Drops a value equal to the one before it.
     ///

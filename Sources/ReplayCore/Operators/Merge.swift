@@ -1,4 +1,5 @@
 import ReplaySync
+
 extension Signal {
     /// Sends the values of all `signals` as they come; completes when all have completed,
     /// fails as soon as one fails.

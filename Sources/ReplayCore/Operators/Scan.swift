@@ -1,4 +1,5 @@
 import ReplaySync
+
 extension Signal {
     /// Sends the running accumulation of the values (the articles' `scanWithStart:reduce:`).
     ///

@@ -1,4 +1,5 @@
 import ReplaySync
+
 extension Signal {
     /// Follows only the newest inner signal: when a new one arrives, the previous one is
     /// disposed. Completes when the outer signal and the current inner one have completed.

@@ -1,4 +1,5 @@
 import ReplaySync
+
 extension Signal {
     /// Sends values until `trigger` sends a value or completes, then completes.
     ///

@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// The machinery shared by `Subject` and `ReplaySubject`: a buffer that commits events,
 /// and subscribers that receive the committed ones in sequence order.
 ///

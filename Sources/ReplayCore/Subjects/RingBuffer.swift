@@ -1,4 +1,5 @@
 import ReplaySync
+
 /// The in-memory `ReplayBuffer`: the last `capacity` values plus the terminal event.
 ///
 /// Appends commit at once. `capacity: nil` keeps every value; `capacity: 0` keeps none

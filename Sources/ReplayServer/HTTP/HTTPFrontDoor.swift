@@ -29,6 +29,20 @@ public struct HTTPFrontDoor: Service {
 
     public func run() async throws {
         readThreads.start()
+        let webhooks = WebhookSender()
+        let subscriptions: Subscriptions
+        do {
+            let keys = try await SigningKeys.load(from: endpoint.store)
+            subscriptions = try Subscriptions(
+                store: endpoint.store, keys: keys, webhooks: webhooks, baseURL: settings.publicURL ?? "http://\(settings.host):\(settings.port)", logger: logger
+            )
+        } catch {
+            await webhooks.shutdown()
+            try? await readThreads.shutdownGracefully()
+            throw error
+        }
+        let feed = Self.follow(endpoint.store, into: subscriptions)
+        defer { feed.cancel() }
         let router = Router()
         router.add(middleware: FrontDoorMiddleware(settings: settings))
         if let metrics {
@@ -40,22 +54,48 @@ public struct HTTPFrontDoor: Service {
         let list = StreamList(hubs: endpoint.hubs, store: endpoint.store)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { _, _ in try list.respond() }
+        // Before the streams: their catch-all would take `__ds/…` for a stream's name.
+        SubscriptionRoutes(subscriptions: subscriptions, webhookTargets: WebhookTargetRule(allowPrivate: settings.webhookAllowPrivate))
+            .add(to: router)
         endpoint.addRoutes(to: router.group(RouterPath(StreamEndpoint.prefix)))
         let logger = self.logger
         let host = settings.host
+        let publicURL = settings.publicURL
         let app = Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(host, port: settings.port), serverName: nil),
             onServerRunning: { channel in
-                logger.info("http listening on \(host):\(channel.localAddress?.port ?? 0)")
+                let port = channel.localAddress?.port ?? 0
+                logger.info("http listening on \(host):\(port)")
+                let shown = host.contains(":") ? "[\(host)]" : host
+                await subscriptions.resume(baseURL: publicURL ?? "http://\(shown):\(port)")
             },
             logger: logger)
         do {
             try await app.run()
         } catch {
+            await subscriptions.stop()
+            await webhooks.shutdown()
             try? await readThreads.shutdownGracefully()
             throw error
         }
+        await subscriptions.stop()
+        await webhooks.shutdown()
         try? await readThreads.shutdownGracefully()
+    }
+
+    /// Tells the subscriptions of every commit that appended to a stream, in commit order.
+    /// The listener runs on the writer's thread and only hands the names on.
+    private static func follow(_ store: EventStore, into subscriptions: Subscriptions) -> Task<Void, Never> {
+        let (names, continuation) = AsyncStream.makeStream(of: [String].self)
+        store.onCommit { batch in
+            let appended = batch.changes.compactMap { name, change in change.appended.isEmpty ? nil : name }
+            if !appended.isEmpty { continuation.yield(appended) }
+        }
+        return Task {
+            for await batch in names {
+                for name in batch.sorted() { await subscriptions.appended(to: name) }
+            }
+        }
     }
 }

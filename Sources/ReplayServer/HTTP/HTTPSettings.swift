@@ -23,6 +23,14 @@ public struct HTTPSettings: Sendable {
     /// The capacity of a stream created by HTTP PUT that names none (`Replay-Max-Events`);
     /// `nil` keeps every event, as a Durable Streams client expects.
     public var createdCapacity: Int?
+    /// The URL clients reach this door at (`--http-public-url`), for the URLs the
+    /// subscription API hands out (webhook callbacks, `jwks_url`); `nil`: `http://HOST:PORT`
+    /// as bound, right when clients connect to that address directly.
+    public var publicURL: String?
+    /// Webhooks may target private and loopback addresses over https and http
+    /// (`--webhook-allow-private`): only for a daemon on a trusted network (see
+    /// `WebhookTargetRule`).
+    public var webhookAllowPrivate = false
     /// The registry the process's metrics backend writes to, served at `GET /metrics`;
     /// `nil`: no metrics endpoint.
     public var metrics: PrometheusCollectorRegistry?

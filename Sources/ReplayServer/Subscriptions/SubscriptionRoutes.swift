@@ -1,0 +1,160 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import ReplayModel
+
+/// The subscription API under the protocol's reserved `__ds` prefix of the stream root
+/// (Durable Streams §7), routed before the streams (whose catch-all would otherwise take
+/// `__ds/…` for a stream name):
+///
+/// - `PUT|GET|DELETE __ds/subscriptions/<id>`; `POST …/streams`, `DELETE …/streams/<path>`;
+/// - `POST …/claim`, `…/ack`, `…/release` (pull-wake workers), `…/callback` (webhooks);
+/// - `GET __ds/jwks.json`, the key webhook signatures verify with.
+struct SubscriptionRoutes: Sendable {
+    static let root = StreamEndpointPrefix.trimmed + "/" + SubscriptionConfig.reservedPrefix
+    let subscriptions: Subscriptions
+    let webhookTargets: WebhookTargetRule
+
+    /// The actions whose caller proves itself with its wake's token.
+    static func carriesWakeToken(_ path: String) -> Bool {
+        path.hasPrefix(root + "/subscriptions/") && (path.hasSuffix("/ack") || path.hasSuffix("/release") || path.hasSuffix("/callback"))
+    }
+
+    func add<Context: RequestContext>(to router: Router<Context>) {
+        let group = router.group(RouterPath(Self.root))
+        group.get("jwks.json") { _, _ in
+            SubscriptionJSON.response(.ok, subscriptions.keys.jwks, contentType: "application/jwk-set+json")
+        }
+        group.put("subscriptions/:id") { request, context in await answer { try await put(try id(context), request) } }
+        group.get("subscriptions/:id") { _, context in
+            await answer {
+                let found = try await subscriptions.get(try id(context))
+                return SubscriptionJSON.response(.ok, body: await subscriptions.body(of: found))
+            }
+        }
+        group.delete("subscriptions/:id") { _, context in
+            await answer {
+                try await subscriptions.delete(try id(context))
+                return Response(status: .noContent)
+            }
+        }
+        group.post("subscriptions/:id/streams") { request, context in
+            await answer {
+                let body = try SubscriptionJSON.object(try await collect(request))
+                guard let list = body["streams"] as? [String], !list.isEmpty else {
+                    throw SubscriptionProblem.invalid("the body names its 'streams': [\"name\", …]")
+                }
+                try await subscriptions.add(try SubscriptionConfig.names(list), to: try id(context))
+                return Response(status: .noContent)
+            }
+        }
+        group.delete("subscriptions/:id/streams/**") { _, context in
+            await answer {
+                let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? ""
+                let stream = try SubscriptionConfig.names([raw.removingPercentEncoding ?? raw])[0]
+                try await subscriptions.remove(stream, from: try id(context))
+                return Response(status: .noContent)
+            }
+        }
+        group.post("subscriptions/:id/claim") { request, context in
+            await answer {
+                let body = try SubscriptionJSON.object(try await collect(request))
+                guard let worker = body["worker"] as? String, !worker.isEmpty, worker.utf8.count <= 200 else {
+                    throw SubscriptionProblem.invalid("a claim names its 'worker' (1 to 200 bytes)")
+                }
+                let claimed = try await subscriptions.claim(try id(context), worker: worker)
+                let streams = claimed.positions.map(Subscriptions.json)
+                return SubscriptionJSON.response(
+                    .ok,
+                    [
+                        "wake_id": claimed.subscription.state.wakeID ?? "", "generation": claimed.subscription.state.generation,
+                        "token": claimed.token, "streams": streams, "lease_ttl_ms": claimed.subscription.config.leaseTTLMillis,
+                    ])
+            }
+        }
+        group.post("subscriptions/:id/ack") { request, context in
+            await answer { try await acknowledge(request, context, kind: .pullWake) }
+        }
+        group.post("subscriptions/:id/callback") { request, context in
+            await answer { try await acknowledge(request, context, kind: .webhook) }
+        }
+        group.post("subscriptions/:id/release") { request, context in
+            await answer {
+                try await subscriptions.release(try id(context), try await wakeRequest(request))
+                return Response(status: .noContent)
+            }
+        }
+        // Anything else under the prefix is the protocol's, never a stream.
+        for method in [HTTPRequest.Method.get, .head, .put, .post, .delete] {
+            group.on("**", method: method) { request, _ in
+                SubscriptionProblem(status: .notFound, code: "NOT_FOUND", message: "'\(request.uri.path)' is not part of the subscription API").response
+            }
+        }
+    }
+
+    private func put(_ id: String, _ request: Request) async throws(SubscriptionProblem) -> Response {
+        let config = try SubscriptionConfig.parse(try SubscriptionJSON.object(try await collect(request)), webhookTargets: webhookTargets)
+        let (subscription, created) = try await subscriptions.put(id, config)
+        return SubscriptionJSON.response(created ? .created : .ok, body: await subscriptions.body(of: subscription))
+    }
+
+    private func acknowledge<Context: RequestContext>(
+        _ request: Request, _ context: Context, kind: SubscriptionConfig.Kind
+    ) async throws(SubscriptionProblem) -> Response {
+        let nextWake = try await subscriptions.acknowledge(try id(context), try await wakeRequest(request), kind: kind)
+        return SubscriptionJSON.response(.ok, ["ok": true, "next_wake": nextWake])
+    }
+
+    /// A worker's request for its wake: its token, wake id, generation, acks and `done`.
+    private func wakeRequest(_ request: Request) async throws(SubscriptionProblem) -> Subscriptions.WakeRequest {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+            throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_INVALID", message: "this needs Authorization: Bearer <the wake's token>")
+        }
+        let body = try SubscriptionJSON.object(try await collect(request))
+        var acks: [(stream: String, offset: String)] = []
+        if let list = body["acks"] {
+            guard let items = list as? [[String: Any]] else { throw .invalid("'acks' is an array of {\"stream\": …, \"offset\": …}") }
+            for item in items {
+                guard let stream = (item["stream"] ?? item["path"]) as? String, let offset = item["offset"] as? String else {
+                    throw .invalid("each ack names its 'stream' and its 'offset'")
+                }
+                acks.append((stream, offset))
+            }
+        }
+        return Subscriptions.WakeRequest(
+            token: String(header.dropFirst("Bearer ".count)), wakeID: body["wake_id"] as? String,
+            generation: (body["generation"] as? NSNumber)?.intValue, acks: acks, done: body["done"] as? Bool == true)
+    }
+
+    private func id<Context: RequestContext>(_ context: Context) throws(SubscriptionProblem) -> String {
+        guard let id = context.parameters.get("id"), !id.isEmpty, id.utf8.count <= 200,
+            id.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-:".unicodeScalars.contains($0) })
+        else { throw .invalid("a subscription id is 1 to 200 letters, digits, '.', '_', '-' or ':'") }
+        return id
+    }
+
+    private func collect(_ request: Request) async throws(SubscriptionProblem) -> Data {
+        var request = request
+        do {
+            return Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
+        } catch {
+            throw SubscriptionProblem(status: .contentTooLarge, code: "INVALID_REQUEST", message: "a subscription request's body is at most 1 MiB")
+        }
+    }
+
+    /// Runs a handler; a refusal becomes its JSON answer.
+    private func answer(_ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch let problem as SubscriptionProblem {
+            return problem.response
+        } catch {
+            return SubscriptionProblem(status: .internalServerError, code: "INTERNAL", message: "\(error)").response
+        }
+    }
+}
+
+/// The stream root without its trailing slash.
+enum StreamEndpointPrefix {
+    static var trimmed: String { String(StreamEndpoint.prefix.dropLast()) }
+}
