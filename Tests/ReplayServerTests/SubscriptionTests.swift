@@ -98,6 +98,10 @@ struct SubscriptionTests {
             let late = try await Self.ack(http, "takeover", dead, acks: [["stream": "jobs/takeover", "offset": Self.offset(1)]], done: true)
             #expect(late.status == 409)
             #expect(Self.errorCode(late) == "FENCED")
+            let metrics = try await http.request("GET", "/metrics").text
+            #expect(metrics.contains("replay_ds_lease_expiries_total 1") || metrics.contains("replay_ds_lease_expiries_total 2"))
+            #expect(metrics.contains("replay_ds_claims_total 2") || metrics.contains("replay_ds_claims_total 3"))
+            #expect(metrics.contains("replay_ds_fenced_total 1"))
             #expect(try await Self.acked(http, "takeover")["jobs/takeover"] == Self.offset(0))
 
             // w2 finishes: the position moves once, and nothing is left to wake for. (On a
@@ -192,6 +196,13 @@ struct SubscriptionTests {
             let second = try #require(try await receiver.waitFor(2).last)
             #expect(try Self.verify(second, keys: keys))
             #expect(second.json["generation"] as? Int == (wake["generation"] as? Int ?? 0) + 1)
+
+            // Counted: two wakes, two deliveries, and their durations.
+            let metrics = try await http.request("GET", "/metrics").text
+            #expect(metrics.contains("replay_ds_wakes_total 2"))
+            #expect(metrics.contains("replay_ds_webhook_attempts_total 2"))
+            #expect(metrics.contains("replay_ds_webhook_duration_seconds_count 2"))
+            #expect(metrics.contains("replay_ds_subscriptions 1"))
 
             // The subscription's row, and its position as a durable consumer, read with sqlite3.
             let rows = try await runProgram(

@@ -41,6 +41,7 @@ actor Subscriptions {
             }
             subscriptions[row.id] = WakeSubscription(id: row.id, config: config, state: state)
         }
+        SubscriptionMetrics.subscriptions.set(subscriptions.count)
     }
 
     /// After a restart: alarms again, an interrupted delivery sent again, and a wake for
@@ -87,6 +88,7 @@ actor Subscriptions {
         }
         guard subscriptions[id] == nil else { return (subscriptions[id]!, false) }
         subscriptions[id] = subscription
+        SubscriptionMetrics.subscriptions.set(subscriptions.count)
         try await persist(id)
         return (subscription, true)
     }
@@ -99,6 +101,7 @@ actor Subscriptions {
     func delete(_ id: String) async throws(SubscriptionProblem) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { throw .notFound(id) }
         alarms.removeValue(forKey: id)?.cancel()
+        SubscriptionMetrics.subscriptions.set(subscriptions.count)
         try await run { done in store.write(subscription: id, nil, completion: done) }
         for stream in linkedStreams(subscription) where store.consumers(of: stream)?.contains(where: { $0.name == subscription.consumerName }) == true {
             _ = try? await run { done in store.deleteConsumer(subscription.consumerName, of: stream, completion: done) }
@@ -184,6 +187,7 @@ actor Subscriptions {
         subscription.state.wakeID = "w_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         subscription.state.snapshot = Dictionary(uniqueKeysWithValues: positions.map { ($0.path, $0.tail) })
         subscriptions[id] = subscription
+        SubscriptionMetrics.wakes.increment()
         do { try await persist(id) } catch { logger.error("subscription '\(id)': its wake was not written: \(error.description)") }
         switch subscription.config.type {
         case .webhook:
@@ -230,6 +234,7 @@ actor Subscriptions {
         }
         if subscription.state.wakeID == nil { await makeWake(id, positions: positions, triggeredBy: first.path) }
         guard subscriptions[id] != nil, subscriptions[id]!.state.holder == nil else { return try await claim(id, worker: worker) }
+        SubscriptionMetrics.claims.increment()
         subscriptions[id]!.state.holder = worker
         subscriptions[id]!.state.leaseUntil = leaseEnd(subscriptions[id]!)
         let current = subscriptions[id]!
@@ -285,7 +290,10 @@ actor Subscriptions {
         guard let current = subscriptions[id] else { throw .notFound(id) }
         guard generation == current.state.generation, request.generation == current.state.generation, let wake = current.state.wakeID,
             request.wakeID == wake
-        else { throw .fenced }
+        else {
+            SubscriptionMetrics.fenced.increment()
+            throw .fenced
+        }
     }
 
     /// Moves the positions acknowledged: all checked first, then each written.
@@ -339,10 +347,15 @@ actor Subscriptions {
             logger.error("subscription '\(id)': its delivery could not be made: \(error)")
             return
         }
+        SubscriptionMetrics.webhookAttempts.increment()
+        let started = ContinuousClock.now
         let outcome = await webhooks.deliver(body, to: url, signedBy: keys)
+        let elapsed = (ContinuousClock.now - started).components
+        SubscriptionMetrics.webhookDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
         guard let current = subscriptions[id], current.state.wakeID == wakeID, current.state.generation == generation else { return }
         switch outcome {
         case .failed(let reason):
+            SubscriptionMetrics.webhookFailures.increment()
             let retries = current.state.retries + 1
             let delay = SubscriptionState.backoffMillis(retries: retries, jitter: Double.random(in: -1...1))
             logger.notice("subscription '\(id)': webhook delivery \(retries) failed (\(reason)); next in \(delay) ms")
@@ -388,6 +401,7 @@ actor Subscriptions {
         let now = Timestamp.millis(Date())
         if let lease = state.leaseUntil, lease <= now {
             logger.info("subscription '\(id)': the lease of generation \(state.generation) ran out")
+            SubscriptionMetrics.leaseExpiries.increment()
             _ = try? await finish(id)
         } else if let next = state.nextAttempt, next <= now {
             subscriptions[id]!.state.nextAttempt = nil
