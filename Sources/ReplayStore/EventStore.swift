@@ -158,9 +158,9 @@ public final class EventStore: Sendable {
         writer.submit(.acknowledge(stream: stream, consumer: consumer, sequence: sequence, completion))
     }
 
-    /// Writes a subscription's row (`nil`: removes it), in the writer's order.
-    public func write(subscription id: String, _ row: SubscriptionRow?, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        writer.submit(.subscription(id: id, row: row, completion))
+    /// Writes a subscription's row, or removes it, if no other write came first.
+    public func write(_ write: SubscriptionWrite, completion: @escaping @Sendable (Result<SubscriptionWritten, StoreError>) -> Void) {
+        writer.submit(.subscription(write, completion))
     }
 
     public func deleteConsumer(_ name: String, of stream: String, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
@@ -318,10 +318,15 @@ extension EventStore {
         try await bridge { self.write(write, completion: $0) }
     }
 
-    /// Every subscription's row as last committed (read at start; the daemon keeps them
-    /// in memory after).
+    /// Every subscription's row as last committed, read from the database (by any daemon
+    /// sharing it).
     public func subscriptions() throws(StoreError) -> [SubscriptionRow] {
-        try log.subscriptions()
+        try log.subscriptions(id: nil)
+    }
+
+    /// One subscription's row as last committed, read from the database.
+    public func subscription(_ id: String) throws(StoreError) -> SubscriptionRow? {
+        try log.subscriptions(id: id).first
     }
 
     /// The signing key kept in the database, `candidate` if it held none.

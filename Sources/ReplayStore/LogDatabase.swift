@@ -23,8 +23,8 @@ protocol LogDatabase: Sendable {
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
 
-    /// Every subscription's row as last committed.
-    func subscriptions() throws(StoreError) -> [SubscriptionRow]
+    /// Every subscription's row as last committed (`id`: that one only).
+    func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow]
 
     /// Claims the right to run `stream`'s source: whether this daemon now holds it. Blocking.
     func claimSource(_ stream: String) -> Bool

@@ -40,9 +40,9 @@ struct SubscriptionTests {
     }
 
     /// A wake stream, a pull-wake subscription over `jobs/*`, and a first job in `jobs/<id>`.
-    static func pullWake(_ http: HTTPTestClient, _ id: String) async throws {
+    static func pullWake(_ http: HTTPTestClient, _ id: String, leaseMillis: Int = 1000) async throws {
         #expect(try await http.request("PUT", "/v1/stream/wake/\(id)", headers: json, body: "[]").status == 201)
-        let created = try await put(http, id, ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/\(id)", "lease_ttl_ms": 1000])
+        let created = try await put(http, id, ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/\(id)", "lease_ttl_ms": leaseMillis])
         #expect(created.status == 201)
         #expect(try await http.request("PUT", "/v1/stream/jobs/\(id)", headers: json, body: #"{"job":1}"#).status == 201)
         try await eventually("a wake event in wake/\(id)") {
@@ -64,7 +64,7 @@ struct SubscriptionTests {
 
     @Test func twoPullWakeWorkersRaceAndExactlyOneClaims() async throws {
         try await withHTTP { _, http in
-            try await Self.pullWake(http, "race")
+            try await Self.pullWake(http, "race", leaseMillis: 600_000)
             async let first = Self.claim(http, "race", as: "w1")
             async let second = Self.claim(http, "race", as: "w2")
             let answers = try await [first, second]
@@ -317,14 +317,15 @@ struct SubscriptionTests {
             #expect(try await http.request("GET", Self.root + "bad").status == 404)
 
             // Re-declared differently: a conflict, and the first declaration stands.
-            try await Self.pullWake(http, "one")
+            // (Leases long enough not to run out while the test runs on a loaded machine.)
+            try await Self.pullWake(http, "one", leaseMillis: 600_000)
             let other = try await Self.put(http, "one", ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/one", "lease_ttl_ms": 2000])
             #expect(other.status == 409)
             #expect(Self.errorCode(other) == "SUBSCRIPTION_ALREADY_EXISTS")
-            #expect(Self.object(try await http.request("GET", Self.root + "one"))["lease_ttl_ms"] as? Int == 1000)
+            #expect(Self.object(try await http.request("GET", Self.root + "one"))["lease_ttl_ms"] as? Int == 600_000)
 
             // A token for another subscription, or of an earlier generation, moves nothing.
-            try await Self.pullWake(http, "two")
+            try await Self.pullWake(http, "two", leaseMillis: 600_000)
             let mine = Self.object(try await Self.claim(http, "one", as: "w"))
             let theirs = Self.object(try await Self.claim(http, "two", as: "w"))
             let crossed = try await Self.ack(
@@ -351,5 +352,58 @@ struct SubscriptionTests {
             #expect(try await http.request("PUT", "/v1/stream/__ds/mine", headers: Self.json).status == 404)
             #expect(try await http.request("DELETE", Self.root + "nobody").status == 404)
         }
+    }
+}
+
+/// Two daemons on one PostgreSQL database share subscriptions: the rows, the key, and the
+/// decisions, each written only if no other daemon's came first.
+@Suite("replayd: Durable Streams subscriptions on two daemons sharing PostgreSQL", .timeLimit(.minutes(5)))
+struct SharedSubscriptionTests {
+    @Test func twoDaemonsMakeExactlyOneWakePerGenerationAndOneClaimWins() async throws {
+        try await withTwoDaemons(arguments: ["--http", "127.0.0.1:0"]) { first, second in
+            let daemons = [try HTTPTestClient(address: try await first.httpAddress()), try HTTPTestClient(address: try await second.httpAddress())]
+            #expect(try await daemons[0].request("PUT", "/v1/stream/wake/shared", headers: SubscriptionTests.json, body: "[]").status == 201)
+            for job in 0..<3 { _ = try await daemons[job % 2].request("PUT", "/v1/stream/jobs/\(job)", headers: SubscriptionTests.json) }
+            let created = try await SubscriptionTests.put(daemons[0], "shared", ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/shared"])
+            #expect(created.status == 201)
+            // The other daemon knows it at once (and so does its key).
+            #expect(try await daemons[1].request("GET", SubscriptionTests.root + "shared").status == 200)
+            let keys = try await daemons.asyncMap { try await $0.request("GET", "/v1/stream/__ds/jwks.json").text }
+            #expect(keys[0] == keys[1])
+
+            let rounds = 8
+            for round in 1...rounds {
+                // A job through either daemon: both hear of its commit, one makes the wake.
+                let appended = daemons[round % 2]
+                _ = try await appended.request("POST", "/v1/stream/jobs/\(round % 3)", headers: SubscriptionTests.json, body: #"{"round":\#(round)}"#)
+                async let left = SubscriptionTests.claim(daemons[0], "shared", as: "left-\(round)")
+                async let right = SubscriptionTests.claim(daemons[1], "shared", as: "right-\(round)")
+                let answers = try await [left, right]
+                #expect(answers.filter { $0.status == 200 }.count == 1, "round \(round): \(answers.map(\.text))")
+                // The other is refused: held by the winner, or (when it came first to a daemon
+                // that had not yet heard of the job's commit) nothing to do yet.
+                #expect(answers.filter { ["ALREADY_CLAIMED", "NO_PENDING_WORK"].contains(SubscriptionTests.errorCode($0)) }.count == 1)
+                let claimed = SubscriptionTests.object(try #require(answers.first { $0.status == 200 }))
+                #expect(claimed["generation"] as? Int == round)
+                // Finished through the daemon that stored the job (it knows the job's offset).
+                let acks = (claimed["streams"] as? [[String: Any]] ?? []).filter { $0["has_pending"] as? Bool == true }.map {
+                    ["stream": $0["path"] ?? "", "offset": $0["tail_offset"] ?? ""]
+                }
+                let done = try await SubscriptionTests.ack(appended, "shared", claimed, acks: acks, done: true)
+                #expect(done.status == 200, "\(done.text)")
+            }
+            // One wake event per generation, from whichever daemon made it.
+            let wakes = try await daemons[0].request("GET", "/v1/stream/wake/shared?offset=-1")
+            let events = (try JSONSerialization.jsonObject(with: wakes.body) as? [[String: Any]]) ?? []
+            #expect(events.compactMap { $0["generation"] as? Int } == Array(1...rounds), "\(wakes.text)")
+        }
+    }
+}
+
+extension Array {
+    fileprivate func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
     }
 }

@@ -5,6 +5,7 @@ CREATE TABLE subscriptions (
     id          text   PRIMARY KEY,
     config      text   NOT NULL,
     state       text   NOT NULL,
+    revision    bigint NOT NULL,
     updated_at  bigint NOT NULL
 );
 

@@ -33,8 +33,9 @@ public struct HTTPFrontDoor: Service {
         let subscriptions: Subscriptions
         do {
             let keys = try await SigningKeys.load(from: endpoint.store)
-            subscriptions = try Subscriptions(
-                store: endpoint.store, keys: keys, webhooks: webhooks, baseURL: settings.publicURL ?? "http://\(settings.host):\(settings.port)", logger: logger
+            subscriptions = try await Subscriptions(
+                store: endpoint.store, reads: endpoint.reads, keys: keys, webhooks: webhooks,
+                baseURL: settings.publicURL ?? "http://\(settings.host):\(settings.port)", logger: logger
             )
         } catch {
             await webhooks.shutdown()

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayModel
+import ReplayStore
 
 /// Where a subscription stands, kept in its row beside its configuration so that a restart
 /// resumes it: its explicit streams, its current wake (generation, id, the streams' tails
@@ -62,13 +63,34 @@ struct WakeSubscription: Sendable {
     let id: String
     let config: SubscriptionConfig
     var state: SubscriptionState
+    /// The revision of its row this state was read from or written as (0: not written yet).
+    var revision: Int64
     let pattern: StreamPattern?
 
-    init(id: String, config: SubscriptionConfig, state: SubscriptionState) {
+    init(id: String, config: SubscriptionConfig, state: SubscriptionState, revision: Int64 = 0) {
         self.id = id
         self.config = config
         self.state = state
+        self.revision = revision
         pattern = config.pattern.flatMap { try? StreamPattern.parse($0).get() }
+    }
+
+    /// The subscription as its row holds it; `nil` for a row this build cannot read.
+    init?(_ row: SubscriptionRow) {
+        let decoder = JSONDecoder()
+        guard let config = try? decoder.decode(SubscriptionConfig.self, from: Data(row.config.utf8)),
+            let state = try? decoder.decode(SubscriptionState.self, from: Data(row.state.utf8))
+        else { return nil }
+        self.init(id: row.id, config: config, state: state, revision: row.revision)
+    }
+
+    /// Its row's new contents.
+    var contents: (config: String, state: String) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let config = (try? encoder.encode(self.config)) ?? Data()
+        let state = (try? encoder.encode(self.state)) ?? Data()
+        return (String(decoding: config, as: UTF8.self), String(decoding: state, as: UTF8.self))
     }
 
     /// The durable consumer that keeps this subscription's position in each linked stream.

@@ -16,30 +16,41 @@ import ReplayStore
 /// PostgreSQL treat them as any consumer.
 actor Subscriptions {
     let store: EventStore
+    let reads: ReadPool
     let keys: SigningKeys
     let webhooks: WebhookSender
     let logger: Logger
+    /// Whether other daemons write the same rows (a shared PostgreSQL database): each
+    /// decision then starts from the row as the database has it, and the list is read again
+    /// every `reloadInterval` to learn of subscriptions made elsewhere.
+    let shared: Bool
+    static let reloadInterval: Duration = .seconds(1)
     /// The URL clients reach this door at: callback URLs and `jwks_url` are made from it.
     private(set) var baseURL: String
     private var subscriptions: [String: WakeSubscription] = [:]
     /// Each subscription's alarm: its lease's end or its next webhook attempt.
     private var alarms: [String: Task<Void, Never>] = [:]
+    private var reloading: Task<Void, Never>?
+    /// One change at a time (`exclusively`): a change reads, decides, and writes with a
+    /// suspension at the write, and another change of the same row must not decide on the
+    /// state before that write is known to have won.
+    private var changing = false
+    private var waitingToChange: [CheckedContinuation<Void, Never>] = []
 
-    init(store: EventStore, keys: SigningKeys, webhooks: WebhookSender, baseURL: String, logger: Logger) throws {
+    init(store: EventStore, reads: ReadPool, keys: SigningKeys, webhooks: WebhookSender, baseURL: String, logger: Logger) async throws {
         self.store = store
+        self.reads = reads
         self.keys = keys
         self.webhooks = webhooks
         self.baseURL = baseURL
         self.logger = logger
-        let decoder = JSONDecoder()
-        for row in try store.subscriptions() {
-            guard let config = try? decoder.decode(SubscriptionConfig.self, from: Data(row.config.utf8)),
-                let state = try? decoder.decode(SubscriptionState.self, from: Data(row.state.utf8))
-            else {
-                logger.error("subscription '\(row.id)': its row cannot be read; left as it is")
+        shared = store.isShared
+        for row in try await reads.run({ try store.subscriptions() }) {
+            guard let subscription = WakeSubscription(row) else {
+                logger.error("subscription '\(row.id)': its row cannot be read by this build; left as it is")
                 continue
             }
-            subscriptions[row.id] = WakeSubscription(id: row.id, config: config, state: state)
+            subscriptions[row.id] = subscription
         }
         SubscriptionMetrics.subscriptions.set(subscriptions.count)
     }
@@ -49,84 +60,201 @@ actor Subscriptions {
     func resume(baseURL: String) async {
         self.baseURL = baseURL
         for id in subscriptions.keys.sorted() {
-            guard let subscription = subscriptions[id] else { continue }
-            if subscription.config.type == .webhook, subscription.state.wakeID != nil, subscription.state.leaseUntil == nil,
-                subscription.state.nextAttempt == nil
-            {
-                deliverSoon(id)
-            }
+            // A delivery in flight when the daemon stopped is due again at its watchdog time.
             schedule(id)
             await wakeIfPending(id, triggeredBy: nil)
+        }
+        if shared && reloading == nil {
+            reloading = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.reloadInterval)
+                    await self?.reload()
+                }
+            }
         }
     }
 
     func stop() {
         for alarm in alarms.values { alarm.cancel() }
         alarms = [:]
+        reloading?.cancel()
+    }
+
+    /// Learns the subscriptions other daemons made, changed or removed.
+    private func reload() async {
+        guard let rows = try? await reads.run({ [store] in try store.subscriptions() }) else { return }
+        let seen = Set(rows.map(\.id))
+        // Adopted only: wakes follow commits and alarms. (This daemon's copy of the streams'
+        // positions may lag the daemon that just wrote the row; deciding a wake on it here
+        // could wake for work already done.)
+        for row in rows where (subscriptions[row.id]?.revision ?? 0) < row.revision {
+            guard let subscription = WakeSubscription(row) else { continue }
+            subscriptions[row.id] = subscription
+            schedule(row.id)
+        }
+        for id in subscriptions.keys where !seen.contains(id) && subscriptions[id]!.revision > 0 {
+            subscriptions[id] = nil
+            alarms.removeValue(forKey: id)?.cancel()
+        }
+        SubscriptionMetrics.subscriptions.set(subscriptions.count)
+    }
+
+    // MARK: Changes
+
+    /// Runs `body` with no other change in progress.
+    private func exclusively<T>(_ body: () async throws(SubscriptionProblem) -> T) async throws(SubscriptionProblem) -> T {
+        while changing { await withCheckedContinuation { waitingToChange.append($0) } }
+        changing = true
+        defer {
+            changing = false
+            if !waitingToChange.isEmpty { waitingToChange.removeFirst().resume() }
+        }
+        return try await body()
+    }
+
+    /// Reads the row again where other daemons write it too.
+    private func refresh(_ id: String) async throws(SubscriptionProblem) {
+        guard shared else { return }
+        let row: SubscriptionRow?
+        do {
+            row = try await reads.run { [store] in try store.subscription(id) }
+        } catch {
+            throw SubscriptionProblem(status: .serviceUnavailable, code: "STORE_UNAVAILABLE", message: "\(error)")
+        }
+        adopt(row, id: id)
+    }
+
+    /// The row as the database has it, in memory.
+    private func adopt(_ row: SubscriptionRow?, id: String) {
+        if let row, let subscription = WakeSubscription(row) {
+            subscriptions[id] = subscription
+        } else {
+            subscriptions[id] = nil
+            alarms.removeValue(forKey: id)?.cancel()
+        }
+        schedule(id)
+    }
+
+    /// The one way a subscription changes: `decide` on its current state (read again from
+    /// the database where it is shared), then its row written if it is still as read. A
+    /// write that lost to another daemon's decides again on what that one wrote. Callers
+    /// hold `exclusively`.
+    @discardableResult
+    private func change<T>(_ id: String, _ decide: (inout WakeSubscription) throws(SubscriptionProblem) -> T) async throws(SubscriptionProblem) -> T {
+        for _ in 0..<16 {
+            try await refresh(id)
+            guard var subscription = subscriptions[id] else { throw .notFound(id) }
+            let result = try decide(&subscription)
+            guard subscription.state != subscriptions[id]?.state else { return result }
+            let write = SubscriptionWrite(id: id, contents: subscription.contents, expected: subscription.revision == 0 ? nil : subscription.revision)
+            switch try await run({ done in store.write(write, completion: done) }) {
+            case .written(let revision):
+                subscription.revision = revision
+                subscriptions[id] = subscription
+                schedule(id)
+                return result
+            case .changed(let row):
+                adopt(row, id: id)
+            }
+        }
+        throw SubscriptionProblem(status: .serviceUnavailable, code: "BUSY", message: "subscription '\(id)' kept changing under this request; try again")
     }
 
     // MARK: The control API
 
     /// PUT: creates the subscription (`true`), or confirms an identical one (`false`).
     func put(_ id: String, _ config: SubscriptionConfig) async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) {
-        if let existing = subscriptions[id] {
-            guard existing.config.hash == config.hash else {
-                throw SubscriptionProblem(
-                    status: .conflict, code: "SUBSCRIPTION_ALREADY_EXISTS",
-                    message: "subscription '\(id)' exists with another configuration; DELETE it first to change it")
+        try await exclusively { () async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) in
+            try await refresh(id)
+            if let existing = subscriptions[id] {
+                guard existing.config.hash == config.hash else {
+                    throw SubscriptionProblem(
+                        status: .conflict, code: "SUBSCRIPTION_ALREADY_EXISTS",
+                        message: "subscription '\(id)' exists with another configuration; DELETE it first to change it")
+                }
+                return (existing, false)
             }
-            return (existing, false)
-        }
-        let subscription = WakeSubscription(
-            id: id, config: config, state: SubscriptionState(createdAt: Timestamp.format(millis: Timestamp.millis(Date())), explicit: config.streams))
-        // Streams that exist are linked at their tail: what they held before is not this
-        // subscription's work. Streams created later start at their first event.
-        for info in store.streams where subscription.links(info.name) {
-            _ = try await run { done in
-                store.openConsumer(subscription.consumerName, of: info.name, initialNext: { $0.lastSequence + 1 }, completion: done)
+            var subscription = WakeSubscription(
+                id: id, config: config,
+                state: SubscriptionState(createdAt: Timestamp.format(millis: Timestamp.millis(Date())), explicit: config.streams))
+            // Streams that exist are linked at their tail: what they held before is not this
+            // subscription's work. Streams created later start at their first event.
+            for info in store.streams where subscription.links(info.name) {
+                _ = try await run { done in
+                    store.openConsumer(subscription.consumerName, of: info.name, initialNext: { $0.lastSequence + 1 }, completion: done)
+                }
+            }
+            let write = SubscriptionWrite(id: id, contents: subscription.contents, expected: nil)
+            switch try await run({ done in store.write(write, completion: done) }) {
+            case .written(let revision):
+                subscription.revision = revision
+                subscriptions[id] = subscription
+                SubscriptionMetrics.subscriptions.set(subscriptions.count)
+                return (subscription, true)
+            case .changed(let row):
+                // Another daemon created it first: judged against that one.
+                adopt(row, id: id)
+                guard let existing = subscriptions[id], existing.config.hash == config.hash else {
+                    throw SubscriptionProblem(
+                        status: .conflict, code: "SUBSCRIPTION_ALREADY_EXISTS", message: "subscription '\(id)' exists with another configuration")
+                }
+                return (existing, false)
             }
         }
-        guard subscriptions[id] == nil else { return (subscriptions[id]!, false) }
-        subscriptions[id] = subscription
-        SubscriptionMetrics.subscriptions.set(subscriptions.count)
-        try await persist(id)
-        return (subscription, true)
     }
 
-    func get(_ id: String) throws(SubscriptionProblem) -> WakeSubscription {
+    func get(_ id: String) async throws(SubscriptionProblem) -> WakeSubscription {
+        try await refresh(id)
         guard let subscription = subscriptions[id] else { throw .notFound(id) }
         return subscription
     }
 
     func delete(_ id: String) async throws(SubscriptionProblem) {
-        guard let subscription = subscriptions.removeValue(forKey: id) else { throw .notFound(id) }
-        alarms.removeValue(forKey: id)?.cancel()
-        SubscriptionMetrics.subscriptions.set(subscriptions.count)
-        try await run { done in store.write(subscription: id, nil, completion: done) }
-        for stream in linkedStreams(subscription) where store.consumers(of: stream)?.contains(where: { $0.name == subscription.consumerName }) == true {
-            _ = try? await run { done in store.deleteConsumer(subscription.consumerName, of: stream, completion: done) }
+        let removed = try await exclusively { () async throws(SubscriptionProblem) -> WakeSubscription in
+            for _ in 0..<16 {
+                try await refresh(id)
+                guard let subscription = subscriptions[id] else { throw .notFound(id) }
+                let write = SubscriptionWrite(id: id, contents: nil, expected: subscription.revision)
+                switch try await run({ done in store.write(write, completion: done) }) {
+                case .written:
+                    subscriptions[id] = nil
+                    alarms.removeValue(forKey: id)?.cancel()
+                    SubscriptionMetrics.subscriptions.set(subscriptions.count)
+                    return subscription
+                case .changed(let row):
+                    adopt(row, id: id)
+                }
+            }
+            throw SubscriptionProblem(status: .serviceUnavailable, code: "BUSY", message: "subscription '\(id)' kept changing; try again")
+        }
+        for stream in linkedStreams(removed) where store.consumers(of: stream)?.contains(where: { $0.name == removed.consumerName }) == true {
+            _ = try? await run { done in store.deleteConsumer(removed.consumerName, of: stream, completion: done) }
         }
     }
 
     /// POST …/streams: more explicit streams, each linked at its tail.
     func add(_ streams: [String], to id: String) async throws(SubscriptionProblem) {
-        let subscription = try get(id)
-        for stream in streams where !subscription.links(stream) && store.info(stream) != nil {
-            _ = try await run { done in
-                store.openConsumer(subscription.consumerName, of: stream, initialNext: { $0.lastSequence + 1 }, completion: done)
+        try await exclusively { () async throws(SubscriptionProblem) in
+            let subscription = try await get(id)
+            for stream in streams where !subscription.links(stream) && store.info(stream) != nil {
+                _ = try await run { done in
+                    store.openConsumer(subscription.consumerName, of: stream, initialNext: { $0.lastSequence + 1 }, completion: done)
+                }
+            }
+            try await change(id) { subscription in
+                subscription.state.explicit = Array(Set(subscription.state.explicit).union(streams)).sorted()
             }
         }
-        guard subscriptions[id] != nil else { throw .notFound(id) }
-        subscriptions[id]!.state.explicit = Array(Set(subscriptions[id]!.state.explicit).union(streams)).sorted()
-        try await persist(id)
     }
 
     /// DELETE …/streams/<path>: no longer explicit (still linked if the pattern matches it).
     func remove(_ stream: String, from id: String) async throws(SubscriptionProblem) {
-        _ = try get(id)
-        subscriptions[id]!.state.explicit.removeAll { $0 == stream }
-        let subscription = subscriptions[id]!
-        try await persist(id)
+        let subscription = try await exclusively { () async throws(SubscriptionProblem) -> WakeSubscription in
+            try await change(id) { subscription in
+                subscription.state.explicit.removeAll { $0 == stream }
+                return subscription
+            }
+        }
         if !subscription.links(stream), store.consumers(of: stream)?.contains(where: { $0.name == subscription.consumerName }) == true {
             _ = try? await run { done in store.deleteConsumer(subscription.consumerName, of: stream, completion: done) }
         }
@@ -171,24 +299,50 @@ actor Subscriptions {
 
     // MARK: Wakes
 
-    /// Makes a wake if the subscription has none outstanding and has work.
+    /// Makes a wake if the subscription has none outstanding and has work. Memory is looked
+    /// at first, so a commit to a stream whose subscriptions are busy costs nothing more.
     private func wakeIfPending(_ id: String, triggeredBy: String?) async {
-        guard let subscription = subscriptions[id], subscription.state.wakeID == nil, subscription.state.holder == nil else { return }
-        let positions = positions(subscription)
-        guard let first = positions.first(where: \.hasPending) else { return }
-        await makeWake(id, positions: positions, triggeredBy: triggeredBy ?? first.path)
+        guard let subscription = subscriptions[id], subscription.state.wakeID == nil, subscription.state.holder == nil,
+            positions(subscription).contains(where: \.hasPending)
+        else { return }
+        do {
+            try await exclusively { () async throws(SubscriptionProblem) in try await wake(id, triggeredBy: triggeredBy) }
+        } catch {
+            logger.error("subscription '\(id)': no wake was made: \(error)")
+        }
     }
 
-    /// A new generation and wake id, with the tails of now as its snapshot; then the wake
-    /// event (pull-wake) or the delivery (webhook).
-    private func makeWake(_ id: String, positions: [StreamPosition], triggeredBy: String) async {
-        guard var subscription = subscriptions[id] else { return }
+    /// Holding `exclusively`: a new generation and wake id, with the tails of now as its
+    /// snapshot, if the subscription is still idle and has work; then the wake event
+    /// (pull-wake) or the delivery (webhook), by the daemon whose write made the wake.
+    private func wake(_ id: String, triggeredBy: String?) async throws(SubscriptionProblem) {
+        let trigger: String? = try await change(id) { subscription in
+            guard subscription.state.wakeID == nil, subscription.state.holder == nil else { return nil }
+            let positions = positions(subscription)
+            guard let first = positions.first(where: \.hasPending) else { return nil }
+            newWake(&subscription, positions)
+            return triggeredBy ?? first.path
+        }
+        if let trigger, let made = subscriptions[id] { await announce(made, triggeredBy: trigger) }
+    }
+
+    private func newWake(_ subscription: inout WakeSubscription, _ positions: [StreamPosition]) {
         subscription.state.generation += 1
         subscription.state.wakeID = "w_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         subscription.state.snapshot = Dictionary(uniqueKeysWithValues: positions.map { ($0.path, $0.tail) })
-        subscriptions[id] = subscription
+        if subscription.config.type == .webhook {
+            // The delivery is in flight: if this daemon dies before its outcome is written,
+            // another (or this one restarted) delivers again then.
+            subscription.state.nextAttempt = Timestamp.millis(Date()) + Self.deliveryWatchdogMillis
+        }
+    }
+
+    /// Longer than a delivery's timeout (`WebhookSender`).
+    static let deliveryWatchdogMillis: Int64 = 30_000
+
+    private func announce(_ subscription: WakeSubscription, triggeredBy: String) async {
         SubscriptionMetrics.wakes.increment()
-        do { try await persist(id) } catch { logger.error("subscription '\(id)': its wake was not written: \(error.description)") }
+        let id = subscription.id
         switch subscription.config.type {
         case .webhook:
             deliverSoon(id)
@@ -220,27 +374,35 @@ actor Subscriptions {
 
     /// A pull-wake worker takes the wake (made now if there is work and none is out).
     func claim(_ id: String, worker: String) async throws(SubscriptionProblem) -> Claimed {
-        let subscription = try get(id)
-        guard subscription.config.type == .pullWake else { throw .invalid("subscription '\(id)' is a webhook subscription; only pull-wake ones are claimed") }
-        if let holder = subscription.state.holder {
-            var problem = SubscriptionProblem(status: .conflict, code: "ALREADY_CLAIMED", message: "'\(holder)' holds this subscription's wake")
-            problem.currentHolder = holder
-            problem.generation = subscription.state.generation
-            throw problem
+        try await exclusively { () async throws(SubscriptionProblem) -> Claimed in
+            let made: String? = try await change(id) { subscription throws(SubscriptionProblem) in
+                guard subscription.config.type == .pullWake else {
+                    throw .invalid("subscription '\(id)' is a webhook subscription; only pull-wake ones are claimed")
+                }
+                if let holder = subscription.state.holder {
+                    var problem = SubscriptionProblem(status: .conflict, code: "ALREADY_CLAIMED", message: "'\(holder)' holds this subscription's wake")
+                    problem.currentHolder = holder
+                    problem.generation = subscription.state.generation
+                    throw problem
+                }
+                let positions = positions(subscription)
+                guard let first = positions.first(where: \.hasPending) else {
+                    throw SubscriptionProblem(status: .conflict, code: "NO_PENDING_WORK", message: "subscription '\(id)' has no events past its positions")
+                }
+                var made: String?
+                if subscription.state.wakeID == nil {
+                    newWake(&subscription, positions)
+                    made = first.path
+                }
+                subscription.state.holder = worker
+                subscription.state.leaseUntil = leaseEnd(subscription)
+                return made
+            }
+            SubscriptionMetrics.claims.increment()
+            guard let current = subscriptions[id] else { throw .notFound(id) }
+            if let made { await announce(current, triggeredBy: made) }
+            return Claimed(subscription: current, token: try await token(for: current), positions: positions(current))
         }
-        let positions = positions(subscription)
-        guard let first = positions.first(where: \.hasPending) else {
-            throw SubscriptionProblem(status: .conflict, code: "NO_PENDING_WORK", message: "subscription '\(id)' has no events past its positions")
-        }
-        if subscription.state.wakeID == nil { await makeWake(id, positions: positions, triggeredBy: first.path) }
-        guard subscriptions[id] != nil, subscriptions[id]!.state.holder == nil else { return try await claim(id, worker: worker) }
-        SubscriptionMetrics.claims.increment()
-        subscriptions[id]!.state.holder = worker
-        subscriptions[id]!.state.leaseUntil = leaseEnd(subscriptions[id]!)
-        let current = subscriptions[id]!
-        schedule(id)
-        try await persist(id)
-        return Claimed(subscription: current, token: try await token(for: current), positions: self.positions(current))
     }
 
     /// The request of a worker (or a webhook receiver's callback) acting for a wake.
@@ -250,55 +412,65 @@ actor Subscriptions {
         let generation: Int?
         let acks: [(stream: String, offset: String)]
         let done: Bool
+
+        /// Whether it acts for the subscription's current wake, with a token of `generation`.
+        func isCurrent(_ state: SubscriptionState, tokenGeneration: Int) -> Bool {
+            tokenGeneration == state.generation && generation == state.generation && state.wakeID != nil && wakeID == state.wakeID
+        }
     }
 
     /// An ack (pull-wake) or a callback (webhook): the acknowledgements applied, the lease
     /// extended, and with `done` the wake finished; whether a next wake went out.
     func acknowledge(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(SubscriptionProblem) -> Bool {
-        try await fence(id, request, kind: kind)
-        try await apply(request.acks, to: id)
-        guard subscriptions[id] != nil else { throw .notFound(id) }
-        if request.done {
-            return try await finish(id)
+        try await exclusively { () async throws(SubscriptionProblem) -> Bool in
+            let generation = try await fence(id, request, kind: kind)
+            try await apply(request.acks, to: id)
+            // Fenced again as the state is written: another daemon may have ended the wake
+            // meanwhile (the positions a stale worker moved are still ones it processed).
+            let finished = try await change(id) { subscription throws(SubscriptionProblem) -> Bool in
+                guard request.isCurrent(subscription.state, tokenGeneration: generation) else { throw .fenced }
+                if request.done {
+                    subscription.state.endWake()
+                    return true
+                }
+                subscription.state.leaseUntil = leaseEnd(subscription)
+                return false
+            }
+            guard finished else { return false }
+            try await wake(id, triggeredBy: nil)
+            return subscriptions[id]?.state.wakeID != nil
         }
-        subscriptions[id]!.state.leaseUntil = leaseEnd(subscriptions[id]!)
-        schedule(id)
-        try await persist(id)
-        return false
     }
 
     /// The worker gives the wake up without finishing it.
     func release(_ id: String, _ request: WakeRequest) async throws(SubscriptionProblem) {
-        try await fence(id, request, kind: .pullWake)
-        _ = try await finish(id)
+        try await exclusively { () async throws(SubscriptionProblem) in
+            let generation = try await fence(id, request, kind: .pullWake)
+            try await change(id) { subscription throws(SubscriptionProblem) in
+                guard request.isCurrent(subscription.state, tokenGeneration: generation) else { throw .fenced }
+                subscription.state.endWake()
+            }
+            try await wake(id, triggeredBy: nil)
+        }
     }
 
-    /// The wake ends; a next one goes out at once if work is pending.
-    private func finish(_ id: String) async throws(SubscriptionProblem) -> Bool {
-        subscriptions[id]?.state.endWake()
-        schedule(id)
-        try await persist(id)
-        await wakeIfPending(id, triggeredBy: nil)
-        return subscriptions[id]?.state.wakeID != nil
-    }
-
-    /// Refuses a token that is not this subscription's, and a wake that is not the current one.
-    private func fence(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(SubscriptionProblem) {
-        let subscription = try get(id)
+    /// Refuses a token that is not this subscription's, and a wake that is not the current
+    /// one; the token's generation.
+    private func fence(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(SubscriptionProblem) -> Int {
+        let subscription = try await get(id)
         guard subscription.config.type == kind else { throw .invalid("subscription '\(id)' is not a \(kind.rawValue) subscription") }
         let generation = try await keys.verify(request.token, subscription: id)
         guard let current = subscriptions[id] else { throw .notFound(id) }
-        guard generation == current.state.generation, request.generation == current.state.generation, let wake = current.state.wakeID,
-            request.wakeID == wake
-        else {
+        guard request.isCurrent(current.state, tokenGeneration: generation) else {
             SubscriptionMetrics.fenced.increment()
             throw .fenced
         }
+        return generation
     }
 
     /// Moves the positions acknowledged: all checked first, then each written.
     private func apply(_ acks: [(stream: String, offset: String)], to id: String) async throws(SubscriptionProblem) {
-        let subscription = try get(id)
+        guard let subscription = subscriptions[id] else { throw .notFound(id) }
         var moves: [(String, UInt64)] = []
         for ack in acks {
             let stream = SubscriptionConfig.normalized(ack.stream)
@@ -352,34 +524,45 @@ actor Subscriptions {
         let outcome = await webhooks.deliver(body, to: url, signedBy: keys)
         let elapsed = (ContinuousClock.now - started).components
         SubscriptionMetrics.webhookDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
-        guard let current = subscriptions[id], current.state.wakeID == wakeID, current.state.generation == generation else { return }
-        switch outcome {
-        case .failed(let reason):
-            SubscriptionMetrics.webhookFailures.increment()
-            let retries = current.state.retries + 1
-            let delay = SubscriptionState.backoffMillis(retries: retries, jitter: Double.random(in: -1...1))
-            logger.notice("subscription '\(id)': webhook delivery \(retries) failed (\(reason)); next in \(delay) ms")
-            subscriptions[id]!.state.retries = retries
-            subscriptions[id]!.state.status = .failed
-            subscriptions[id]!.state.nextAttempt = Timestamp.millis(Date()) + delay
-        case .accepted(let done):
-            subscriptions[id]!.state.retries = 0
-            subscriptions[id]!.state.status = .active
-            subscriptions[id]!.state.nextAttempt = nil
-            if done {
-                // `{"done": true}`: the receiver handled everything up to the snapshot.
-                for (stream, tail) in current.state.snapshot.sorted(by: { $0.key < $1.key }) where store.info(stream) != nil {
-                    do { try await move(subscription.consumerName, in: stream, to: tail) } catch {
-                        logger.error("subscription '\(id)': '\(stream)' was not acknowledged: \(error.description)")
-                    }
-                }
-                _ = try? await finish(id)
-                return
-            }
-            subscriptions[id]!.state.leaseUntil = leaseEnd(subscriptions[id]!)
+        do {
+            try await exclusively { () async throws(SubscriptionProblem) in try await record(outcome, of: wakeID, generation, for: id) }
+        } catch {
+            logger.error("subscription '\(id)': the delivery's outcome was not written: \(error)")
         }
-        schedule(id)
-        do { try await persist(id) } catch { logger.error("subscription '\(id)': not written: \(error.description)") }
+    }
+
+    /// Holding `exclusively`: what came of a delivery of wake `wakeID`, if it is still the
+    /// current one.
+    private func record(_ outcome: WebhookSender.Outcome, of wakeID: String, _ generation: Int, for id: String) async throws(SubscriptionProblem) {
+        let done: [String: UInt64]? = try await change(id) { subscription in
+            guard subscription.state.wakeID == wakeID, subscription.state.generation == generation else { return nil }
+            switch outcome {
+            case .failed(let reason):
+                SubscriptionMetrics.webhookFailures.increment()
+                subscription.state.retries += 1
+                let delay = SubscriptionState.backoffMillis(retries: subscription.state.retries, jitter: Double.random(in: -1...1))
+                logger.notice("subscription '\(id)': webhook delivery \(subscription.state.retries) failed (\(reason)); next in \(delay) ms")
+                subscription.state.status = .failed
+                subscription.state.nextAttempt = Timestamp.millis(Date()) + delay
+                return nil
+            case .accepted(let done):
+                subscription.state.retries = 0
+                subscription.state.status = .active
+                subscription.state.nextAttempt = nil
+                // A receiver that keeps the wake has the lease; one that says done, none.
+                if !done { subscription.state.leaseUntil = leaseEnd(subscription) }
+                return done ? subscription.state.snapshot : nil
+            }
+        }
+        guard let snapshot = done, let subscription = subscriptions[id] else { return }
+        // `{"done": true}`: the receiver handled everything up to the snapshot.
+        for (stream, tail) in snapshot.sorted(by: { $0.key < $1.key }) where store.info(stream) != nil {
+            try await move(subscription.consumerName, in: stream, to: tail)
+        }
+        try await change(id) { subscription in
+            if subscription.state.wakeID == wakeID { subscription.state.endWake() }
+        }
+        try await wake(id, triggeredBy: nil)
     }
 
     // MARK: Alarms
@@ -396,18 +579,43 @@ actor Subscriptions {
         }
     }
 
+    /// A lease ran out (the wake ends, and the next goes out if work is pending), or a
+    /// delivery is due: taken by writing that it is in flight, so that of several daemons
+    /// one delivers.
     private func alarm(_ id: String) async {
-        guard let state = subscriptions[id]?.state else { return }
-        let now = Timestamp.millis(Date())
-        if let lease = state.leaseUntil, lease <= now {
-            logger.info("subscription '\(id)': the lease of generation \(state.generation) ran out")
-            SubscriptionMetrics.leaseExpiries.increment()
-            _ = try? await finish(id)
-        } else if let next = state.nextAttempt, next <= now {
-            subscriptions[id]!.state.nextAttempt = nil
-            await deliver(id)
-        } else {
-            schedule(id)
+        do {
+            try await exclusively { () async throws(SubscriptionProblem) in
+                let now = Timestamp.millis(Date())
+                enum Due { case leaseEnded, delivery, nothing }
+                let due: Due = try await change(id) { subscription in
+                    if let lease = subscription.state.leaseUntil, lease <= now {
+                        logger.info("subscription '\(id)': the lease of generation \(subscription.state.generation) ran out")
+                        subscription.state.endWake()
+                        return .leaseEnded
+                    }
+                    if let next = subscription.state.nextAttempt, next <= now, subscription.state.wakeID != nil {
+                        subscription.state.nextAttempt = now + Self.deliveryWatchdogMillis
+                        return .delivery
+                    }
+                    return .nothing
+                }
+                switch due {
+                case .leaseEnded:
+                    SubscriptionMetrics.leaseExpiries.increment()
+                    try await wake(id, triggeredBy: nil)
+                case .delivery:
+                    deliverSoon(id)
+                case .nothing:
+                    schedule(id)
+                }
+            }
+        } catch {
+            logger.error("subscription '\(id)': its alarm failed: \(error); tried again in a second")
+            alarms[id] = Task {
+                try? await Task.sleep(for: .seconds(1))
+                guard !Task.isCancelled else { return }
+                await self.alarm(id)
+            }
         }
     }
 
@@ -456,7 +664,7 @@ actor Subscriptions {
         body["wake_stream"] = subscription.config.wakeStream
         body["description"] = subscription.config.description
         body["holder"] = subscription.state.holder
-        if subscription.state.retries > 0 || subscription.state.nextAttempt != nil {
+        if subscription.state.retries > 0 {
             // A failing webhook's schedule: failures in a row, and when the next attempt is due.
             var retry: [String: Any] = ["failures": subscription.state.retries]
             retry["next_attempt_ms"] = subscription.state.nextAttempt
@@ -466,15 +674,6 @@ actor Subscriptions {
             body["webhook"] = ["url": url, "signing": ["alg": "ed25519", "kid": keys.kid, "jwks_url": jwksURL]]
         }
         return body
-    }
-
-    private func persist(_ id: String) async throws(SubscriptionProblem) {
-        guard let subscription = subscriptions[id] else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let config = try? encoder.encode(subscription.config), let state = try? encoder.encode(subscription.state) else { return }
-        let row = SubscriptionRow(id: id, config: String(decoding: config, as: UTF8.self), state: String(decoding: state, as: UTF8.self))
-        try await run { done in store.write(subscription: id, row, completion: done) }
     }
 
     /// A store call, its failure in the protocol's words.

@@ -182,8 +182,8 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body) }
     }
 
-    func subscriptions() throws(StoreError) -> [SubscriptionRow] {
-        try withReader { session in try PostgresTransaction.subscriptions(session) }
+    func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
+        try withReader { session in try PostgresTransaction.subscriptions(id: id, session) }
     }
 
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {

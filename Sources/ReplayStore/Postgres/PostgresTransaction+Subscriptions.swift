@@ -4,19 +4,33 @@ import PostgresNIO
 import ReplayModel
 
 /// Subscriptions' rows and the signing key (migrations/postgres/0003_subscriptions.sql).
+/// Two daemons writing one row: the second's `UPDATE … WHERE revision = …` waits for the
+/// first's commit, then finds the revision moved and changes nothing; it answers with the
+/// row as the first left it.
 extension PostgresTransaction {
-    func writeSubscription(_ row: SubscriptionRow) throws {
+    func writeSubscription(_ write: SubscriptionWrite, millis: Int64) throws -> SubscriptionWritten {
         try flush()
-        try session.query(
-            """
-            INSERT INTO subscriptions (id, config, state, updated_at) VALUES (\(row.id), \(row.config), \(row.state), \(Timestamp.millis(Date())))
-            ON CONFLICT (id) DO UPDATE SET config = excluded.config, state = excluded.state, updated_at = excluded.updated_at
-            """)
-    }
-
-    func deleteSubscription(_ id: String) throws {
-        try flush()
-        try session.query("DELETE FROM subscriptions WHERE id = \(id)")
+        switch (write.contents, write.expected) {
+        case (let contents?, nil):
+            let rows = try session.query(
+                """
+                INSERT INTO subscriptions (id, config, state, revision, updated_at) VALUES (\(write.id), \(contents.config), \(contents.state), 1, \(millis))
+                ON CONFLICT (id) DO NOTHING RETURNING revision
+                """)
+            if !rows.rows.isEmpty { return .written(revision: 1) }
+        case (let contents?, let expected?):
+            let rows = try session.query(
+                """
+                UPDATE subscriptions SET config = \(contents.config), state = \(contents.state), revision = revision + 1, updated_at = \(millis)
+                WHERE id = \(write.id) AND revision = \(expected) RETURNING revision
+                """)
+            if !rows.rows.isEmpty { return .written(revision: expected + 1) }
+        case (nil, let expected):
+            let rows = try session.query("DELETE FROM subscriptions WHERE id = \(write.id) AND revision = \(expected ?? 0) RETURNING id")
+            if !rows.rows.isEmpty { return .written(revision: 0) }
+        }
+        let current = try session.query("SELECT id, config, state, revision FROM subscriptions WHERE id = \(write.id)")
+        return .changed(try current.rows.first.map(Self.subscription))
     }
 
     /// Two daemons starting together: the second's insert waits for the first's commit,
@@ -35,10 +49,18 @@ extension PostgresTransaction {
         return SigningKey(kid: kid, privateKey: Data(key.readableBytesView))
     }
 
-    static func subscriptions(_ session: PostgresSession) throws -> [SubscriptionRow] {
-        try session.query("SELECT id, config, state FROM subscriptions ORDER BY id").rows.map {
-            let (id, config, state) = try $0.decode((String, String, String).self)
-            return SubscriptionRow(id: id, config: config, state: state)
-        }
+    static func subscriptions(id: String?, _ session: PostgresSession) throws -> [SubscriptionRow] {
+        let result =
+            if let id {
+                try session.query("SELECT id, config, state, revision FROM subscriptions WHERE id = \(id)")
+            } else {
+                try session.query("SELECT id, config, state, revision FROM subscriptions ORDER BY id")
+            }
+        return try result.rows.map(subscription)
+    }
+
+    static func subscription(_ row: PostgresRow) throws -> SubscriptionRow {
+        let (id, config, state, revision) = try row.decode((String, String, String, Int64).self)
+        return SubscriptionRow(id: id, config: config, state: state, revision: revision)
     }
 }

@@ -85,9 +85,9 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
-    func subscriptions() throws(StoreError) -> [SubscriptionRow] {
+    func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
         do {
-            return try pool.read { db in try SQLiteTransaction.subscriptions(db) }
+            return try pool.read { db in try SQLiteTransaction.subscriptions(id: id, db) }
         } catch {
             throw StoreError(error, path: path)
         }

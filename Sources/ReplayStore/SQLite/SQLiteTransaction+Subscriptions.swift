@@ -4,17 +4,23 @@ import ReplayModel
 
 /// Subscriptions' rows and the signing key (migrations/0007_subscriptions.sql).
 extension SQLiteTransaction {
-    func writeSubscription(_ row: SubscriptionRow) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO subscriptions (id, config, state, updated_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET config = excluded.config, state = excluded.state, updated_at = excluded.updated_at
-                """,
-            arguments: [row.id, row.config, row.state, Timestamp.millis(Date())])
-    }
-
-    func deleteSubscription(_ id: String) throws {
-        try db.execute(sql: "DELETE FROM subscriptions WHERE id = ?", arguments: [id])
+    func writeSubscription(_ write: SubscriptionWrite, millis: Int64) throws -> SubscriptionWritten {
+        switch (write.contents, write.expected) {
+        case (let contents?, nil):
+            try db.execute(
+                sql: "INSERT INTO subscriptions (id, config, state, revision, updated_at) VALUES (?, ?, ?, 1, ?) ON CONFLICT (id) DO NOTHING",
+                arguments: [write.id, contents.config, contents.state, millis])
+            if db.changesCount == 1 { return .written(revision: 1) }
+        case (let contents?, let expected?):
+            try db.execute(
+                sql: "UPDATE subscriptions SET config = ?, state = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND revision = ?",
+                arguments: [contents.config, contents.state, millis, write.id, expected])
+            if db.changesCount == 1 { return .written(revision: expected + 1) }
+        case (nil, let expected):
+            try db.execute(sql: "DELETE FROM subscriptions WHERE id = ? AND revision = ?", arguments: [write.id, expected ?? 0])
+            if db.changesCount == 1 { return .written(revision: 0) }
+        }
+        return .changed(try Self.subscriptions(id: write.id, db).first)
     }
 
     func signingKey(orInsert candidate: SigningKey, createdAt: Int64) throws -> SigningKey {
@@ -26,9 +32,13 @@ extension SQLiteTransaction {
         return SigningKey(kid: row["kid"], privateKey: row["private_key"])
     }
 
-    static func subscriptions(_ db: Database) throws -> [SubscriptionRow] {
-        try Row.fetchAll(db, sql: "SELECT id, config, state FROM subscriptions ORDER BY id").map {
-            SubscriptionRow(id: $0["id"], config: $0["config"], state: $0["state"])
-        }
+    static func subscriptions(id: String?, _ db: Database) throws -> [SubscriptionRow] {
+        let rows =
+            if let id {
+                try Row.fetchAll(db, sql: "SELECT id, config, state, revision FROM subscriptions WHERE id = ?", arguments: [id])
+            } else {
+                try Row.fetchAll(db, sql: "SELECT id, config, state, revision FROM subscriptions ORDER BY id")
+            }
+        return rows.map { SubscriptionRow(id: $0["id"], config: $0["config"], state: $0["state"], revision: $0["revision"]) }
     }
 }

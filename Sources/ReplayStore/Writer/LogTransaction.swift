@@ -68,9 +68,8 @@ protocol LogTransaction: AnyObject {
     /// Forgets producers idle since before `millis`.
     func expireProducers(before millis: Int64) throws
 
-    /// A subscription's row, inserted or replaced; and removed.
-    func writeSubscription(_ row: SubscriptionRow) throws
-    func deleteSubscription(_ id: String) throws
+    /// A subscription's row written or removed if its revision is still the one expected.
+    func writeSubscription(_ write: SubscriptionWrite, millis: Int64) throws -> SubscriptionWritten
     /// The signing key kept, `candidate` if there was none.
     func signingKey(orInsert candidate: SigningKey, createdAt: Int64) throws -> SigningKey
 

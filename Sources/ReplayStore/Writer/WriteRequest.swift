@@ -34,8 +34,8 @@ enum WriteRequest: Sendable {
     case serveDueWaiters
     /// Reads these streams' rows again: another daemon changed them (a shared database).
     case refresh(streams: [String])
-    /// A subscription's row written, or removed (`row == nil`).
-    case subscription(id: String, row: SubscriptionRow?, Completion<Void>)
+    /// A subscription's row written or removed, if it is still as its writer read it.
+    case subscription(SubscriptionWrite, Completion<SubscriptionWritten>)
     /// The daemon's signing key: `candidate` is kept if there is none yet; answered with
     /// the one kept (another daemon's, on a shared database, if it came first).
     case signingKey(candidate: SigningKey, Completion<SigningKey>)
@@ -90,7 +90,7 @@ enum WriteRequest: Sendable {
         case .reset(_, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))
-        case .subscription(_, _, let done): done(.failure(error))
+        case .subscription(_, let done): done(.failure(error))
         case .signingKey(_, let done): done(.failure(error))
         case .refresh, .serveDueWaiters: break
         }

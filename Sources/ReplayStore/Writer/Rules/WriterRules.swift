@@ -215,9 +215,8 @@ struct WriterRules<DB: LogTransaction> {
         case .enforceRetention(let done):
             try enforceRetention()
             complete(done, .success(()))
-        case .subscription(let id, let row, let done):
-            if let row { try db.writeSubscription(row) } else { try db.deleteSubscription(id) }
-            complete(done, .success(()))
+        case .subscription(let write, let done):
+            complete(done, .success(try db.writeSubscription(write, millis: millis)))
         case .signingKey(let candidate, let done):
             complete(done, .success(try db.signingKey(orInsert: candidate, createdAt: millis)))
         }
