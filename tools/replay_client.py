@@ -26,6 +26,7 @@ As a command:
     replay_client.py [--socket PATH] work STREAM --group NAME [--member ID] [--max-pending N] [--count N] [--delay S]
                      (prints "got SEQ" per event, "acking SEQ" as it sends its ACK, "acked SEQ" once committed)
     replay_client.py [--socket PATH] groups STREAM
+    replay_client.py [--socket PATH] subscriptions
 """
 import json
 import argparse
@@ -246,6 +247,11 @@ class ReplayConnection:
             elif verb == "FAILED":
                 raise ReplayError("stream_failed", payload.decode(errors="replace"))
 
+    def subscriptions(self):
+        """The Durable Streams subscriptions made over HTTP: dicts with id, type, pattern,
+        generation, holder, lease_until, failures, streams (each with acked_seq and lag)…"""
+        return self._json("SUBSCRIPTIONS")
+
     def groups(self, stream):
         """The stream's consumer groups: dicts with name, members, pending, delivered,
         redelivered, dead_lettered, oldest_pending_ms, lag… (docs/PROTOCOL.md)."""
@@ -316,6 +322,7 @@ def main(argv=None):
     work.add_argument("--delay", type=float, default=0, help="seconds of 'work' per event before its ACK")
     groups = commands.add_parser("groups")
     groups.add_argument("stream")
+    commands.add_parser("subscriptions")
     args = parser.parse_args(argv)
     try:
         with ReplayConnection(args.socket) as conn:
@@ -338,6 +345,8 @@ def main(argv=None):
                     job.ack(then=lambda seq=job.seq: (acked.append(seq), print(f"acked {seq}", flush=True)))
                     if args.count is not None and len(acked) >= args.count:
                         break
+            elif args.command == "subscriptions":
+                print(json.dumps(conn.subscriptions(), sort_keys=True))
             elif args.command == "groups":
                 print(json.dumps(conn.groups(args.stream), sort_keys=True))
             elif args.command == "consumers":

@@ -272,6 +272,12 @@ public final class ReplayClient: Sendable {
         try await expectOK(.deleteConsumer(stream: stream, name: name))
     }
 
+    /// The Durable Streams subscriptions (made over HTTP): their wakes, leases, and
+    /// positions in each linked stream.
+    public func subscriptions() async throws -> [SubscriptionDescription] {
+        try await decode(try await send([.subscriptions])[0])
+    }
+
     /// The stream's consumer groups: members, pending and delivered counts, lag.
     public func groups(_ stream: String) async throws -> [GroupDescription] {
         try await decode(try await send([.groups(stream: stream)])[0])

@@ -53,6 +53,8 @@ extension ClientCommand {
             Wire.writeLine(["SUB", stream, sid, start.wireText] + options.words, into: &buffer)
         case .subscribePatternGroup(let pattern, let sid, let start, let options):
             Wire.writeLine(["SUB", pattern.description, sid, start.wireText] + options.words, into: &buffer)
+        case .subscriptions:
+            Wire.writeLine(["SUBSCRIPTIONS"], into: &buffer)
         case .groups(let stream):
             Wire.writeLine(["GROUPS", stream], into: &buffer)
         case .pending(let stream, let group):

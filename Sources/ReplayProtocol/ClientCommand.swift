@@ -132,6 +132,8 @@ public enum ClientCommand: Sendable, Equatable {
     case pending(stream: String, group: String)
     case deleteGroup(stream: String, group: String)
     case consumers(stream: String)
+    /// The Durable Streams subscriptions, with their positions and leases, as JSON.
+    case subscriptions
     case deleteConsumer(stream: String, name: String)
     case create(stream: String, options: CreateOptions)
     case delete(stream: String)
@@ -155,6 +157,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .pending: "PENDING"
         case .deleteGroup: "DELGROUP"
         case .consumers: "CONSUMERS"
+        case .subscriptions: "SUBSCRIPTIONS"
         case .deleteConsumer: "DELCONSUMER"
         case .create: "CREATE"
         case .delete: "DELETE"

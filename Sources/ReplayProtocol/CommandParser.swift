@@ -111,6 +111,9 @@ enum CommandParser {
         case "INFO":
             try expect(args, count: 1, usage: "INFO <stream>")
             return .command(.info(stream: args[0]))
+        case "SUBSCRIPTIONS":
+            try expect(args, count: 0, usage: "SUBSCRIPTIONS")
+            return .command(.subscriptions)
         case "LIST":
             try expect(args, count: 0, usage: "LIST")
             return .command(.list)

@@ -51,6 +51,11 @@ public final class WebhookReceiver: Sendable {
         port = channel.localAddress?.port ?? 0
     }
 
+    /// From now on, answers with these (the last one again once they run out).
+    public func answer(with answers: [Answer]) {
+        state.withLock { $0.answers = answers }
+    }
+
     /// Waits until `count` deliveries came (polling; for real processes, never for timing).
     public func waitFor(_ count: Int, within seconds: Double = 30) async throws -> [Delivery] {
         let deadline = ContinuousClock.now + .seconds(seconds)

@@ -31,7 +31,7 @@ struct RoundTripTests {
             .unsubscribe(sid: "x"),
             .create(stream: "s", options: CreateOptions(capacity: .count(5), maxBytes: 10, maxAge: 2.5)),
             .create(stream: "src", options: CreateOptions(source: "seq 1 10 | tr 1 x", connect: "refcount", sourceOptions: ["restart": "on-failure"])),
-            .delete(stream: "s"), .info(stream: "s"), .list, .complete(stream: "s"),
+            .delete(stream: "s"), .info(stream: "s"), .list, .subscriptions, .complete(stream: "s"),
             .fail(stream: "s", message: "bad\nthing"), .reset(stream: "s", keepHistory: true), .ping,
         ]
         var buffer = ByteBuffer()

@@ -19,7 +19,7 @@ struct ServerContext: Sendable {
 
     var admin: StreamAdmin {
         StreamAdmin(
-            store: store, hubs: hubs, sources: sources, defaultCapacity: configuration.defaultCapacity,
+            store: store, hubs: hubs, sources: sources, reads: reads, defaultCapacity: configuration.defaultCapacity,
             allowSources: configuration.allowSocketSources)
     }
 }

@@ -5,7 +5,7 @@ import ReplayProtocol
 import ReplayStore
 
 /// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL, RESET, CONSUMERS, DELCONSUMER, GROUPS,
-/// PENDING and DELGROUP.
+/// PENDING, DELGROUP and SUBSCRIPTIONS.
 ///
 /// `submit` hands the command to the store's writer before it returns, so a connection's
 /// commands take effect in the order they were sent (a PUB after a COMPLETE is refused,
@@ -14,6 +14,7 @@ struct StreamAdmin: Sendable {
     let store: EventStore
     let hubs: StreamHubs
     let sources: SourceRegistry
+    let reads: ReadPool
     let defaultCapacity: Int?
     let allowSources: Bool
 
@@ -101,6 +102,20 @@ struct StreamAdmin: Sendable {
                         deliveries: delivery.deliveries, idleMs: max(0, now - delivery.lastDelivered))
                 }
                 reply(json(pending, ServerFrame.list))
+            }
+        case .subscriptions:
+            // The rows as the database has them (written by this daemon's HTTP door or
+            // another's), read on the read pool; the positions as this daemon knows them.
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                Task {
+                    do {
+                        let rows = try await reads.run { [store] in try store.subscriptions() }
+                        reply(json(rows.compactMap(WakeSubscription.init).map { $0.described(in: store) }, ServerFrame.list))
+                    } catch {
+                        reply(.error(ReplayError((error as? StoreError) ?? .unavailable("\(error)"))))
+                    }
+                }
             }
         case .deleteGroup(let stream, let name):
             store.group(.delete(group: name, answer), of: stream)

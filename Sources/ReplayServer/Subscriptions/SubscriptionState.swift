@@ -1,5 +1,6 @@
 import Foundation
 import ReplayModel
+import ReplayProtocol
 import ReplayStore
 
 /// Where a subscription stands, kept in its row beside its configuration so that a restart
@@ -102,5 +103,45 @@ struct WakeSubscription: Sendable {
     func links(_ stream: String) -> Bool {
         guard stream != config.wakeStream, !stream.hasPrefix(SubscriptionConfig.reservedPrefix + "/") else { return false }
         return state.explicit.contains(stream) || pattern?.matches(stream) == true
+    }
+}
+
+/// A linked stream as a subscription stands in it.
+struct SubscriptionPosition: Sendable {
+    let path: String
+    let explicit: Bool
+    let acked: UInt64
+    let tail: UInt64
+    var hasPending: Bool { tail > acked }
+}
+
+extension WakeSubscription {
+    /// The linked streams: the explicit ones (existing or not) and the existing ones the
+    /// pattern matches.
+    func linkedStreams(in store: EventStore) -> [String] {
+        var names = Set(state.explicit)
+        if pattern != nil {
+            for info in store.streams where links(info.name) { names.insert(info.name) }
+        }
+        return names.sorted()
+    }
+
+    /// Its position in each linked stream, as this daemon's catalog has it.
+    func positions(in store: EventStore) -> [SubscriptionPosition] {
+        linkedStreams(in: store).map { stream in
+            let acked = store.consumers(of: stream)?.first { $0.name == consumerName }?.ackedSequence ?? 0
+            return SubscriptionPosition(path: stream, explicit: state.explicit.contains(stream), acked: acked, tail: store.info(stream)?.lastSequence ?? 0)
+        }
+    }
+
+    /// As SUBSCRIPTIONS answers it over the socket.
+    func described(in store: EventStore) -> SubscriptionDescription {
+        SubscriptionDescription(
+            id: id, type: config.type.rawValue, pattern: config.pattern, webhookURL: config.webhookURL, wakeStream: config.wakeStream,
+            leaseTTLMs: config.leaseTTLMillis, status: state.status.rawValue, generation: state.generation, wakeID: state.wakeID,
+            holder: state.holder, leaseUntil: state.leaseUntil.map(Timestamp.format(millis:)), failures: state.retries,
+            streams: positions(in: store).map {
+                SubscriptionDescription.Link(stream: $0.path, link: $0.explicit ? "explicit" : "glob", ackedSeq: $0.acked, lastSeq: $0.tail)
+            })
     }
 }

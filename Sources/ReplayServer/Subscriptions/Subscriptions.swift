@@ -227,7 +227,7 @@ actor Subscriptions {
             }
             throw SubscriptionProblem(status: .serviceUnavailable, code: "BUSY", message: "subscription '\(id)' kept changing; try again")
         }
-        for stream in linkedStreams(removed) where store.consumers(of: stream)?.contains(where: { $0.name == removed.consumerName }) == true {
+        for stream in removed.linkedStreams(in: store) where store.consumers(of: stream)?.contains(where: { $0.name == removed.consumerName }) == true {
             _ = try? await run { done in store.deleteConsumer(removed.consumerName, of: stream, completion: done) }
         }
     }
@@ -269,41 +269,13 @@ actor Subscriptions {
         }
     }
 
-    // MARK: Positions
-
-    struct StreamPosition: Sendable {
-        let path: String
-        let explicit: Bool
-        let acked: UInt64
-        let tail: UInt64
-        var hasPending: Bool { tail > acked }
-    }
-
-    /// The linked streams: the explicit ones (existing or not) and the existing ones the
-    /// pattern matches.
-    func linkedStreams(_ subscription: WakeSubscription) -> [String] {
-        var names = Set(subscription.state.explicit)
-        if subscription.pattern != nil {
-            for info in store.streams where subscription.links(info.name) { names.insert(info.name) }
-        }
-        return names.sorted()
-    }
-
-    func positions(_ subscription: WakeSubscription) -> [StreamPosition] {
-        linkedStreams(subscription).map { stream in
-            let acked = store.consumers(of: stream)?.first { $0.name == subscription.consumerName }?.ackedSequence ?? 0
-            return StreamPosition(
-                path: stream, explicit: subscription.state.explicit.contains(stream), acked: acked, tail: store.info(stream)?.lastSequence ?? 0)
-        }
-    }
-
     // MARK: Wakes
 
     /// Makes a wake if the subscription has none outstanding and has work. Memory is looked
     /// at first, so a commit to a stream whose subscriptions are busy costs nothing more.
     private func wakeIfPending(_ id: String, triggeredBy: String?) async {
         guard let subscription = subscriptions[id], subscription.state.wakeID == nil, subscription.state.holder == nil,
-            positions(subscription).contains(where: \.hasPending)
+            subscription.positions(in: store).contains(where: \.hasPending)
         else { return }
         do {
             try await exclusively { () async throws(SubscriptionProblem) in try await wake(id, triggeredBy: triggeredBy) }
@@ -318,7 +290,7 @@ actor Subscriptions {
     private func wake(_ id: String, triggeredBy: String?) async throws(SubscriptionProblem) {
         let trigger: String? = try await change(id) { subscription in
             guard subscription.state.wakeID == nil, subscription.state.holder == nil else { return nil }
-            let positions = positions(subscription)
+            let positions = subscription.positions(in: store)
             guard let first = positions.first(where: \.hasPending) else { return nil }
             newWake(&subscription, positions)
             return triggeredBy ?? first.path
@@ -326,7 +298,7 @@ actor Subscriptions {
         if let trigger, let made = subscriptions[id] { await announce(made, triggeredBy: trigger) }
     }
 
-    private func newWake(_ subscription: inout WakeSubscription, _ positions: [StreamPosition]) {
+    private func newWake(_ subscription: inout WakeSubscription, _ positions: [SubscriptionPosition]) {
         subscription.state.generation += 1
         subscription.state.wakeID = "w_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         subscription.state.snapshot = Dictionary(uniqueKeysWithValues: positions.map { ($0.path, $0.tail) })
@@ -369,7 +341,7 @@ actor Subscriptions {
     struct Claimed: Sendable {
         let subscription: WakeSubscription
         let token: String
-        let positions: [StreamPosition]
+        let positions: [SubscriptionPosition]
     }
 
     /// A pull-wake worker takes the wake (made now if there is work and none is out).
@@ -385,7 +357,7 @@ actor Subscriptions {
                     problem.generation = subscription.state.generation
                     throw problem
                 }
-                let positions = positions(subscription)
+                let positions = subscription.positions(in: store)
                 guard let first = positions.first(where: \.hasPending) else {
                     throw SubscriptionProblem(status: .conflict, code: "NO_PENDING_WORK", message: "subscription '\(id)' has no events past its positions")
                 }
@@ -401,7 +373,7 @@ actor Subscriptions {
             SubscriptionMetrics.claims.increment()
             guard let current = subscriptions[id] else { throw .notFound(id) }
             if let made { await announce(current, triggeredBy: made) }
-            return Claimed(subscription: current, token: try await token(for: current), positions: positions(current))
+            return Claimed(subscription: current, token: try await token(for: current), positions: current.positions(in: store))
         }
     }
 
@@ -513,7 +485,7 @@ actor Subscriptions {
             let token = try await token(for: subscription)
             body = SubscriptionJSON.data([
                 "subscription_id": id, "wake_id": wakeID, "generation": generation,
-                "streams": positions(subscription).map(Self.json), "callback_url": actionURL(id, "callback"), "callback_token": token,
+                "streams": subscription.positions(in: store).map(Self.json), "callback_url": actionURL(id, "callback"), "callback_token": token,
             ])
         } catch {
             logger.error("subscription '\(id)': its delivery could not be made: \(error)")
@@ -639,7 +611,7 @@ actor Subscriptions {
 
     var jwksURL: String { "\(baseURL)\(SubscriptionRoutes.root)/jwks.json" }
 
-    static func json(_ position: StreamPosition) -> [String: Any] {
+    static func json(_ position: SubscriptionPosition) -> [String: Any] {
         [
             "path": position.path, "link_type": position.explicit ? "explicit" : "glob", "acked_offset": StreamOffset.text(after: position.acked),
             "tail_offset": StreamOffset.text(after: position.tail), "has_pending": position.hasPending,
@@ -654,7 +626,7 @@ actor Subscriptions {
     private func json(_ subscription: WakeSubscription) -> [String: Any] {
         var body: [String: Any] = [
             "id": subscription.id, "subscription_id": subscription.id, "type": subscription.config.type.rawValue,
-            "streams": positions(subscription).map { position in
+            "streams": subscription.positions(in: store).map { position in
                 ["path": position.path, "link_type": position.explicit ? "explicit" : "glob", "acked_offset": StreamOffset.text(after: position.acked)]
             },
             "lease_ttl_ms": subscription.config.leaseTTLMillis, "created_at": subscription.state.createdAt,
