@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_client import ReplayConnection  # noqa: E402
@@ -125,6 +126,13 @@ def until(condition, what):
     raise RuntimeError(f"gave up waiting for {what}")
 
 
+def http(port, method, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status
+
+
 def publish(folder, *payloads):
     with ReplayConnection(folder + "/replayd.sock") as connection:
         connection.publish(STREAM, [p.encode() for p in payloads])
@@ -168,6 +176,17 @@ def main():
                 "the stream list to show the group")
             jobs.close()
 
+        # A Durable Streams subscription over the stream, in the list beside it.
+        http(port, "PUT", "/v1/stream/view/wake", b"[]")
+        http(port, "PUT", "/v1/stream/__ds/subscriptions/billing",
+             json.dumps({"type": "pull-wake", "pattern": "view/*", "wake_stream": "view/wake"}).encode())
+        http(port, "PUT", "/v1/stream/view/orders", None)
+        http(port, "POST", "/v1/stream/view/orders", b'{"n": 1}')
+        subscribed = until(lambda: browser.evaluate(
+            "(() => { const row = document.querySelector('tr[data-subscription=\"billing\"]');"
+            " return row && row.children[6].textContent === '1' ? [...row.children].map(td => td.textContent).join('|') : null })()"),
+            "the subscription list to show the subscription and its lag")
+
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(30)
         daemon = start_daemon(args.replayd, folder, port, log)
@@ -176,7 +195,7 @@ def main():
         final = tail()
         if final != ["e1", "e2", "e3", "e4"]:
             raise RuntimeError(f"the tail shows {final}, expected each of e1..e4 once, in order")
-        print(json.dumps({"tail": final, "listed": listed, "group": grouped, "port": port}))
+        print(json.dumps({"tail": final, "listed": listed, "group": grouped, "subscription": subscribed, "port": port}))
         return 0
     except Exception as error:  # noqa: BLE001 - report any failure with the daemon's log
         log.flush()

@@ -15,5 +15,6 @@ struct LiveViewTests {
         #expect(result.stdout.contains(#""tail": ["e1", "e2", "e3", "e4"]"#), "\(result.stdout)")
         #expect(result.stdout.contains(#""listed": "view/demo3"#), "the stream list counts 3 events before the restart")
         #expect(result.stdout.contains(#""group": "workers: 1 members, 2 pending, lag 1""#), "the group beside its stream")
+        #expect(result.stdout.contains(#""subscription": "billing|pull-wake|view/*|1|-|active|1""#), "the subscription, its wake and its lag")
     }
 }

@@ -25,6 +25,10 @@ struct SubscriptionRoutes: Sendable {
         group.get("jwks.json") { _, _ in
             SubscriptionJSON.response(.ok, subscriptions.keys.jwks, contentType: "application/jwk-set+json")
         }
+        // Not in the protocol: every subscription, as GET of one answers it (the live view's list).
+        group.get("subscriptions") { _, _ in
+            SubscriptionJSON.response(.ok, body: await subscriptions.list())
+        }
         group.put("subscriptions/:id") { request, context in await answer { try await put(try id(context), request) } }
         group.get("subscriptions/:id") { _, context in
             await answer {

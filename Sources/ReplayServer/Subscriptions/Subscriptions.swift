@@ -618,6 +618,11 @@ actor Subscriptions {
         ]
     }
 
+    /// Every subscription, as GET of each answers it, by id.
+    func list() -> Data {
+        SubscriptionJSON.data(subscriptions.keys.sorted().compactMap { subscriptions[$0] }.map(json))
+    }
+
     /// The subscription as GET answers it.
     func body(of subscription: WakeSubscription) -> Data {
         SubscriptionJSON.data(json(subscription))
@@ -627,7 +632,10 @@ actor Subscriptions {
         var body: [String: Any] = [
             "id": subscription.id, "subscription_id": subscription.id, "type": subscription.config.type.rawValue,
             "streams": subscription.positions(in: store).map { position in
-                ["path": position.path, "link_type": position.explicit ? "explicit" : "glob", "acked_offset": StreamOffset.text(after: position.acked)]
+                [
+                    "path": position.path, "link_type": position.explicit ? "explicit" : "glob",
+                    "acked_offset": StreamOffset.text(after: position.acked), "lag": position.tail - min(position.tail, position.acked),
+                ]
             },
             "lease_ttl_ms": subscription.config.leaseTTLMillis, "created_at": subscription.state.createdAt,
             "status": subscription.state.status.rawValue, "generation": subscription.state.generation,

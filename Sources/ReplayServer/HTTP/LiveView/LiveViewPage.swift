@@ -1,8 +1,9 @@
 import Hummingbird
 
 /// `GET /`: the live view, one self-contained page (no CDN, no build step) built into the
-/// binary. It lists the streams (polling `/v1/streams` each second, so it notices a daemon
-/// that went away and came back) and tails one over SSE. The tail keeps the last
+/// binary. It lists the streams and the Durable Streams subscriptions (polling
+/// `/v1/streams` and `/v1/stream/__ds/subscriptions` each second, so it notices a daemon
+/// that went away and came back) and tails one stream over SSE. The tail keeps the last
 /// `streamNextOffset` it was given and, when the connection drops (a daemon restart),
 /// reconnects from there itself: the browser's own EventSource retry would reopen the
 /// first URL and replay what was already shown.
@@ -41,6 +42,10 @@ enum LiveViewPage {
           <thead><tr><th>stream</th><th>events</th><th>last seq</th><th>bytes</th><th>subscribers</th><th>state</th><th>groups</th></tr></thead>
           <tbody id="streams"></tbody>
         </table>
+        <table id="subscriptions-table" hidden>
+          <thead><tr><th>subscription</th><th>type</th><th>follows</th><th>generation</th><th>holder</th><th>status</th><th>lag</th></tr></thead>
+          <tbody id="subscriptions"></tbody>
+        </table>
         <h2 id="tail-title" style="font-size:1rem">Pick a stream to tail it.</h2>
         <ul id="tail"></ul>
         <script>
@@ -73,6 +78,29 @@ enum LiveViewPage {
             $("status").textContent = "live";
           } catch {
             $("status").textContent = "daemon unreachable, retrying";
+          }
+        }
+
+        // Each subscription: what it follows, its wake's generation and holder, and its lag
+        // (events past its positions, summed over its linked streams).
+        async function refreshSubscriptions() {
+          try {
+            const response = await fetch("/v1/stream/__ds/subscriptions", { cache: "no-store" });
+            if (!response.ok) return;
+            const subscriptions = await response.json();
+            const rows = subscriptions.map((s) => {
+              const tr = document.createElement("tr");
+              tr.dataset.subscription = s.id;
+              const follows = [s.pattern].concat(s.streams.filter((l) => l.link_type === "explicit").map((l) => l.path)).filter(Boolean);
+              const lag = s.streams.reduce((sum, l) => sum + (l.lag || 0), 0);
+              tr.append(cell(s.id), cell(s.type), cell(follows.join(", ")), cell(s.generation, "n"), cell(s.holder || "-"),
+                cell(s.status, s.status === "failed" ? "failed" : ""), cell(lag, "n"));
+              return tr;
+            });
+            $("subscriptions").replaceChildren(...rows);
+            $("subscriptions-table").hidden = rows.length === 0;
+          } catch {
+            // The stream list says the daemon is unreachable.
           }
         }
 
@@ -146,7 +174,8 @@ enum LiveViewPage {
         }
 
         refreshStreams();
-        setInterval(refreshStreams, 1000);
+        refreshSubscriptions();
+        setInterval(() => { refreshStreams(); refreshSubscriptions(); }, 1000);
         const wanted = new URLSearchParams(location.search).get("stream");
         if (wanted) tail(wanted);
         </script>
