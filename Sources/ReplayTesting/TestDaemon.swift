@@ -169,7 +169,7 @@ public final class TestDaemon: Sendable {
     /// one it bound), once it listens.
     public func httpAddress() async throws -> String {
         for _ in 0..<3000 {
-            if let line = log.split(separator: "\n").last(where: { $0.contains("http listening on ") }),
+            if let line = log.split(separator: "\n").last(where: { $0.contains("http listening on ") || $0.contains("https listening on ") }),
                 let address = line.split(separator: " ").last
             {
                 return String(address)

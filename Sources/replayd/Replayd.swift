@@ -100,6 +100,20 @@ struct Replayd: AsyncParsableCommand {
     var httpCapacity: CreateOptions.Capacity = .unlimited
 
     @Option(
+        name: .customLong("tls-cert"),
+        help: ArgumentHelp(
+            "The HTTP door's certificate chain (PEM): HTTPS, with HTTP/2 and HTTP/1.1, and no plain HTTP. SIGHUP reads it again.", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The private key of --tls-cert (PEM).", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(
+        name: .customLong("tls-client-ca"),
+        help: ArgumentHelp("Mutual TLS: clients must present a certificate this CA (PEM) signed.", valueName: "file"))
+    var tlsClientCA: String?
+
+    @Option(
         name: .customLong("http-public-url"),
         help: ArgumentHelp(
             "The URL clients reach the HTTP door at (https://streams.example), for the callback and key URLs subscriptions hand out. Default: http://HOST:PORT as bound.",
@@ -138,6 +152,9 @@ struct Replayd: AsyncParsableCommand {
                 throw ValidationError("--http-cors-origin takes an origin, such as https://app.example or http://localhost:3000, or '*'")
             }
         }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        if tlsClientCA != nil, tlsCert == nil { throw ValidationError("--tls-client-ca needs --tls-cert and --tls-key") }
+        if tlsCert != nil, http == nil { throw ValidationError("--tls-cert is for the HTTP door: give --http HOST:PORT too") }
         if let httpPublicURL {
             guard let url = URL(string: httpPublicURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil,
                 !httpPublicURL.hasSuffix("/")
@@ -177,6 +194,14 @@ struct Replayd: AsyncParsableCommand {
             settings.allowedOrigins = httpCORSOrigin
             settings.createdCapacity = httpCapacity.limit
             settings.publicURL = httpPublicURL
+            if let tlsCert, let tlsKey {
+                do {
+                    settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA))
+                } catch {
+                    FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
             settings.webhookAllowPrivate = webhookAllowPrivate
             settings.metrics = Self.bootstrapMetrics()
             configuration.http = settings

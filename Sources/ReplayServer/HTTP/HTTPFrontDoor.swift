@@ -1,4 +1,7 @@
+import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOPosix
@@ -35,7 +38,7 @@ public struct HTTPFrontDoor: Service {
             let keys = try await SigningKeys.load(from: endpoint.store)
             subscriptions = try await Subscriptions(
                 store: endpoint.store, reads: endpoint.reads, keys: keys, webhooks: webhooks,
-                baseURL: settings.publicURL ?? "http://\(settings.host):\(settings.port)", logger: logger
+                baseURL: settings.publicURL ?? "\(settings.scheme)://\(settings.host):\(settings.port)", logger: logger
             )
         } catch {
             await webhooks.shutdown()
@@ -62,14 +65,30 @@ public struct HTTPFrontDoor: Service {
         let logger = self.logger
         let host = settings.host
         let publicURL = settings.publicURL
+        let scheme = settings.scheme
+        // With TLS: HTTP/2 and HTTP/1.1 by ALPN on the one port (a browser opens at most six
+        // HTTP/1.1 connections per origin, so a page with more live streams needs HTTP/2),
+        // and nothing in plain text. A certificate renewed on disk is taken on SIGHUP.
+        let server: HTTPServerBuilder
+        let reloads: Task<Void, Never>?
+        if let tls = settings.tls {
+            server = try .http2Upgrade(tlsConfiguration: try tls.configuration())
+            reloads = Self.reloadOnHangup(tls, logger: logger)
+        } else {
+            server = .http1()
+            reloads = nil
+        }
+        defer { reloads?.cancel() }
         let app = Application(
             router: router,
+            server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: settings.port), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                logger.info("http listening on \(host):\(port)")
+                // "https": TLS, with HTTP/2 and HTTP/1.1 by ALPN.
+                logger.info("\(scheme) listening on \(host):\(port)")
                 let shown = host.contains(":") ? "[\(host)]" : host
-                await subscriptions.resume(baseURL: publicURL ?? "http://\(shown):\(port)")
+                await subscriptions.resume(baseURL: publicURL ?? "\(scheme)://\(shown):\(port)")
             },
             logger: logger)
         do {
@@ -83,6 +102,27 @@ public struct HTTPFrontDoor: Service {
         await subscriptions.stop()
         await webhooks.shutdown()
         try? await readThreads.shutdownGracefully()
+    }
+
+    /// Reads the certificate and key again on each SIGHUP; a bad file is logged, and the
+    /// pair served before stays.
+    private static func reloadOnHangup(_ tls: TLSCertificates, logger: Logger) -> Task<Void, Never> {
+        signal(SIGHUP, SIG_IGN)
+        let (hangups, continuation) = AsyncStream.makeStream(of: Void.self)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler { continuation.yield() }
+        source.resume()
+        return Task {
+            for await _ in hangups {
+                do {
+                    try tls.reload()
+                    logger.notice("SIGHUP: TLS certificate and key read again from \(tls.paths.certificate) and \(tls.paths.key)")
+                } catch {
+                    logger.error("SIGHUP: the TLS certificate was not reloaded, the one before stays: \(error)")
+                }
+            }
+            source.cancel()
+        }
     }
 
     /// Tells the subscriptions of every commit that appended to a stream, in commit order.

@@ -25,12 +25,16 @@ public struct HTTPSettings: Sendable {
     public var createdCapacity: Int?
     /// The URL clients reach this door at (`--http-public-url`), for the URLs the
     /// subscription API hands out (webhook callbacks, `jwks_url`); `nil`: `http://HOST:PORT`
-    /// as bound, right when clients connect to that address directly.
+    /// (`https://` with TLS) as bound, right when clients connect to that address directly.
     public var publicURL: String?
     /// Webhooks may target private and loopback addresses over https and http
     /// (`--webhook-allow-private`): only for a daemon on a trusted network (see
     /// `WebhookTargetRule`).
     public var webhookAllowPrivate = false
+    /// The certificate and key the door serves TLS with (`--tls-cert`, `--tls-key`), and
+    /// HTTP/2 besides HTTP/1.1 (ALPN); `nil`: plain HTTP/1.1.
+    public var tls: TLSCertificates?
+    var scheme: String { tls == nil ? "http" : "https" }
     /// The registry the process's metrics backend writes to, served at `GET /metrics`;
     /// `nil`: no metrics endpoint.
     public var metrics: PrometheusCollectorRegistry?

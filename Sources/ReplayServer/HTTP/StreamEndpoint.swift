@@ -114,7 +114,7 @@ struct StreamEndpoint: Sendable {
     /// The stream's absolute URL, from the Host the client used.
     private func location(of request: Request) -> String {
         let host = request.head.authority ?? "\(settings.host):\(settings.port)"
-        return "http://\(host)\(request.uri.path)"
+        return "\(settings.scheme)://\(host)\(request.uri.path)"
     }
 
     /// A PUT of a stream that exists: `200 OK` if it declares the same settings (for a
