@@ -69,6 +69,16 @@ let package = Package(
             plugins: ["EmbedMigrations"]
         ),
         .plugin(name: "EmbedMigrations", capability: .buildTool()),
+        // Who may do what: the operations, grants and principals both doors authorize with,
+        // and the scoped tokens (JWTs) that carry grants, verified and minted with jwt-kit.
+        .target(
+            name: "ReplayAuth",
+            dependencies: [
+                "ReplayModel",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Test support shared by the test targets: a virtual-time timeline recorder and the
         // replay-subject conformance scenarios that every ReplayBuffer must pass.
         .target(
@@ -101,7 +111,7 @@ let package = Package(
         .target(
             name: "ReplayServer",
             dependencies: [
-                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol", "ReplaySync",
+                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol", "ReplaySync", "ReplayAuth",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
@@ -135,7 +145,7 @@ let package = Package(
             name: "ReplayServerTests",
             dependencies: [
                 "ReplayServer", "ReplayProtocol", "ReplayStore", "ReplayTesting", "ReplayClient", "ReplayCore", "ReplaySync",
-                "ReplayModel", "replayd", "replayctl",
+                "ReplayModel", "ReplayAuth", "replayd", "replayctl",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
@@ -149,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "replayd",
             dependencies: [
-                "ReplayServer", "ReplayStore", "ReplayProtocol",
+                "ReplayServer", "ReplayStore", "ReplayProtocol", "ReplayAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -160,7 +170,7 @@ let package = Package(
         .executableTarget(
             name: "replayctl",
             dependencies: [
-                "ReplayClient", "ReplayProtocol", "ReplayModel", "ReplaySync",
+                "ReplayClient", "ReplayProtocol", "ReplayModel", "ReplaySync", "ReplayAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `replayctl work` runs a command per event.
                 .product(name: "Subprocess", package: "swift-subprocess"),

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import Prometheus
+import ReplayAuth
 import ReplayProtocol
 import ReplayServer
 import ReplayStore
@@ -100,6 +101,13 @@ struct Replayd: AsyncParsableCommand {
     var httpCapacity: CreateOptions.Capacity = .unlimited
 
     @Option(
+        name: .customLong("auth-keys"),
+        help: ArgumentHelp(
+            "Keys scoped tokens (JWT, HS256 or EdDSA) are verified with: every HTTP request then needs a token whose scopes allow it. docs/SECURITY.md.",
+            valueName: "file"))
+    var authKeys: String?
+
+    @Option(
         name: .customLong("tls-cert"),
         help: ArgumentHelp(
             "The HTTP door's certificate chain (PEM): HTTPS, with HTTP/2 and HTTP/1.1, and no plain HTTP. SIGHUP reads it again.", valueName: "file"))
@@ -152,6 +160,7 @@ struct Replayd: AsyncParsableCommand {
                 throw ValidationError("--http-cors-origin takes an origin, such as https://app.example or http://localhost:3000, or '*'")
             }
         }
+        if authKeys != nil, http == nil { throw ValidationError("--auth-keys is for the HTTP door: give --http HOST:PORT too") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         if tlsClientCA != nil, tlsCert == nil { throw ValidationError("--tls-client-ca needs --tls-cert and --tls-key") }
         if tlsCert != nil, http == nil { throw ValidationError("--tls-cert is for the HTTP door: give --http HOST:PORT too") }
@@ -194,6 +203,14 @@ struct Replayd: AsyncParsableCommand {
             settings.allowedOrigins = httpCORSOrigin
             settings.createdCapacity = httpCapacity.limit
             settings.publicURL = httpPublicURL
+            if let authKeys {
+                do {
+                    settings.tokenKeys = try await TokenKeys.load(authKeys)
+                } catch {
+                    FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
             if let tlsCert, let tlsKey {
                 do {
                     settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA))

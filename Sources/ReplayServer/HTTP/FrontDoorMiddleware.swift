@@ -1,5 +1,7 @@
 import HTTPTypes
 import Hummingbird
+import Logging
+import ReplayAuth
 
 /// What every HTTP response gets: the bearer-token check (`--http-token`), the browser
 /// security headers of the Durable Streams PROTOCOL.md §12.7, also on errors, and CORS.
@@ -12,6 +14,7 @@ import Hummingbird
 /// door from a visitor's browser); `*` allows any, as a public read-only door may want.
 struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
     let settings: HTTPSettings
+    let logger: Logger
 
     /// The protocol's headers a browser script may read across origins.
     static var exposed: [String] {
@@ -37,8 +40,9 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
             // A preflight comes before the token check: a browser never sends one with it.
             if request.method == .options, let origin = request.headers[.origin], request.headers[.accessControlRequestMethod] != nil {
                 response = try preflight(from: origin, allowed: allowedOrigin)
+            } else if let principal = try await authorize(request) {
+                response = try await Principal.$current.withValue(principal) { try await next(request, context) }
             } else {
-                try authorize(request)
                 response = try await next(request, context)
             }
         } catch let error as HTTPResponseError {
@@ -72,7 +76,59 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
         return Response(status: .noContent, headers: fields)
     }
 
-    private func authorize(_ request: Request) throws {
+    /// The principal the request is served as (`nil`: no token rules apply), or a refusal:
+    /// 401 for a missing or unverifiable token, 403 for a valid one outside its scopes.
+    private func authorize(_ request: Request) async throws -> Principal? {
+        guard let keys = settings.tokenKeys else {
+            try authorizeSharedToken(request)
+            return nil
+        }
+        let access = RequestAccess.of(request)
+        if access == .open || access == .wakeToken { return nil }
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+            throw refuse(.unauthorized, "this needs Authorization: Bearer <token>", who: "-", access)
+        }
+        let token = String(header.dropFirst("Bearer ".count))
+        // The daemon's own --http-token stays the simplest case: everything.
+        if let shared = settings.token, token == shared { return .unrestricted }
+        let principal: Principal
+        do {
+            principal = try await keys.verify(token)
+        } catch {
+            let reason = if case .invalid(let why) = error { why } else { "no token" }
+            throw refuse(.unauthorized, "the token is not accepted: \(reason)", who: "-", access)
+        }
+        let allowed =
+            switch access {
+            case .open, .wakeToken, .anyToken: true
+            case .stream(let operation, let stream): principal.may(operation, on: stream)
+            case .everywhere(let operation): principal.mayEverywhere(operation)
+            }
+        guard allowed else { throw refuse(.forbidden, "the token does not allow this", who: principal.name, access) }
+        return principal
+    }
+
+    /// Counted and logged (who, what, which stream; never the token), then thrown.
+    private func refuse(_ status: HTTPResponse.Status, _ message: String, who: String, _ access: RequestAccess) -> HTTPError {
+        DaemonMetrics.deniedRequests.increment()
+        let what =
+            switch access {
+            case .stream(let operation, let stream): "\(operation.rawValue) on '\(stream)'"
+            case .everywhere(let operation): "\(operation.rawValue) on every stream"
+            case .open, .wakeToken, .anyToken: "the stream list"
+            }
+        logger.notice("http: denied \(status.code): \(who) asked for \(what): \(message)")
+        var headers = HTTPFields()
+        if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer realm=\"replay\"" }
+        let shown =
+            switch access {
+            case .stream(let operation, _): "\(message): \(operation.rawValue) on this stream"
+            default: message
+            }
+        return HTTPError(status, headers: headers, message: shown)
+    }
+
+    private func authorizeSharedToken(_ request: Request) throws {
         guard let token = settings.token else { return }
         // A wake's worker or webhook receiver proves itself with the token of its wake,
         // checked by the subscription (`SubscriptionRoutes`), not with the daemon's.

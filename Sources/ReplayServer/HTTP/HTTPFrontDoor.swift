@@ -48,7 +48,7 @@ public struct HTTPFrontDoor: Service {
         let feed = Self.follow(endpoint.store, into: subscriptions)
         defer { feed.cancel() }
         let router = Router()
-        router.add(middleware: FrontDoorMiddleware(settings: settings))
+        router.add(middleware: FrontDoorMiddleware(settings: settings, logger: logger))
         if let metrics {
             // Request counts and latencies, by route and status (hummingbird's own middleware).
             router.add(middleware: MetricsMiddleware())

@@ -1,4 +1,5 @@
 import Prometheus
+import ReplayAuth
 
 /// The Durable Streams HTTP front door's settings (`replayd --http HOST:PORT` and friends).
 public struct HTTPSettings: Sendable {
@@ -31,6 +32,9 @@ public struct HTTPSettings: Sendable {
     /// (`--webhook-allow-private`): only for a daemon on a trusted network (see
     /// `WebhookTargetRule`).
     public var webhookAllowPrivate = false
+    /// The keys scoped tokens are verified with (`--auth-keys`): every request then needs a
+    /// token whose scopes allow it (docs/SECURITY.md); `nil`: only `token`, if set.
+    public var tokenKeys: TokenKeys?
     /// The certificate and key the door serves TLS with (`--tls-cert`, `--tls-key`), and
     /// HTTP/2 besides HTTP/1.1 (ALPN); `nil`: plain HTTP/1.1.
     public var tls: TLSCertificates?

@@ -11,6 +11,8 @@ enum DaemonMetrics {
     static let subscriptions = Meter(label: "replay_subscriptions")
     static let longPolls = Meter(label: "replay_http_long_polls")
     static let sseReaders = Meter(label: "replay_http_sse_readers")
+    /// HTTP requests refused by the token rules (401 and 403).
+    static let deniedRequests = Counter(label: "replay_http_denied_total")
 
     static func delivered(events: Int, bytes: Int) {
         eventsDelivered.increment(by: events)

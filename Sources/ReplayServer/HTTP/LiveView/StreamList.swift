@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ReplayAuth
 import ReplayStore
 
 /// `GET /v1/streams`: every stream as the live view lists it (JSON), from memory, with its
@@ -45,7 +46,10 @@ struct StreamList: Sendable {
     }
 
     func respond() throws -> Response {
-        let entries = hubs.all.map { ($0.info, $0.subscriberCount) }.filter { !$0.0.isSoftDeleted }.map { info, subscribers in
+        // Only the streams the request's token may read (all, without token rules).
+        let principal = Principal.current
+        let entries = hubs.all.map { ($0.info, $0.subscriberCount) }.filter { !$0.0.isSoftDeleted && principal.may(.read, on: $0.0.name) }.map {
+            info, subscribers in
             Entry(
                 name: info.name, contentType: info.httpContentType, firstSeq: info.firstSequence, lastSeq: info.lastSequence,
                 events: info.eventCount, bytes: info.byteCount,

@@ -1,0 +1,55 @@
+import ReplayModel
+
+/// What a principal may do, by stream: the operations are few and named the same for both
+/// doors (docs/SECURITY.md has the mapping of requests and commands to them).
+public enum StreamOperation: String, Sendable, CaseIterable, Codable {
+    /// GET, HEAD, SSE, long-poll; SUB.
+    case read
+    /// POST; PUB.
+    case write
+    /// Create, delete, close, forks, groups, subscriptions.
+    case admin
+    /// Durable Streams workers: claiming a subscription's wake.
+    case claim
+}
+
+/// Operations on the streams a pattern matches (the glob of pattern subscriptions).
+public struct Grant: Sendable, Equatable {
+    public let pattern: StreamPattern
+    public let operations: Set<StreamOperation>
+
+    public init(pattern: StreamPattern, operations: Set<StreamOperation>) {
+        self.pattern = pattern
+        self.operations = operations
+    }
+}
+
+/// Who is asking: a verified token's subject and grants, or anyone where no rule applies.
+public struct Principal: Sendable, Equatable {
+    public let name: String
+    /// `nil`: everything (no token rules, or the daemon's own `--http-token`).
+    public let grants: [Grant]?
+
+    public static let unrestricted = Principal(name: "-", grants: nil)
+
+    public init(name: String, grants: [Grant]?) {
+        self.name = name
+        self.grants = grants
+    }
+
+    /// The one decision both doors ask: may this principal do `operation` on `stream`?
+    public func may(_ operation: StreamOperation, on stream: String) -> Bool {
+        guard let grants else { return true }
+        return grants.contains { $0.operations.contains(operation) && $0.pattern.matches(stream) }
+    }
+
+    /// Whether it may do `operation` on every stream there is or will be (a grant on `**`):
+    /// what daemon-wide objects (subscriptions, the metrics) ask.
+    public func mayEverywhere(_ operation: StreamOperation) -> Bool {
+        guard let grants else { return true }
+        return grants.contains { $0.operations.contains(operation) && $0.pattern.description == "**" }
+    }
+
+    /// The principal of the request being served (set by the HTTP door's middleware).
+    @TaskLocal public static var current = Principal.unrestricted
+}

@@ -1,0 +1,151 @@
+import Crypto
+import Foundation
+import JWTKit
+import ReplayModel
+
+/// The keys tokens are verified with (`--auth-keys FILE`), and the claims a token carries.
+///
+/// The file is JSON, `{"keys": [...]}`, each key a JWK-shaped object with its `kid`:
+/// `{"kid": "k1", "kty": "oct", "alg": "HS256", "k": "<base64url secret>"}` or
+/// `{"kid": "k2", "kty": "OKP", "crv": "Ed25519", "x": "<base64url public key>"}` (with
+/// `"d"`, its private half, for `replayctl token` to sign with; the daemon needs only `x`).
+/// Rotation is adding a key: tokens name theirs by `kid`, so old and new both verify until
+/// the old one is removed. (jwt-kit's own JWK parser takes no `oct` keys, hence this file.)
+public struct TokenKeys: Sendable {
+    public let keys: JWTKeyCollection
+    public let kids: Set<String>
+
+    public struct Problem: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The claims replay reads: `sub` (who, for the logs), `exp`, `nbf`, and `scopes`, each
+    /// a pattern and its operations: `{"streams": "tenant-a/**", "ops": ["read", "write"]}`.
+    public struct Claims: JWTPayload, Equatable {
+        public struct Scope: Codable, Sendable, Equatable {
+            public var streams: String
+            public var ops: [String]
+
+            public init(streams: String, ops: [String]) {
+                self.streams = streams
+                self.ops = ops
+            }
+        }
+
+        public var sub: SubjectClaim
+        public var exp: ExpirationClaim
+        public var nbf: NotBeforeClaim?
+        public var scopes: [Scope]
+
+        public init(sub: String, expires: Date, notBefore: Date? = nil, scopes: [Scope]) {
+            self.sub = SubjectClaim(value: sub)
+            self.exp = ExpirationClaim(value: expires)
+            self.nbf = notBefore.map { NotBeforeClaim(value: $0) }
+            self.scopes = scopes
+        }
+
+        public func verify(using algorithm: some JWTAlgorithm) async throws {
+            try exp.verifyNotExpired()
+            try nbf?.verifyNotBefore()
+        }
+
+        /// The grants the scopes give; a scope that does not parse gives none.
+        public func grants() throws(Problem) -> [Grant] {
+            try scopes.map { scope throws(Problem) in
+                guard case .success(let pattern) = StreamPattern.parse(scope.streams) else {
+                    throw Problem(description: "the scope '\(scope.streams.prefix(80))' is not a stream pattern")
+                }
+                var operations = Set<StreamOperation>()
+                for op in scope.ops {
+                    guard let operation = StreamOperation(rawValue: op) else {
+                        throw Problem(description: "'\(op.prefix(20))' is not an operation (read, write, admin, claim)")
+                    }
+                    operations.insert(operation)
+                }
+                return Grant(pattern: pattern, operations: operations)
+            }
+        }
+    }
+
+    /// Reads the key file; `signing` keeps the private halves (for `replayctl token`).
+    public static func load(_ path: String, signing: Bool = false) async throws(Problem) -> TokenKeys {
+        guard let data = FileManager.default.contents(atPath: path) else { throw Problem(description: "--auth-keys \(path): cannot be read") }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let list = object["keys"] as? [[String: Any]], !list.isEmpty
+        else { throw Problem(description: "--auth-keys \(path): not {\"keys\": [...]} with at least one key") }
+        let keys = JWTKeyCollection()
+        var kids = Set<String>()
+        for key in list {
+            guard let kid = key["kid"] as? String, !kid.isEmpty else { throw Problem(description: "--auth-keys \(path): a key without its \"kid\"") }
+            switch key["kty"] as? String {
+            case "oct":
+                guard let secret = (key["k"] as? String).flatMap(base64url), secret.count >= 32 else {
+                    throw Problem(description: "--auth-keys \(path): key '\(kid)': \"k\" must be a base64url secret of at least 32 bytes")
+                }
+                guard (key["alg"] as? String ?? "HS256") == "HS256" else {
+                    throw Problem(description: "--auth-keys \(path): key '\(kid)': an oct key is HS256")
+                }
+                await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
+            case "OKP":
+                guard key["crv"] as? String == "Ed25519", let x = key["x"] as? String, let raw = base64url(x) else {
+                    throw Problem(description: "--auth-keys \(path): key '\(kid)': an OKP key is Ed25519 with \"x\"")
+                }
+                do {
+                    if signing, let d = (key["d"] as? String).flatMap(base64url) {
+                        await keys.add(
+                            eddsa: EdDSA.PrivateKey(backing: try Curve25519.Signing.PrivateKey(rawRepresentation: d)), kid: JWKIdentifier(string: kid))
+                    } else {
+                        await keys.add(
+                            eddsa: EdDSA.PublicKey(backing: try Curve25519.Signing.PublicKey(rawRepresentation: raw)), kid: JWKIdentifier(string: kid))
+                    }
+                } catch {
+                    throw Problem(description: "--auth-keys \(path): key '\(kid)': \(error)")
+                }
+            default:
+                throw Problem(description: "--auth-keys \(path): key '\(kid)': \"kty\" is \"oct\" (HS256) or \"OKP\" (Ed25519)")
+            }
+            kids.insert(kid)
+        }
+        return TokenKeys(keys: keys, kids: kids)
+    }
+
+    /// Why a token was not accepted (never echoing the token).
+    public enum Refusal: Error, Equatable {
+        case missing
+        case invalid(String)
+    }
+
+    /// The token's principal, if it is well formed, names a known key, is signed by it, and
+    /// is within its `nbf`..`exp`.
+    public func verify(_ token: String) async throws(Refusal) -> Principal {
+        // A token must name its key: a token without a kid would otherwise be tried with
+        // the first key of the file.
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = Self.base64url(String(parts[0])),
+            let fields = (try? JSONSerialization.jsonObject(with: header)) as? [String: Any]
+        else { throw .invalid("not a JWT") }
+        guard let kid = fields["kid"] as? String, kids.contains(kid) else { throw .invalid("its key id is not one of --auth-keys") }
+        let claims: Claims
+        do {
+            claims = try await keys.verify(token, as: Claims.self)
+        } catch let error as JWTError {
+            throw .invalid(error.reason ?? "\(error.errorType)")
+        } catch {
+            throw .invalid("it does not verify")
+        }
+        do {
+            return Principal(name: claims.sub.value, grants: try claims.grants())
+        } catch {
+            throw .invalid(error.description)
+        }
+    }
+
+    public func sign(_ claims: Claims, kid: String) async throws -> String {
+        try await keys.sign(claims, kid: JWKIdentifier(string: kid))
+    }
+
+    static func base64url(_ text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}
