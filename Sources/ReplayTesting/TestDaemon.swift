@@ -28,10 +28,13 @@ public final class TestDaemon: Sendable {
     /// Starts `replayd` and returns once it accepts connections. `database` is a file name
     /// in `directory`, or a `postgres://` URL (several daemons then share it: give each its
     /// own `socket`).
+    /// `descriptorLimit`: started under that open-files limit (soft and hard), as under
+    /// `ulimit -n`.
     public static func start(
-        in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil
+        in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil,
+        descriptorLimit: Int? = nil
     ) async throws -> TestDaemon {
-        let daemon = try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
+        let daemon = try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket, descriptorLimit: descriptorLimit)
         try await daemon.waitUntilReady()
         return daemon
     }
@@ -43,15 +46,21 @@ public final class TestDaemon: Sendable {
         try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
     }
 
-    private init(directory: String, extra: [String], database: String, socket: String? = nil) async throws {
+    private init(directory: String, extra: [String], database: String, socket: String? = nil, descriptorLimit: Int? = nil) async throws {
         self.directory = directory
         socketPath = socket ?? directory + "/replayd.sock"
         databasePath = database.hasPrefix("postgres") ? database : directory + "/" + database
         logPath = directory + "/replayd-\(UInt32.random(in: 0...UInt32.max)).log"
         let log = try FileDescriptor.open(
             FilePath(logPath), .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite, .groupRead, .otherRead])
-        let executable = FilePath(try builtExecutable("replayd"))
-        let arguments = Arguments(["--socket", socketPath, "--db", databasePath] + extra)
+        var executable = FilePath(try builtExecutable("replayd"))
+        var arguments = Arguments(["--socket", socketPath, "--db", databasePath] + extra)
+        if let descriptorLimit {
+            // prlimit sets the limit and execs replayd: the same process, the same pid.
+            arguments = Arguments(
+                ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", executable.string, "--socket", socketPath, "--db", databasePath] + extra)
+            executable = FilePath("/usr/bin/prlimit")
+        }
         // The run lives in a task of its own for as long as the daemon does; its body hands
         // the pid back at once and returns, and the run then waits for the process to exit.
         let (spawned, spawnedSink) = AsyncStream.makeStream(of: Result<pid_t, any Error>.self)

@@ -101,6 +101,16 @@ struct Replayd: AsyncParsableCommand {
     var httpCapacity: CreateOptions.Capacity = .unlimited
 
     @Option(
+        name: .customLong("http-max-connections"),
+        help: "HTTP connections open at most (never more than half the descriptors left after a reserve); beyond, new ones are closed at once.")
+    var httpMaxConnections = 10_000
+
+    @Option(
+        name: .customLong("http-header-timeout"),
+        help: "Seconds an HTTP connection has to send its next request head before it is closed (against clients that send slowly).")
+    var httpHeaderTimeout: Double = 10
+
+    @Option(
         name: .customLong("auth-keys"),
         help: ArgumentHelp(
             "Keys scoped tokens (JWT, HS256 or EdDSA) are verified with: every HTTP request then needs a token whose scopes allow it. docs/SECURITY.md.",
@@ -160,6 +170,8 @@ struct Replayd: AsyncParsableCommand {
                 throw ValidationError("--http-cors-origin takes an origin, such as https://app.example or http://localhost:3000, or '*'")
             }
         }
+        guard httpMaxConnections > 0 else { throw ValidationError("--http-max-connections must be more than 0") }
+        guard httpHeaderTimeout >= 0.1, httpHeaderTimeout <= 3600 else { throw ValidationError("--http-header-timeout takes seconds from 0.1 to 3600") }
         if authKeys != nil, http == nil { throw ValidationError("--auth-keys is for the HTTP door: give --http HOST:PORT too") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         if tlsClientCA != nil, tlsCert == nil { throw ValidationError("--tls-client-ca needs --tls-cert and --tls-key") }
@@ -203,6 +215,8 @@ struct Replayd: AsyncParsableCommand {
             settings.allowedOrigins = httpCORSOrigin
             settings.createdCapacity = httpCapacity.limit
             settings.publicURL = httpPublicURL
+            settings.maxConnections = httpMaxConnections
+            settings.headerTimeout = .milliseconds(Int((httpHeaderTimeout * 1000).rounded()))
             if let authKeys {
                 do {
                     settings.tokenKeys = try await TokenKeys.load(authKeys)

@@ -69,15 +69,27 @@ public struct HTTPFrontDoor: Service {
         // With TLS: HTTP/2 and HTTP/1.1 by ALPN on the one port (a browser opens at most six
         // HTTP/1.1 connections per origin, so a page with more live streams needs HTTP/2),
         // and nothing in plain text. A certificate renewed on disk is taken on SIGHUP.
+        let budget = HTTPConnectionBudget(
+            limit: HTTPConnectionBudget.limit(configured: settings.maxConnections, descriptors: FileLimits.current), logger: logger)
+        let headerTimeout = TimeAmount(settings.headerTimeout)
+        let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)])
         let server: HTTPServerBuilder
         let reloads: Task<Void, Never>?
         if let tls = settings.tls {
-            server = try .http2Upgrade(tlsConfiguration: try tls.configuration())
+            let configuration = try tls.configuration()
+            let http2 = HTTP2UpgradeChannel.Configuration(idleTimeout: settings.idleTimeout, streamConfiguration: streams)
+            server = HTTPServerBuilder { responder in
+                GuardedChildChannel(
+                    inner: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder), budget: budget)
+            }
             reloads = Self.reloadOnHangup(tls, logger: logger)
         } else {
-            server = .http1()
+            server = HTTPServerBuilder { responder in
+                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: streams), budget: budget)
+            }
             reloads = nil
         }
+        logger.info("http: at most \(budget.limit) connections, request heads within \(settings.headerTimeout)")
         defer { reloads?.cancel() }
         let app = Application(
             router: router,

@@ -32,6 +32,13 @@ public struct HTTPSettings: Sendable {
     /// (`--webhook-allow-private`): only for a daemon on a trusted network (see
     /// `WebhookTargetRule`).
     public var webhookAllowPrivate = false
+    /// At most this many HTTP connections (`--http-max-connections`), and never more than
+    /// half the descriptors left after a reserve (`HTTPConnectionBudget`).
+    public var maxConnections = 10_000
+    /// How long a connection may take to send its next request head (`--http-header-timeout`).
+    public var headerTimeout: Duration = .seconds(10)
+    /// How long an HTTP/2 connection with no streams stays open.
+    public var idleTimeout: Duration = .seconds(120)
     /// The keys scoped tokens are verified with (`--auth-keys`): every request then needs a
     /// token whose scopes allow it (docs/SECURITY.md); `nil`: only `token`, if set.
     public var tokenKeys: TokenKeys?

@@ -16,6 +16,13 @@ enum FileLimits {
         return UInt64(limit.rlim_cur)
     }
 
+    /// The soft limit in force.
+    static var current: UInt64 {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return 0 }
+        return UInt64(limit.rlim_cur)
+    }
+
     // Glibc imports RLIMIT_NOFILE as an enum case of __rlimit_resource.
     private static var RLIMIT_NOFILE_VALUE: __rlimit_resource_t {
         __rlimit_resource_t(RLIMIT_NOFILE.rawValue)

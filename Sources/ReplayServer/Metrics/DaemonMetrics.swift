@@ -11,6 +11,11 @@ enum DaemonMetrics {
     static let subscriptions = Meter(label: "replay_subscriptions")
     static let longPolls = Meter(label: "replay_http_long_polls")
     static let sseReaders = Meter(label: "replay_http_sse_readers")
+    /// HTTP connections open, refused beyond `--http-max-connections`, and closed because
+    /// their request head did not arrive within `--http-header-timeout`.
+    static let httpConnections = Meter(label: "replay_http_connections")
+    static let httpConnectionsShed = Counter(label: "replay_http_connections_shed_total")
+    static let httpHeaderTimeouts = Counter(label: "replay_http_header_timeouts_total")
     /// HTTP requests refused by the token rules (401 and 403).
     static let deniedRequests = Counter(label: "replay_http_denied_total")
 

@@ -1,0 +1,134 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+import Synchronization
+
+/// What keeps slow or numerous HTTP clients from taking the daemon down (a "slowloris":
+/// many connections, each sending half a request head and holding it). Without it, one
+/// local client opening 20,100 connections used up the daemon's 20,000 descriptors: HTTP
+/// requests timed out and the socket door stopped accepting too. Two limits:
+///
+/// - **a cap on connections** (`HTTPConnectionBudget`), below the descriptor limit, so that
+///   the socket door, the store and the sources keep descriptors when the HTTP door is
+///   full: a connection beyond it is closed at once and counted;
+/// - **a deadline for each request head** (`RequestHeadDeadline`): a connection whose next
+///   request head has not fully arrived within `--http-header-timeout` of its start (or of
+///   its last response) is closed and counted, as nginx's `client_header_timeout` does.
+///   Hummingbird's own idle timeout would not catch a client that trickles bytes.
+final class HTTPConnectionBudget: Sendable {
+    let limit: Int
+    private let open = Atomic<Int>(0)
+    private let shed = Atomic<Int>(0)
+    let logger: Logger
+
+    init(limit: Int, logger: Logger) {
+        self.limit = limit
+        self.logger = logger
+    }
+
+    /// Whether a new connection may stay; if so, `release` must follow when it closes.
+    func admit() -> Bool {
+        let now = open.add(1, ordering: .relaxed).newValue
+        guard now <= limit else {
+            open.subtract(1, ordering: .relaxed)
+            let count = shed.add(1, ordering: .relaxed).newValue
+            DaemonMetrics.httpConnectionsShed.increment()
+            // The first, then one line per thousand: an attack must not flood the log.
+            if count == 1 || count % 1000 == 0 {
+                logger.warning("http: \(limit) connections open (--http-max-connections); \(count) refused so far")
+            }
+            return false
+        }
+        DaemonMetrics.httpConnections.set(now)
+        return true
+    }
+
+    func release() {
+        DaemonMetrics.httpConnections.set(open.subtract(1, ordering: .relaxed).newValue)
+    }
+
+    /// The cap for a descriptor limit: at most half of what is left after a reserve, so
+    /// the rest of the daemon always has descriptors.
+    static func limit(configured: Int, descriptors: UInt64) -> Int {
+        let reserve: UInt64 = 128
+        let half = descriptors > reserve ? Int((descriptors - reserve) / 2) : 16
+        return max(16, min(configured, half))
+    }
+}
+
+/// Wraps hummingbird's child channel: each connection asks the budget first.
+struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
+    typealias Value = Inner.Value
+    let inner: Inner
+    let budget: HTTPConnectionBudget
+
+    struct Refused: Error {}
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        guard budget.admit() else {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(Refused())
+        }
+        let budget = self.budget
+        channel.closeFuture.whenComplete { _ in budget.release() }
+        return inner.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
+    }
+}
+
+/// Closes a connection whose next request head does not arrive in time (see above). Armed
+/// while every request received has been answered; a head received disarms it.
+final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    let timeout: TimeAmount
+    private var received = 0
+    private var answered = 0
+    private var deadline: Scheduled<Void>?
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        arm(context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) {
+            received += 1
+            deadline?.cancel()
+            deadline = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            answered += 1
+            if answered >= received { arm(context) }
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        deadline?.cancel()
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: timeout) {
+            DaemonMetrics.httpHeaderTimeouts.increment()
+            channel.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import ReplayTesting
+import Testing
+
+/// Clients that open many HTTP connections and send half a request head on each (a
+/// "slowloris") against the real daemon under a small descriptor limit: the socket door
+/// keeps serving, the daemon closes them once their head is late, and HTTP serves again.
+@Suite("replayd: slow HTTP clients", .timeLimit(.minutes(5)))
+struct SlowClientTests {
+    /// A TCP connection to 127.0.0.1:`port` that sent `text` and holds.
+    static func halfRequest(port: Int, _ text: String) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        _ = text.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        return fd
+    }
+
+    /// Whether the server closed the connection (a read returns end of file or an error).
+    static func isClosed(_ fd: Int32) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let read = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        return read == 0 || (read < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    @Test func halfSentRequestsAreShedAndClosedWhileTheSocketDoorServes() async throws {
+        // This process needs more than 1,100 descriptors of its own.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = max(limit.rlim_cur, min(limit.rlim_max, 4096))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(
+                in: directory, arguments: ["--http", "127.0.0.1:0", "--http-header-timeout", "2"], descriptorLimit: 1024)
+            defer { Task { await daemon.stop() } }
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(daemon.log.contains("http: at most 448 connections"), "half of 1,024 less a reserve of 128")
+
+            var held: [Int32] = []
+            defer { for fd in held { close(fd) } }
+            for _ in 0..<1_100 {
+                guard let fd = Self.halfRequest(port: http.port, "GET /v1/streams HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow") else { break }
+                held.append(fd)
+            }
+            #expect(held.count == 1_100)
+
+            // The socket door takes a publish meanwhile.
+            let sequences = try await withWireClient(daemon.socketPath) { try await $0.publish("still-here", ["x"]) }
+            #expect(sequences == [1])
+
+            // Every half-sent request is closed: at once beyond the cap, the rest once late.
+            try await eventually(within: 60, "every held connection closed by the daemon") { held.allSatisfy(Self.isClosed) }
+            #expect(daemon.log.contains("refused so far"))
+
+            // HTTP serves again, and counted what it shed.
+            let metrics = try await http.request("GET", "/metrics")
+            #expect(metrics.status == 200)
+            let lines = metrics.text.split(separator: "\n")
+            let shed = lines.first { $0.hasPrefix("replay_http_connections_shed_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+            let late = lines.first { $0.hasPrefix("replay_http_header_timeouts_total ") }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+            // (Which of the two depends on how fast this process opened them: the first ones'
+            // heads are late, and their room taken again, while the last are opened.)
+            #expect(shed > 0, "refused beyond the cap")
+            #expect(late > 0, "closed for a late head")
+            #expect(shed + late >= 1_100, "\(shed) shed, \(late) late")
+            #expect(daemon.isRunning)
+        }
+    }
+}
