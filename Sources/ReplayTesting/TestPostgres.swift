@@ -85,7 +85,7 @@ public enum TestPostgres {
         let result = try await runProgram("/bin/bash", [toolScript("postgres-cluster.sh")] + arguments)
         guard result.status == 0 else {
             throw TestFailure(
-                "the PostgreSQL tests need a server: set REPLAY_TEST_POSTGRES, or install postgresql "
+                "the PostgreSQL tests need a server: set REPLAY_TEST_POSTGRES, or install postgresql with `\(Prerequisite.aptInstall)` "
                     + "(tools/postgres-cluster.sh \(arguments.joined(separator: " ")): \(result.stderr)")
         }
         var values: [String: String] = [:]

@@ -9,6 +9,7 @@ struct ComposeTests {
     static let root = ReadmeTests.root
 
     func compose() async throws -> [String: Any] {
+        try await Prerequisite.yaml.require()
         let script = "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)"
         let result = try await runProgram("/usr/bin/env", ["python3", "-c", script, Self.root + "/docker-compose.yml"])
         guard result.status == 0 else { throw TestFailure("docker-compose.yml does not parse: \(result.stderr)") }

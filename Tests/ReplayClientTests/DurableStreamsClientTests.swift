@@ -8,6 +8,7 @@ import Testing
 @Suite("The PyPI durable-streams client", .timeLimit(.minutes(2)))
 struct DurableStreamsClientTests {
     @Test func appendsAndReadsThroughThePythonClient() async throws {
+        try await Prerequisite.durableStreamsClient.require()
         let script = toolScript("durable_streams_client_check.py")
         let result = try await runProgram("/usr/bin/env", ["python3", script, "--replayd", try builtExecutable("replayd")])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")

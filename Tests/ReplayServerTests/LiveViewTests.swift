@@ -9,6 +9,7 @@ import Testing
 @Suite("Live view in Chromium", .timeLimit(.minutes(3)))
 struct LiveViewTests {
     @Test func thePageTailsLiveAndResumesAfterARestartWithoutDuplicates() async throws {
+        try await Prerequisite.chromium.require()
         let script = toolScript("live_view_check.py")
         let result = try await runProgram("/usr/bin/env", ["python3", script, "--replayd", try builtExecutable("replayd")])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")

@@ -34,6 +34,7 @@ struct SlowClientTests {
     }
 
     @Test func halfSentRequestsAreShedAndClosedWhileTheSocketDoorServes() async throws {
+        try await Prerequisite.prlimit.require()
         // This process needs more than 1,100 descriptors of its own.
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)

@@ -181,6 +181,7 @@ struct SubscriptionTests {
     }
 
     @Test func webhookDeliveriesAreSignedWithThePublishedKeyAndCallbacksFinishThem() async throws {
+        try await Prerequisite.sqlite3.require()
         let receiver = try await WebhookReceiver()
         defer { Task { await receiver.close() } }
         try await withHTTP { daemon, http in

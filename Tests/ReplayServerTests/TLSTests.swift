@@ -13,6 +13,8 @@ struct TestCertificates {
     var clientKey: String { directory + "/client.key" }
 
     static func make(in directory: String) async throws -> TestCertificates {
+        try await Prerequisite.openssl.require()
+        try await Prerequisite.curl.require()
         let certificates = TestCertificates(directory: directory)
         try await certificates.openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", directory + "/ca.key",

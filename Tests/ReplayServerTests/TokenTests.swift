@@ -40,7 +40,8 @@ struct TokenTests {
 
     /// The streams and their last sequence numbers, read with sqlite3.
     static func snapshot(_ daemon: TestDaemon) async throws -> String {
-        try await runProgram("/usr/bin/sqlite3", [daemon.databasePath, "SELECT name, last_seq FROM streams ORDER BY name"]).stdout
+        try await Prerequisite.sqlite3.require()
+        return try await runProgram("/usr/bin/sqlite3", [daemon.databasePath, "SELECT name, last_seq FROM streams ORDER BY name"]).stdout
     }
 
     @Test func aTokenForOneTenantReadsAndWritesItsStreamsAndNothingElse() async throws {

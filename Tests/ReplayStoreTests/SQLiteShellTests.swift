@@ -10,6 +10,7 @@ import Testing
 @Suite("sqlite3 shell")
 struct SQLiteShellTests {
     @Test func readmeQueriesWorkWhileTheStoreIsOpen() async throws {
+        try await Prerequisite.sqlite3.require()
         try await withTemporaryDirectory { directory in
             let now = Locked(Date(timeIntervalSince1970: 1_800_000_000.25))
             let store = try openStore(directory, autoCreate: .init(capacity: 100), clock: { now.value })
