@@ -267,6 +267,7 @@ struct SubscriptionTests {
                 let retry = Self.object(try await http.request("GET", Self.root + "kept"))["retry"] as? [String: Any]
                 return (retry?["failures"] as? Int ?? 0) >= 2
             }
+            let kid = try await http.request("GET", "/v1/stream/__ds/jwks.json").text
             #expect(await daemon.stop() == 0)
             let delivered = receiver.deliveries.count
             // The schedule is in the subscription's row.
@@ -282,6 +283,7 @@ struct SubscriptionTests {
             receiver.answer(with: [.init()])
             daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
             http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(try await http.request("GET", "/v1/stream/__ds/jwks.json").text == kid, "the signing key survives the restart")
             // The next attempt is the same wake, at its time (not at the restart, unless the
             // restart itself took longer than the wait).
             let deliveries = try await receiver.waitFor(delivered + 1, within: 90)
