@@ -236,7 +236,10 @@ extension Scenarios {
             } else {
                 // Sleep rather than spin: a spinning publisher would take one of the two
                 // cores from the server and the readers it measures.
-                let wait = due(sent) > now() ? due(sent) - now() : 0
+                // One reading of the clock: a second one, later, could pass the due time and
+                // make the difference negative (it did, and crashed the load generator).
+                let (next, current) = (due(sent), now())
+                let wait = next > current ? next - current : 0
                 if wait > 0 { usleep(UInt32(max(1, wait / 1000))) }
             }
         }
