@@ -43,6 +43,23 @@ public struct Principal: Sendable, Equatable {
         return grants.contains { $0.operations.contains(operation) && $0.pattern.matches(stream) }
     }
 
+    /// Whether it may do `operation` on every stream `pattern` matches, now or later: a
+    /// grant on `**`, on the same pattern, or on `prefix/**` where the pattern begins with
+    /// that literal prefix. (Conservative: a pattern that is covered only by the union of
+    /// several grants is refused.)
+    public func may(_ operation: StreamOperation, onEvery pattern: StreamPattern) -> Bool {
+        guard let grants else { return true }
+        let text = pattern.description
+        return grants.contains { grant in
+            guard grant.operations.contains(operation) else { return false }
+            let granted = grant.pattern.description
+            if granted == "**" || granted == text { return true }
+            guard granted.hasSuffix("/**") else { return false }
+            let prefix = granted.dropLast(2)
+            return !prefix.contains("*") && text.hasPrefix(prefix)
+        }
+    }
+
     /// Whether it may do `operation` on every stream there is or will be (a grant on `**`):
     /// what daemon-wide objects (subscriptions, the metrics) ask.
     public func mayEverywhere(_ operation: StreamOperation) -> Bool {

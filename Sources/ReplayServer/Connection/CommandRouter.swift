@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOExtras
+import ReplayAuth
 import ReplayCore
 import ReplayProtocol
 import ReplayStore
@@ -37,6 +38,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private(set) var sink: RouterHandle!
     private var whenFlushed: [EventLoopPromise<Void>] = []
+    private var principal = Principal.unrestricted
     /// The connection's ACK and NACK, taken on the event loop (`RouterState.acknowledge`).
     private var acknowledge: (@Sendable (InboundCommand, ReplyOrder.Slot) -> Void)?
 
@@ -68,6 +70,10 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
             fill(order.reserve(), with: frame)
         case .publish:
             guard case .command(let command) = inbound else { return }
+            if let refusal = SocketRules.refusal(of: command, by: principal) {
+                fill(order.reserve(), with: .error(refusal))
+                return
+            }
             _ = store.submitPublish(command, sink: sink, token: order.reserve())
         case .acknowledge:
             acknowledge?(inbound, order.reserve())
@@ -104,6 +110,11 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     // MARK: From the task and the writer (always on the event loop)
+
+    /// Who the peer is to the access rules: PUBs taken here are checked against it.
+    func authorize(_ principal: Principal) {
+        self.principal = principal
+    }
 
     /// The connection may be served: say HELLO, start reading.
     func admit(hello: ServerFrame) {
@@ -266,6 +277,10 @@ struct ReplyChannel: Sendable {
 
     func admit(hello: ServerFrame) {
         sink.onRouter { $0.admit(hello: hello) }
+    }
+
+    func authorize(_ principal: Principal) {
+        sink.onRouter { $0.authorize(principal) }
     }
 
     func fill(_ slot: ReplyOrder.Slot, with frame: ServerFrame, afterWrite: (@Sendable () -> Void)? = nil) {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import ReplayAuth
 import ReplayCore
 import ReplayModel
 import ReplayProtocol
@@ -46,6 +47,8 @@ final class Connection: Sendable {
     /// The connection's one lock: its subscriptions, their ids and tasks. Never held
     /// while calling out (the store, a reply, a task's cancellation).
     let state: Locked<ConnectionState>
+    /// Who the peer is to the access rules (`SocketRules`), once known; everyone without rules.
+    private let principal = Locked(Principal.unrestricted)
     private let logger: Logger
     let id: UInt64
 
@@ -82,6 +85,12 @@ final class Connection: Sendable {
                         .forbidden, "\(who) may not use this replayd (--allow-uid/--allow-gid); ask its operator"))
             }
         }
+        if let rules = context.configuration.socketRules {
+            let peer = try? await PeerCredentials.of(channel.channel)
+            let who = peer.map(rules.principal(for:)) ?? Principal(name: "an unknown peer", grants: [])
+            principal.withLock { $0 = who }
+            replies.authorize(who)
+        }
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
         replies.acknowledge { [self] inbound, slot in acknowledgeOnLoop(inbound, slot: slot) }
         do {
@@ -105,6 +114,12 @@ final class Connection: Sendable {
     ) async {
         do {
             for try await item in inbound {
+                if case .command(let command) = item.command, let refusal = SocketRules.refusal(of: command, by: principal.value) {
+                    logger.notice("socket: denied", metadata: ["who": "\(principal.value.name)", "command": "\(command.verb)", "why": "\(refusal.message)"])
+                    replies.fill(item.slot, with: .error(refusal))
+                    replies.performed()
+                    continue
+                }
                 let (action, ended) = state.withLock { $0.take(item.command) }
                 ended?.cancel()
                 perform(action, slot: item.slot, output: output)
@@ -170,7 +185,9 @@ final class Connection: Sendable {
             let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
             subscribe(stream: stream, sid: sid, position: position, consumer: consumer, slot: slot, output: output)
         default:
-            context.admin.submit(command) { replies.fill(slot, with: $0) }
+            var admin = context.admin
+            admin.principal = principal.value
+            admin.submit(command) { replies.fill(slot, with: $0) }
         }
     }
 

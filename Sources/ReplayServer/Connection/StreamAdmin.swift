@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayAuth
 import ReplayModel
 import ReplayProtocol
 import ReplayStore
@@ -17,6 +18,8 @@ struct StreamAdmin: Sendable {
     let reads: ReadPool
     let defaultCapacity: Int?
     let allowSources: Bool
+    /// Whose command this is: LIST shows only the streams it may read.
+    var principal = Principal.unrestricted
 
     func submit(_ command: ClientCommand, reply: @escaping @Sendable (ServerFrame) -> Void) {
         let answer: @Sendable (Result<Void, StoreError>) -> Void = { result in
@@ -52,7 +55,7 @@ struct StreamAdmin: Sendable {
         case .list:
             store.barrier { [self] result in
                 guard case .success = result else { return answer(result) }
-                reply(json(store.streams.filter { !$0.isSoftDeleted }.map(describe), ServerFrame.list))
+                reply(json(store.streams.filter { !$0.isSoftDeleted && principal.may(.read, on: $0.name) }.map(describe), ServerFrame.list))
             }
         case .consumers(let stream):
             store.barrier { [self] result in

@@ -21,13 +21,16 @@ public struct ReplayServer: Sendable {
     public let services: [any Service]
 
     public init(configuration: ServerConfiguration, logger: Logger) async throws {
+        var configuration = configuration
         // Before the database: a second daemon is refused on its socket, and must not even
         // try the first one's database lock.
         try SocketFile.prepare(configuration.socketPath)
         let store = try StoreService(configuration: configuration)
         if let path = configuration.declarationsPath {
             do {
-                try await StreamDeclarations.load(path).apply(to: store.store, defaultCapacity: configuration.defaultCapacity)
+                let declarations = try StreamDeclarations.load(path)
+                configuration.socketRules = try declarations.socketRules(in: path)
+                try await declarations.apply(to: store.store, defaultCapacity: configuration.defaultCapacity)
             } catch {
                 await store.close()
                 throw error

@@ -30,6 +30,8 @@ public struct ServerConfiguration: Sendable {
     public var access = AccessPolicy()
     /// A JSON file of stream declarations (with sources) created at start.
     public var declarationsPath: String?
+    /// The socket's access rules, from the `access` key of the `--config` file.
+    var socketRules: SocketRules?
     /// The Durable Streams HTTP front door; `nil` (the default): no HTTP.
     public var http: HTTPSettings?
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayAuth
 import ReplayModel
 import ReplayProtocol
 import ReplayStore
@@ -45,6 +46,44 @@ struct StreamDeclarations: Decodable {
     }
 
     var streams: [Stream]
+    /// Who may do what over the socket (`SocketRules`).
+    var access: [AccessRule]
+
+    struct AccessRule: Decodable {
+        var uid: UInt32?
+        var gid: UInt32?
+        var streams: String
+        var ops: [String]
+    }
+
+    enum CodingKeys: String, CodingKey { case streams, access }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        streams = try container.decodeIfPresent([Stream].self, forKey: .streams) ?? []
+        access = try container.decodeIfPresent([AccessRule].self, forKey: .access) ?? []
+    }
+
+    /// The socket's access rules; `nil` when there are none. A rule without a uid or gid, a
+    /// bad pattern or an unknown operation stops the start.
+    func socketRules(in path: String) throws -> SocketRules? {
+        guard !access.isEmpty else { return nil }
+        return SocketRules(
+            rules: try access.map { rule in
+                guard rule.uid != nil || rule.gid != nil else { throw ReplayServerError("\(path): an access rule names a \"uid\" or a \"gid\"") }
+                guard case .success(let pattern) = StreamPattern.parse(rule.streams) else {
+                    throw ReplayServerError("\(path): '\(rule.streams)' is not a stream pattern")
+                }
+                let operations = try Set(
+                    rule.ops.map { op in
+                        guard let operation = StreamOperation(rawValue: op) else {
+                            throw ReplayServerError("\(path): '\(op)' is not an operation (read, write, admin, claim)")
+                        }
+                        return operation
+                    })
+                return SocketRules.Rule(uid: rule.uid, gid: rule.gid, grant: Grant(pattern: pattern, operations: operations))
+            })
+    }
 
     static func load(_ path: String) throws -> StreamDeclarations {
         do {

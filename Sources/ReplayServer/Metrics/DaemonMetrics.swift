@@ -16,6 +16,8 @@ enum DaemonMetrics {
     static let httpConnections = Meter(label: "replay_http_connections")
     static let httpConnectionsShed = Counter(label: "replay_http_connections_shed_total")
     static let httpHeaderTimeouts = Counter(label: "replay_http_header_timeouts_total")
+    /// Socket commands refused by the access rules.
+    static let socketDenied = Counter(label: "replay_socket_denied_total")
     /// HTTP requests refused by the token rules (401 and 403).
     static let deniedRequests = Counter(label: "replay_http_denied_total")
 

@@ -1,0 +1,66 @@
+import Foundation
+import ReplayAuth
+import ReplayModel
+import ReplayProtocol
+
+/// Who may do what over the socket (the `access` rules of `--config`): each rule gives a
+/// uid or a gid operations on a stream pattern, with the operation names of the HTTP
+/// door's tokens (docs/SECURITY.md). A connection's principal is every rule naming its
+/// peer's uid or primary gid (`SO_PEERCRED`); with rules, a peer no rule names may do
+/// nothing. Without rules, nothing changes: the socket file's permissions and
+/// `--allow-uid`/`--allow-gid` decide who connects, and a connection may do everything.
+struct SocketRules: Sendable {
+    struct Rule: Sendable {
+        let uid: UInt32?
+        let gid: UInt32?
+        let grant: Grant
+    }
+
+    let rules: [Rule]
+
+    func principal(for peer: PeerCredentials) -> Principal {
+        Principal(
+            name: "uid \(peer.uid)",
+            grants: rules.filter { $0.uid == peer.uid || $0.gid == peer.gid }.map(\.grant))
+    }
+
+    /// Why `principal` may not run `command`, in the words of `-ERR forbidden`; `nil`: it may.
+    static func refusal(of command: ClientCommand, by principal: Principal) -> ReplayError? {
+        guard principal.grants != nil else { return nil }
+        let needed: [(StreamOperation, String)]
+        switch command {
+        case .publish(let stream, _), .publishChecked(let stream, _, _):
+            needed = [(.write, stream)]
+        case .atomic(let events):
+            needed = events.map { (.write, $0.stream) }
+        case .subscribe(let stream, _, _), .subscribeDurable(let stream, _, _, _), .subscribeGroup(let stream, _, _, _),
+            .info(let stream), .consumers(let stream), .pending(let stream, _):
+            needed = [(.read, stream)]
+        case .groups(let target):
+            if StreamPattern.isPattern(target), case .success(let pattern) = StreamPattern.parse(target) {
+                return principal.may(.read, onEvery: pattern) ? nil : refused(.read, "every stream of '\(target)'", principal)
+            }
+            needed = [(.read, target)]
+        case .subscribePattern(let pattern, _, _), .subscribePatternGroup(let pattern, _, _, _):
+            return principal.may(.read, onEvery: pattern) ? nil : refused(.read, "every stream of '\(pattern)'", principal)
+        case .create(let stream, _), .delete(let stream), .complete(let stream), .fail(let stream, _), .reset(let stream, _),
+            .deleteConsumer(let stream, _), .deleteGroup(let stream, _):
+            needed = [(.admin, stream)]
+        case .subscriptions:
+            return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream", principal)
+        case .list, .unsubscribe, .ack, .nack, .ping:
+            // LIST shows only the streams it may read; ACK and NACK act on what a SUB was
+            // allowed to read.
+            needed = []
+        }
+        for (operation, stream) in needed where !principal.may(operation, on: stream) {
+            return refused(operation, "'\(stream)'", principal)
+        }
+        return nil
+    }
+
+    private static func refused(_ operation: StreamOperation, _ what: String, _ principal: Principal) -> ReplayError {
+        DaemonMetrics.socketDenied.increment()
+        return ReplayError(.forbidden, "\(principal.name) may not \(operation.rawValue) \(what) (the access rules of --config)")
+    }
+}
