@@ -78,7 +78,7 @@ public struct TokenKeys: Sendable {
             guard let kid = key["kid"] as? String, !kid.isEmpty else { throw Problem(description: "--auth-keys \(path): a key without its \"kid\"") }
             switch key["kty"] as? String {
             case "oct":
-                guard let secret = (key["k"] as? String).flatMap(base64url), secret.count >= 32 else {
+                guard let secret = (key["k"] as? String).flatMap(Base64URL.decode), secret.count >= 32 else {
                     throw Problem(description: "--auth-keys \(path): key '\(kid)': \"k\" must be a base64url secret of at least 32 bytes")
                 }
                 guard (key["alg"] as? String ?? "HS256") == "HS256" else {
@@ -86,11 +86,11 @@ public struct TokenKeys: Sendable {
                 }
                 await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
             case "OKP":
-                guard key["crv"] as? String == "Ed25519", let x = key["x"] as? String, let raw = base64url(x) else {
+                guard key["crv"] as? String == "Ed25519", let x = key["x"] as? String, let raw = Base64URL.decode(x) else {
                     throw Problem(description: "--auth-keys \(path): key '\(kid)': an OKP key is Ed25519 with \"x\"")
                 }
                 do {
-                    if signing, let d = (key["d"] as? String).flatMap(base64url) {
+                    if signing, let d = (key["d"] as? String).flatMap(Base64URL.decode) {
                         await keys.add(
                             eddsa: EdDSA.PrivateKey(backing: try Curve25519.Signing.PrivateKey(rawRepresentation: d)), kid: JWKIdentifier(string: kid))
                     } else {
@@ -120,7 +120,7 @@ public struct TokenKeys: Sendable {
         // A token must name its key: a token without a kid would otherwise be tried with
         // the first key of the file.
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Self.base64url(String(parts[0])),
+        guard parts.count == 3, let header = Base64URL.decode(String(parts[0])),
             let fields = (try? JSONSerialization.jsonObject(with: header)) as? [String: Any]
         else { throw .invalid("not a JWT") }
         guard let kid = fields["kid"] as? String, kids.contains(kid) else { throw .invalid("its key id is not one of --auth-keys") }
@@ -141,11 +141,5 @@ public struct TokenKeys: Sendable {
 
     public func sign(_ claims: Claims, kid: String) async throws -> String {
         try await keys.sign(claims, kid: JWKIdentifier(string: kid))
-    }
-
-    static func base64url(_ text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

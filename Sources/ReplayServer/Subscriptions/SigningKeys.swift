@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JWTKit
+import ReplayAuth
 import ReplayStore
 
 /// The daemon's Ed25519 key, kept in the database (`signing_keys`), so that receivers'
@@ -31,13 +32,13 @@ struct SigningKeys: Sendable {
 
     /// A stable id: `ds_` and the key's RFC 7638 thumbprint (the SHA-256 of its canonical JWK).
     static func kid(of key: Curve25519.Signing.PublicKey) -> String {
-        let canonical = #"{"crv":"Ed25519","kty":"OKP","x":"\#(base64url(key.rawRepresentation))"}"#
-        return "ds_" + base64url(Data(SHA256.hash(data: Data(canonical.utf8))))
+        let canonical = #"{"crv":"Ed25519","kty":"OKP","x":"\#(Base64URL.encode(key.rawRepresentation))"}"#
+        return "ds_" + Base64URL.encode(Data(SHA256.hash(data: Data(canonical.utf8))))
     }
 
     /// The public key as a JWK set (`application/jwk-set+json`).
     var jwks: [String: Any] {
-        ["keys": [["kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": kid, "x": Self.base64url(key.publicKey.rawRepresentation)]]]
+        ["keys": [["kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": kid, "x": Base64URL.encode(key.publicKey.rawRepresentation)]]]
     }
 
     /// The `Webhook-Signature` header of a delivery of `body` at `time`.
@@ -45,7 +46,7 @@ struct SigningKeys: Sendable {
         let seconds = Int(time.timeIntervalSince1970)
         var signed = Data("\(seconds).".utf8)
         signed.append(body)
-        return "t=\(seconds),kid=\(kid),ed25519=\(Self.base64url(try key.signature(for: signed)))"
+        return "t=\(seconds),kid=\(kid),ed25519=\(Base64URL.encode(try key.signature(for: signed)))"
     }
 
     // MARK: Callback tokens
@@ -84,10 +85,5 @@ struct SigningKeys: Sendable {
             throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_EXPIRED", message: "the callback token has expired")
         }
         return claims.gen
-    }
-
-    static func base64url(_ data: some DataProtocol) -> String {
-        Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }
