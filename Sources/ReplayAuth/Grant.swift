@@ -29,12 +29,15 @@ public struct Principal: Sendable, Equatable {
     public let name: String
     /// `nil`: everything (no token rules, or the daemon's own `--http-token`).
     public let grants: [Grant]?
+    /// The token's own limits (its `limits` claim), over the daemon's for every client.
+    public let limits: ClientLimits
 
     public static let unrestricted = Principal(name: "-", grants: nil)
 
-    public init(name: String, grants: [Grant]?) {
+    public init(name: String, grants: [Grant]?, limits: ClientLimits = .none) {
         self.name = name
         self.grants = grants
+        self.limits = limits
     }
 
     /// The one decision both doors ask: may this principal do `operation` on `stream`?

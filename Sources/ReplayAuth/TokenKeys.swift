@@ -32,21 +32,51 @@ public struct TokenKeys: Sendable {
             }
         }
 
+        /// What the token may use, over the daemon's limits for every client: request and
+        /// byte rates (`"100/s"`, `"1M/min"`) and how many streams it may have created.
+        public struct Limits: Codable, Sendable, Equatable {
+            public var requests: String?
+            public var bytes: String?
+            public var streams: Int?
+
+            public init(requests: String? = nil, bytes: String? = nil, streams: Int? = nil) {
+                self.requests = requests
+                self.bytes = bytes
+                self.streams = streams
+            }
+        }
+
         public var sub: SubjectClaim
         public var exp: ExpirationClaim
         public var nbf: NotBeforeClaim?
         public var scopes: [Scope]
+        public var limits: Limits?
 
-        public init(sub: String, expires: Date, notBefore: Date? = nil, scopes: [Scope]) {
+        public init(sub: String, expires: Date, notBefore: Date? = nil, scopes: [Scope], limits: Limits? = nil) {
             self.sub = SubjectClaim(value: sub)
             self.exp = ExpirationClaim(value: expires)
             self.nbf = notBefore.map { NotBeforeClaim(value: $0) }
             self.scopes = scopes
+            self.limits = limits
         }
 
         public func verify(using algorithm: some JWTAlgorithm) async throws {
             try exp.verifyNotExpired()
             try nbf?.verifyNotBefore()
+        }
+
+        /// The limits the `limits` claim gives; one that does not parse refuses the token.
+        public func clientLimits() throws(Problem) -> ClientLimits {
+            guard let limits else { return .none }
+            func rate(_ text: String?, _ what: String) throws(Problem) -> RateLimit? {
+                guard let text else { return nil }
+                guard let rate = RateLimit(text) else {
+                    throw Problem(description: "the \(what) limit '\(text.prefix(40))' is not a rate such as 100/s or 1M/min")
+                }
+                return rate
+            }
+            if let streams = limits.streams, streams < 0 { throw Problem(description: "the streams limit is a count, 0 or more") }
+            return ClientLimits(requests: try rate(limits.requests, "requests"), bytes: try rate(limits.bytes, "bytes"), streams: limits.streams)
         }
 
         /// The grants the scopes give; a scope that does not parse gives none.
@@ -133,7 +163,7 @@ public struct TokenKeys: Sendable {
             throw .invalid("it does not verify")
         }
         do {
-            return Principal(name: claims.sub.value, grants: try claims.grants())
+            return Principal(name: claims.sub.value, grants: try claims.grants(), limits: try claims.clientLimits())
         } catch {
             throw .invalid(error.description)
         }

@@ -169,4 +169,13 @@ public enum ClientCommand: Sendable, Equatable {
         case .ping: "PING"
         }
     }
+
+    /// The bytes of the events it carries (what a byte rate counts).
+    public var payloadBytes: Int {
+        switch self {
+        case .publish(_, let payload), .publishChecked(_, let payload, _): payload.readableBytes
+        case .atomic(let events): events.reduce(0) { $0 + $1.payload.readableBytes }
+        default: 0
+        }
+    }
 }

@@ -36,6 +36,9 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case limitReached = "limit_reached"
         case shuttingDown = "shutting_down"
         case tooManyConnections = "too_many_connections"
+        /// The connection went over its request or byte rate (`--rate-limit-requests`,
+        /// `--rate-limit-bytes`): the command was not run; its message says when to retry.
+        case rateLimited = "rate_limited"
         case `internal` = "internal"
     }
 

@@ -34,6 +34,8 @@ extension StoreError {
         case .groupConflict: Meaning(code: .groupConflict, status: .conflict)
         case .storageFull: Meaning(code: .storageFull, status: .insufficientStorage)
         case .limitReached: Meaning(code: .limitReached, status: .insufficientStorage)
+        // A quota of the client's, as JetStream's account limits: not the server's fault.
+        case .quotaExceeded: Meaning(code: .forbidden, status: .forbidden)
         case .unavailable: Meaning(code: .storageUnavailable, status: .serviceUnavailable)
         case .closed: Meaning(code: .shuttingDown, status: .serviceUnavailable)
         case .notADatabase, .readOnly, .locked, .newerSchema, .sqlite: Meaning(code: .internal, status: .internalServerError)

@@ -24,6 +24,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case storageFull
     /// A limit of the store's layout was reached (stream ids, sequence numbers).
     case limitReached(String)
+    /// A creator's cap on the streams it may have (a scoped token's): nothing was made.
+    case quotaExceeded(String)
     /// An expected last sequence number did not hold: nothing was stored.
     case wrongLastSequence(stream: String, last: UInt64, expected: UInt64)
     /// A producer's epoch is lower than the one the stream knows: an older instance, fenced.
@@ -79,6 +81,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "stream '\(stream)' has terminated (completed or failed); nothing can be appended after its terminal event"
         case .storageFull:
             "storage full: the database's disk has no room left; nothing was stored; free space and retry"
+        case .quotaExceeded(let reason):
+            reason
         case .limitReached(let reason):
             "limit reached: \(reason)"
         case .wrongLastSequence(let stream, let last, let expected):

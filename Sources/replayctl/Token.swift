@@ -18,6 +18,12 @@ struct Token: AsyncParsableCommand {
     @Option(help: ArgumentHelp("PATTERN=OPS, repeatable: tenant-a/**=read,write.", valueName: "scope")) var scope: [String] = []
     @Option(help: ArgumentHelp("Seconds it is valid for.", valueName: "seconds")) var ttl: Int = 3600
     @Option(help: ArgumentHelp("Seconds from now before which it is not valid yet.", valueName: "seconds")) var notBefore: Int?
+    @Option(help: ArgumentHelp("Requests it may make, such as 100/s or 6000/min (over replayd's --rate-limit-requests).", valueName: "rate"))
+    var limitRequests: String?
+    @Option(help: ArgumentHelp("Bytes it may send, such as 1M/s (over replayd's --rate-limit-bytes).", valueName: "rate"))
+    var limitBytes: String?
+    @Option(help: ArgumentHelp("Streams it may have created at once (over replayd's --token-max-streams).", valueName: "count"))
+    var limitStreams: Int?
 
     func validate() throws {
         guard !scope.isEmpty else { throw ValidationError("give at least one --scope PATTERN=OPS") }
@@ -31,11 +37,16 @@ struct Token: AsyncParsableCommand {
             guard parts.count == 2 else { throw ValidationError("--scope takes PATTERN=OPS, such as tenant-a/**=read,write") }
             scopes.append(.init(streams: String(parts[0]), ops: parts[1].split(separator: ",").map(String.init)))
         }
+        let limits =
+            limitRequests == nil && limitBytes == nil && limitStreams == nil
+            ? nil : TokenKeys.Claims.Limits(requests: limitRequests, bytes: limitBytes, streams: limitStreams)
         let claims = TokenKeys.Claims(
-            sub: subject, expires: Date() + TimeInterval(ttl), notBefore: notBefore.map { Date() + TimeInterval($0) }, scopes: scopes)
+            sub: subject, expires: Date() + TimeInterval(ttl), notBefore: notBefore.map { Date() + TimeInterval($0) }, scopes: scopes,
+            limits: limits)
         do {
-            // The scopes are checked as the daemon will read them.
+            // The scopes and limits are checked as the daemon will read them.
             _ = try claims.grants()
+            _ = try claims.clientLimits()
             let signer = try await TokenKeys.load(keys, signing: true)
             guard signer.kids.contains(kid) else { throw ValidationError("no key '\(kid)' in \(keys)") }
             print(try await signer.sign(claims, kid: kid))

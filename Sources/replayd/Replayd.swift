@@ -111,6 +111,26 @@ struct Replayd: AsyncParsableCommand {
     var httpHeaderTimeout: Double = 10
 
     @Option(
+        name: .customLong("rate-limit-requests"),
+        help: ArgumentHelp(
+            "Requests (HTTP) and commands (socket) each client may make, such as 100/s or 6000/min; over it, 429 or -ERR rate_limited. A client is a token's subject or an address over HTTP, a connection on the socket. Default: unlimited.",
+            valueName: "rate"))
+    var rateLimitRequests: RateLimit?
+
+    @Option(
+        name: .customLong("rate-limit-bytes"),
+        help: ArgumentHelp(
+            "Bytes of events each client may send, such as 1M/s (k, M, G: thousands); as --rate-limit-requests. Default: unlimited.", valueName: "rate"))
+    var rateLimitBytes: RateLimit?
+
+    @Option(
+        name: .customLong("token-max-streams"),
+        help: ArgumentHelp(
+            "Streams one token (by subject) may have created and not deleted, over HTTP; a token's limits claim overrides it. Default: unlimited.",
+            valueName: "count"))
+    var tokenMaxStreams: Int?
+
+    @Option(
         name: .customLong("auth-keys"),
         help: ArgumentHelp(
             "Keys scoped tokens (JWT, HS256 or EdDSA) are verified with: every HTTP request then needs a token whose scopes allow it. docs/SECURITY.md.",
@@ -172,6 +192,8 @@ struct Replayd: AsyncParsableCommand {
         }
         guard httpMaxConnections > 0 else { throw ValidationError("--http-max-connections must be more than 0") }
         guard httpHeaderTimeout >= 0.1, httpHeaderTimeout <= 3600 else { throw ValidationError("--http-header-timeout takes seconds from 0.1 to 3600") }
+        if let tokenMaxStreams, tokenMaxStreams < 0 { throw ValidationError("--token-max-streams takes a count, 0 or more") }
+        if tokenMaxStreams != nil, authKeys == nil { throw ValidationError("--token-max-streams is for scoped tokens: give --auth-keys too") }
         if authKeys != nil, http == nil { throw ValidationError("--auth-keys is for the HTTP door: give --http HOST:PORT too") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         if tlsClientCA != nil, tlsCert == nil { throw ValidationError("--tls-client-ca needs --tls-cert and --tls-key") }
@@ -207,6 +229,7 @@ struct Replayd: AsyncParsableCommand {
         configuration.access = AccessPolicy(allowedUIDs: Set(allowUID), allowedGIDs: Set(allowGID))
         configuration.allowSocketSources = !noSocketSources
         configuration.declarationsPath = config
+        configuration.connectionLimits = ClientLimits(requests: rateLimitRequests, bytes: rateLimitBytes)
         if let address = http, var settings = HTTPSettings(address: address) {
             settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             settings.tokenForReads = httpTokenReads
@@ -217,6 +240,7 @@ struct Replayd: AsyncParsableCommand {
             settings.publicURL = httpPublicURL
             settings.maxConnections = httpMaxConnections
             settings.headerTimeout = .milliseconds(Int((httpHeaderTimeout * 1000).rounded()))
+            settings.clientLimits = ClientLimits(requests: rateLimitRequests, bytes: rateLimitBytes, streams: tokenMaxStreams)
             if let authKeys {
                 do {
                     settings.tokenKeys = try await TokenKeys.load(authKeys)
@@ -290,6 +314,10 @@ extension Replayd {
 }
 
 extension Durability: ExpressibleByArgument {}
+
+extension RateLimit: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 

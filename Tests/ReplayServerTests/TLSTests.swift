@@ -72,13 +72,13 @@ func curl(_ arguments: [String]) async throws -> (status: Int32, stdout: String,
 @Suite("replayd: TLS and HTTP/2 on the HTTP door", .timeLimit(.minutes(5)))
 struct TLSTests {
     static func withTLS(
-        clientCA: Bool = false, _ body: (TestDaemon, TestCertificates, String) async throws -> Void
+        clientCA: Bool = false, arguments extra: [String] = [], _ body: (TestDaemon, TestCertificates, String) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { directory in
             let certificates = try await TestCertificates.make(in: directory)
             let arguments =
                 ["--http", "127.0.0.1:0", "--tls-cert", certificates.serverCertificate, "--tls-key", certificates.serverKey]
-                + (clientCA ? ["--tls-client-ca", certificates.ca] : [])
+                + (clientCA ? ["--tls-client-ca", certificates.ca] : []) + extra
             let daemon = try await TestDaemon.start(in: directory, arguments: arguments)
             do {
                 let address = try await daemon.httpAddress()
@@ -178,6 +178,24 @@ struct TLSTests {
             let read = try await reader
             #expect(read.stdout.contains("data:after"), "\(read.stdout) \(read.stderr)")
             #expect(daemon.log.contains("SIGHUP: TLS certificate and key read again"))
+        }
+    }
+
+    @Test func aConnectionThatNeverFinishesItsHandshakeIsClosed() async throws {
+        try await Self.withTLS(arguments: ["--http-header-timeout", "1"]) { daemon, certificates, base in
+            let port = Int(base.split(separator: ":").last ?? "") ?? 0
+            // One sends nothing; one sends the start of a ClientHello and stops.
+            let silent = try #require(SlowClientTests.halfRequest(port: port, ""))
+            let partial = try #require(SlowClientTests.halfRequest(port: port, "\u{16}\u{03}\u{01}\u{02}\u{10}\u{01}"))
+            defer {
+                close(silent)
+                close(partial)
+            }
+            try await eventually("the server closes both") { SlowClientTests.isClosed(silent) && SlowClientTests.isClosed(partial) }
+            // The door serves a client that does its handshake, and counted the two.
+            let metrics = try await curl(["--cacert", certificates.ca, base + "/metrics"])
+            #expect(metrics.stdout.contains("replay_http_tls_handshake_timeouts_total 2"), "\(metrics.stderr)")
+            #expect(processIsAlive(daemon.pid))
         }
     }
 

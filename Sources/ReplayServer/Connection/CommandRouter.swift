@@ -41,10 +41,15 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     private var principal = Principal.unrestricted
     /// The connection's ACK and NACK, taken on the event loop (`RouterState.acknowledge`).
     private var acknowledge: (@Sendable (InboundCommand, ReplyOrder.Slot) -> Void)?
+    /// The connection's request and byte rates (`nil`: unlimited): every command is
+    /// checked here, in order, before it goes anywhere.
+    private var allowance: ClientAllowance?
 
-    init(store: EventStore, maxOwed: Int) {
+    init(store: EventStore, maxOwed: Int, limits: ClientLimits = .none) {
         self.store = store
         self.state = RouterState(maxOwed: maxOwed)
+        let allowance = ClientAllowance(limits, now: NIODeadline.now().uptimeNanoseconds)
+        self.allowance = allowance.isActive ? allowance : nil
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -61,8 +66,24 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Inbound
 
+    /// The refusal of a command over the connection's rate; `nil`: within it (and taken).
+    private func overRate(_ command: ClientCommand) -> ReplayError? {
+        guard var allowance else { return nil }
+        let wait = allowance.admit(bytes: command.payloadBytes, at: NIODeadline.now().uptimeNanoseconds)
+        self.allowance = allowance
+        guard let wait else { return nil }
+        DaemonMetrics.socketRateLimited.increment()
+        return ReplayError(
+            .rateLimited,
+            "this connection is over \(ClientRateLimiter.describe(allowance.limits)) (--rate-limit-*); nothing was done retry_after=\(wait.retryAfterSeconds)")
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let inbound = unwrapInboundIn(data)
+        // Before the state machine: a refused command must not count as one in the task.
+        if case .command(let command) = inbound, command != .ping, state.isServing, let refusal = overRate(command) {
+            return fill(order.reserve(), with: .error(refusal))
+        }
         switch state.read(inbound) {
         case .discard:
             break

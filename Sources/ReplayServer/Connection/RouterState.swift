@@ -133,6 +133,12 @@ struct RouterState {
         }
     }
 
+    /// Whether a command read now would be run (not refused for a shutdown, nor dropped):
+    /// only such commands count against the connection's rate.
+    var isServing: Bool {
+        if case .serving = phase { true } else { false }
+    }
+
     var isDraining: Bool {
         switch phase {
         case .draining, .admitting(draining: true): true

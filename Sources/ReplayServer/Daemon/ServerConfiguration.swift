@@ -1,4 +1,5 @@
 import Foundation
+import ReplayAuth
 import ReplayProtocol
 import ReplayStore
 
@@ -30,6 +31,10 @@ public struct ServerConfiguration: Sendable {
     public var access = AccessPolicy()
     /// A JSON file of stream declarations (with sources) created at start.
     public var declarationsPath: String?
+    /// The request and byte rates each socket connection may use (`--rate-limit-requests`,
+    /// `--rate-limit-bytes`); over them, a command gets `-ERR rate_limited` and is not
+    /// run. Unlimited by default. (The HTTP door's are its settings', per client.)
+    public var connectionLimits = ClientLimits.none
     /// The socket's access rules, from the `access` key of the `--config` file.
     var socketRules: SocketRules?
     /// The Durable Streams HTTP front door; `nil` (the default): no HTTP.

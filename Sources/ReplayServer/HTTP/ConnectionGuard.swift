@@ -3,6 +3,8 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
+import NIOSSL
+import NIOTLS
 import Synchronization
 
 /// What keeps slow or numerous HTTP clients from taking the daemon down (a "slowloris":
@@ -16,7 +18,9 @@ import Synchronization
 /// - **a deadline for each request head** (`RequestHeadDeadline`): a connection whose next
 ///   request head has not fully arrived within `--http-header-timeout` of its start (or of
 ///   its last response) is closed and counted, as nginx's `client_header_timeout` does.
-///   Hummingbird's own idle timeout would not catch a client that trickles bytes.
+///   Hummingbird's own idle timeout would not catch a client that trickles bytes. With
+///   TLS the handshake comes first, under the same deadline (`TLSHandshakeDeadline`): the
+///   request-head deadline starts only once it is done.
 final class HTTPConnectionBudget: Sendable {
     let limit: Int
     private let open = Atomic<Int>(0)
@@ -63,6 +67,8 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
     typealias Value = Inner.Value
     let inner: Inner
     let budget: HTTPConnectionBudget
+    /// With TLS: how long the handshake may take.
+    var handshakeTimeout: TimeAmount?
 
     struct Refused: Error {}
 
@@ -73,7 +79,16 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         }
         let budget = self.budget
         channel.closeFuture.whenComplete { _ in budget.release() }
-        return inner.setup(channel: channel, logger: logger)
+        let value = inner.setup(channel: channel, logger: logger)
+        guard let handshakeTimeout else { return value }
+        return value.flatMapThrowing { value in
+            // Right after the TLS handler: the protocol negotiation behind it takes the
+            // handshake's event and does not pass it on.
+            let operations = channel.pipeline.syncOperations
+            let tls = try operations.handler(type: NIOSSLServerHandler.self)
+            try operations.addHandler(TLSHandshakeDeadline(timeout: handshakeTimeout), position: .after(tls))
+            return value
+        }
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -130,5 +145,41 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
             DaemonMetrics.httpHeaderTimeouts.increment()
             channel.close(promise: nil)
         }
+    }
+}
+
+/// Closes a TLS connection whose handshake has not completed in time (a client that
+/// connects and sends nothing, or half a ClientHello), then leaves the pipeline.
+final class TLSHandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    let timeout: TimeAmount
+    private var deadline: Scheduled<Void>?
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: timeout) {
+            DaemonMetrics.tlsHandshakeTimeouts.increment()
+            channel.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event {
+            deadline?.cancel()
+            deadline = nil
+            context.fireUserInboundEventTriggered(event)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }

@@ -12,9 +12,13 @@ import ReplayAuth
 /// it from the response itself: without it a page cannot see `Stream-Next-Offset`. By
 /// default no other origin is allowed (a page served by another site cannot call this
 /// door from a visitor's browser); `*` allows any, as a public read-only door may want.
-struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
+///
+/// Then the client's rates (`ClientRateLimiter`): per token where tokens name clients, else
+/// per remote address; over them, 429 with `Retry-After`, before the request does anything.
+struct FrontDoorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     let settings: HTTPSettings
     let logger: Logger
+    let limiter: ClientRateLimiter
 
     /// The protocol's headers a browser script may read across origins.
     static var exposed: [String] {
@@ -40,10 +44,14 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
             // A preflight comes before the token check: a browser never sends one with it.
             if request.method == .options, let origin = request.headers[.origin], request.headers[.accessControlRequestMethod] != nil {
                 response = try preflight(from: origin, allowed: allowedOrigin)
-            } else if let principal = try await authorize(request) {
-                response = try await Principal.$current.withValue(principal) { try await next(request, context) }
             } else {
-                response = try await next(request, context)
+                let principal = try await authorize(request)
+                let request = try limit(request, context: context, principal: principal)
+                if let principal {
+                    response = try await Principal.$current.withValue(principal) { try await next(request, context) }
+                } else {
+                    response = try await next(request, context)
+                }
             }
         } catch let error as HTTPResponseError {
             response = try error.response(from: request, context: context)
@@ -74,6 +82,31 @@ struct FrontDoorMiddleware<Context: RequestContext>: RouterMiddleware {
         fields[.accessControlAllowHeaders] = Self.allowed.map(\.rawName).joined(separator: ", ")
         fields[.accessControlMaxAge] = "86400"
         return Response(status: .noContent, headers: fields)
+    }
+
+    /// The request, if its client is within its rates (its body then charged as it is
+    /// read, where its length was not announced); else the 429 to answer.
+    private func limit(_ request: Request, context: Context, principal: Principal?) throws -> Request {
+        let limits = (principal?.limits ?? .none).over(settings.clientLimits)
+        guard limits.requests != nil || limits.bytes != nil else { return request }
+        let client: String
+        if let principal, principal != .unrestricted {
+            client = "token '\(principal.name)'"
+        } else {
+            client = "address \(context.remoteAddress?.ipAddress ?? "unknown")"
+        }
+        let announced = request.headers[.contentLength].flatMap { Int($0) }
+        if let wait = limiter.admit(client, limits: limits, bytes: announced ?? 0) {
+            let seconds = wait.retryAfterSeconds
+            throw HTTPError(
+                .tooManyRequests, headers: [.retryAfter: String(seconds)],
+                message: "\(client) is over its rate (\(ClientRateLimiter.describe(limits))); retry in \(seconds) s")
+        }
+        guard limits.bytes != nil, announced == nil, [.post, .put].contains(request.method) else { return request }
+        var metered = request
+        let limiter = self.limiter
+        metered.body = RequestBody(asyncSequence: MeteredBody(base: request.body) { limiter.charge(client, bytes: $0) })
+        return metered
     }
 
     /// The principal the request is served as (`nil`: no token rules apply), or a refusal:

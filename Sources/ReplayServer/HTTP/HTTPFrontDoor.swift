@@ -26,7 +26,7 @@ public struct HTTPFrontDoor: Service {
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
-            maxPayload: configuration.maxPayload)
+            maxPayload: configuration.maxPayload, logger: logger)
         metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store) }
     }
 
@@ -47,8 +47,8 @@ public struct HTTPFrontDoor: Service {
         }
         let feed = Self.follow(endpoint.store, into: subscriptions)
         defer { feed.cancel() }
-        let router = Router()
-        router.add(middleware: FrontDoorMiddleware(settings: settings, logger: logger))
+        let router = Router(context: FrontDoorContext.self)
+        router.add(middleware: FrontDoorMiddleware(settings: settings, logger: logger, limiter: ClientRateLimiter(logger: logger)))
         if let metrics {
             // Request counts and latencies, by route and status (hummingbird's own middleware).
             router.add(middleware: MetricsMiddleware())
@@ -80,7 +80,8 @@ public struct HTTPFrontDoor: Service {
             let http2 = HTTP2UpgradeChannel.Configuration(idleTimeout: settings.idleTimeout, streamConfiguration: streams)
             server = HTTPServerBuilder { responder in
                 GuardedChildChannel(
-                    inner: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder), budget: budget)
+                    inner: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder), budget: budget,
+                    handshakeTimeout: headerTimeout)
             }
             reloads = Self.reloadOnHangup(tls, logger: logger)
         } else {

@@ -39,6 +39,11 @@ public struct HTTPSettings: Sendable {
     public var headerTimeout: Duration = .seconds(10)
     /// How long an HTTP/2 connection with no streams stays open.
     public var idleTimeout: Duration = .seconds(120)
+    /// Every client's request and byte rates (`--rate-limit-requests`, `--rate-limit-bytes`)
+    /// and the streams a token may have created (`--token-max-streams`); a token's own
+    /// `limits` claim overrides them. A client is a token's subject, or else a remote
+    /// address. Unlimited by default: a single user never meets them.
+    public var clientLimits = ClientLimits.none
     /// The keys scoped tokens are verified with (`--auth-keys`): every request then needs a
     /// token whose scopes allow it (docs/SECURITY.md); `nil`: only `token`, if set.
     public var tokenKeys: TokenKeys?

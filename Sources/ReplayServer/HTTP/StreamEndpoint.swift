@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
+import ReplayAuth
 import ReplayModel
 import ReplayStore
 
@@ -17,6 +19,7 @@ struct StreamEndpoint: Sendable {
     let reads: ReadPool
     let settings: HTTPSettings
     let maxPayload: Int
+    let logger: Logger
 
     /// The protocol's routes, on hummingbird's router: a method each, the stream's name
     /// the rest of the path (it may hold `/`).
@@ -97,7 +100,22 @@ struct StreamEndpoint: Sendable {
         // Kept whole unless the PUT or the daemon (`--http-capacity`) asks for a cap: a
         // Durable Streams client expects a stream to keep what it was given.
         let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
-        let outcome = try await write(StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork))
+        var write = StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork)
+        // A scoped token's streams are recorded as its own, and counted against its cap.
+        let principal = Principal.current
+        if principal.grants != nil {
+            write.creator = StreamCreator(name: principal.name, limit: principal.limits.over(settings.clientLimits).streams)
+        }
+        let outcome: StreamWriteOutcome
+        do {
+            outcome = try await store.write(write)
+        } catch {
+            if case .quotaExceeded = error {
+                DaemonMetrics.streamQuotaRefusals.increment()
+                logger.notice("http: denied 403: \(principal.name) asked to create '\(name)': \(error)")
+            }
+            throw HTTPError(error)
+        }
         switch outcome {
         case .created(let info):
             var fields = HTTPFields()

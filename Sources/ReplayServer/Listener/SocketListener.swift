@@ -181,7 +181,7 @@ final class SocketListener: Service, Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let router = CommandRouter(store: store, maxOwed: configuration.maxPendingRepliesPerConnection)
+                    let router = CommandRouter(store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits)
                     try channel.pipeline.syncOperations.addHandlers([
                         ByteToMessageHandler(CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)),
                         router,

@@ -20,6 +20,13 @@ enum DaemonMetrics {
     static let socketDenied = Counter(label: "replay_socket_denied_total")
     /// HTTP requests refused by the token rules (401 and 403).
     static let deniedRequests = Counter(label: "replay_http_denied_total")
+    /// Requests and commands refused for going over a client's rate (429, `rate_limited`).
+    static let rateLimited = Counter(label: "replay_rate_limited_total", dimensions: [("door", "http")])
+    static let socketRateLimited = Counter(label: "replay_rate_limited_total", dimensions: [("door", "socket")])
+    /// Streams a token was refused for having created its limit of them.
+    static let streamQuotaRefusals = Counter(label: "replay_stream_quota_refusals_total")
+    /// TLS connections closed for not finishing their handshake within the header timeout.
+    static let tlsHandshakeTimeouts = Counter(label: "replay_http_tls_handshake_timeouts_total")
 
     static func delivered(events: Int, bytes: Int) {
         eventsDelivered.increment(by: events)

@@ -19,6 +19,8 @@ public struct StreamWrite: Sendable {
     public var close: Bool
     /// With `create`: make the new stream a fork of another.
     public var fork: ForkRequest?
+    /// With `create`: who creates it, recorded in its row, and the cap on their streams.
+    public var creator: StreamCreator?
 
     public init(
         stream: String, payloads: [Data], create: StreamConfig? = nil, producer: ProducerStamp? = nil,
@@ -31,6 +33,19 @@ public struct StreamWrite: Sendable {
         self.producer = producer
         self.writerSequence = writerSequence
         self.close = close
+    }
+}
+
+/// Who creates a stream (a scoped token's subject), and how many streams they may have
+/// created and not deleted (`nil`: any number). Checked in the writer's batch, so that
+/// one daemon's concurrent creations cannot pass the cap together.
+public struct StreamCreator: Sendable, Equatable {
+    public var name: String
+    public var limit: Int?
+
+    public init(name: String, limit: Int?) {
+        self.name = name
+        self.limit = limit
     }
 }
 

@@ -87,6 +87,19 @@ final class PostgresTransaction: LogTransaction {
         return try Self.single(rows, Int64.self)
     }
 
+    func recordCreator(_ creator: String, of stream: Int64) throws {
+        try flush()
+        try session.query("UPDATE streams SET created_by = \(creator) WHERE id = \(stream)")
+    }
+
+    /// Counted in this transaction: two daemons creating for one token at once may both
+    /// pass the cap by one (READ COMMITTED); the cap is a quota, not an invariant.
+    func streamsCreated(by creator: String) throws -> Int {
+        try flush()
+        let rows = try session.query("SELECT count(*) FROM streams WHERE created_by = \(creator) AND deleted_at IS NULL")
+        return Int(try Self.single(rows, Int64.self))
+    }
+
     /// Ids are a `bigserial` and events are keyed by (stream id, seq): no room to run out of.
     func roomForAStream() -> StoreError? { nil }
 

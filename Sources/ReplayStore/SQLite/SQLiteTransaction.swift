@@ -56,6 +56,15 @@ final class SQLiteTransaction: LogTransaction {
         return db.lastInsertedRowID
     }
 
+    func recordCreator(_ creator: String, of stream: Int64) throws {
+        try db.execute(sql: "UPDATE streams SET created_by = ? WHERE id = ?", arguments: [creator, stream])
+    }
+
+    func streamsCreated(by creator: String) throws -> Int {
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT count(*) FROM streams WHERE created_by = ? AND deleted_at IS NULL"), arguments: [creator]) ?? 0
+    }
+
     /// A new stream takes the id after the highest in use: refused once that no longer fits
     /// the event key.
     func roomForAStream() throws -> StoreError? {

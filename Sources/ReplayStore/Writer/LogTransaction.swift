@@ -30,6 +30,10 @@ protocol LogTransaction: AnyObject {
 
     /// A new stream row; its id.
     func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64
+    /// Records who created the stream (a token's subject), for the cap on how many one may.
+    func recordCreator(_ creator: String, of stream: Int64) throws
+    /// How many streams `creator` created that still exist (soft-deleted ones excepted).
+    func streamsCreated(by creator: String) throws -> Int
     /// Whether a new stream still gets an id its events can be stored under.
     func roomForAStream() throws -> StoreError?
     func updateStream(_ record: Catalog.Record) throws

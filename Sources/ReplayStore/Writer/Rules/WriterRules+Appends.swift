@@ -83,6 +83,9 @@ extension WriterRules {
             // A soft-deleted stream keeps its name until its forks are gone.
             if try record(name) != nil { return .failure(.streamExists(name)) }
             do throws(StoreError) { try admitNewStream(name, config) } catch { return .failure(error) }
+            if let creator = write.creator, let limit = creator.limit, try db.streamsCreated(by: creator.name) >= limit {
+                return .failure(.quotaExceeded("'\(creator.name)' has created \(limit) streams, as many as it may; delete one first"))
+            }
             if let request = write.fork {
                 switch try createFork(name, of: request, config) {
                 case .success(let forked): index = forked
@@ -91,6 +94,7 @@ extension WriterRules {
             } else {
                 index = try insertStream(name, config)
             }
+            if let creator = write.creator { try db.recordCreator(creator.name, of: streams[index].record.id) }
             created = true
         }
         var producerKey: ProducerKey?
