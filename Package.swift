@@ -12,6 +12,9 @@ let package = Package(
         .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
         .library(name: "ReplayClient", targets: ["ReplayClient"]),
         .library(name: "ReplayServer", targets: ["ReplayServer"]),
+        // For the fuzzers (Fuzz/): the token oracle and the test helpers.
+        .library(name: "ReplayAuth", targets: ["ReplayAuth"]),
+        .library(name: "ReplayTesting", targets: ["ReplayTesting"]),
         .executable(name: "replayd", targets: ["replayd"]),
         .executable(name: "replayctl", targets: ["replayctl"]),
     ],
@@ -90,6 +93,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplaySync", "ReplayTesting"]),

@@ -1,5 +1,6 @@
 // swift-tools-version: 6.1
-// libFuzzer harness for the protocol decoder and the connection state machine.
+// libFuzzer harness for the protocol decoder and the connection state machine, and (with
+// FUZZ_TARGET=tokens) for the HTTP door's Authorization header and token verification.
 //   tools/fuzz.sh [seconds]     builds with -sanitize=fuzzer,address and runs the fuzzer
 // Built without those flags, the same executable replays corpus files (regressions).
 import Foundation
@@ -18,6 +19,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ReplayProtocol", package: replay),
                 .product(name: "ReplayServer", package: replay),
+                .product(name: "ReplayTesting", package: replay),
             ]
         )
     ],

@@ -13,7 +13,9 @@ import ReplayModel
 /// the old one is removed. (jwt-kit's own JWK parser takes no `oct` keys, hence this file.)
 public struct TokenKeys: Sendable {
     public let keys: JWTKeyCollection
-    public let kids: Set<String>
+    /// Each key's id and the one algorithm it verifies (`HS256` or `EdDSA`).
+    public let algorithms: [String: String]
+    public var kids: Set<String> { Set(algorithms.keys) }
 
     public struct Problem: Error, CustomStringConvertible {
         public let description: String
@@ -103,7 +105,7 @@ public struct TokenKeys: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let list = object["keys"] as? [[String: Any]], !list.isEmpty
         else { throw Problem(description: "--auth-keys \(path): not {\"keys\": [...]} with at least one key") }
         let keys = JWTKeyCollection()
-        var kids = Set<String>()
+        var algorithms: [String: String] = [:]
         for key in list {
             guard let kid = key["kid"] as? String, !kid.isEmpty else { throw Problem(description: "--auth-keys \(path): a key without its \"kid\"") }
             switch key["kty"] as? String {
@@ -133,9 +135,9 @@ public struct TokenKeys: Sendable {
             default:
                 throw Problem(description: "--auth-keys \(path): key '\(kid)': \"kty\" is \"oct\" (HS256) or \"OKP\" (Ed25519)")
             }
-            kids.insert(kid)
+            algorithms[kid] = key["kty"] as? String == "oct" ? "HS256" : "EdDSA"
         }
-        return TokenKeys(keys: keys, kids: kids)
+        return TokenKeys(keys: keys, algorithms: algorithms)
     }
 
     /// Why a token was not accepted (never echoing the token).
@@ -153,7 +155,14 @@ public struct TokenKeys: Sendable {
         guard parts.count == 3, let header = Base64URL.decode(String(parts[0])),
             let fields = (try? JSONSerialization.jsonObject(with: header)) as? [String: Any]
         else { throw .invalid("not a JWT") }
-        guard let kid = fields["kid"] as? String, kids.contains(kid) else { throw .invalid("its key id is not one of --auth-keys") }
+        guard let kid = fields["kid"] as? String, let algorithm = algorithms[kid] else { throw .invalid("its key id is not one of --auth-keys") }
+        // The header's algorithm must be its key's: jwt-kit verifies with the key the kid
+        // names, whatever `alg` says, and a token should not claim one algorithm and be
+        // checked with another (RFC 8725 §3.1). Found by the token fuzzer.
+        guard fields["alg"] as? String == algorithm else { throw .invalid("its algorithm is not its key's (\(algorithm))") }
+        // No header extension is understood here, so one marked critical refuses the token
+        // (RFC 7515 §4.1.11); jwt-kit does not look.
+        guard fields["crit"] == nil else { throw .invalid("it has critical header extensions, and replay knows none") }
         let claims: Claims
         do {
             claims = try await keys.verify(token, as: Claims.self)

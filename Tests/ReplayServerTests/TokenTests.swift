@@ -106,7 +106,16 @@ struct TokenTests {
                 let widened = #"{"sub":"alice","exp":\#(Int(Date().timeIntervalSince1970) + 600),"scopes":[{"streams":"**","ops":["read","write","admin"]}]}"#
                 let expired = try await TokenKeys.load(keys, signing: true).sign(
                     .init(sub: "alice", expires: Date() - 60, scopes: [.init(streams: "tenant-a/**", ops: ["write"])]), kid: "hs1")
+                // Signed with the HS256 key's own secret, but claiming EdDSA, or marking a
+                // header extension critical (both found by the token fuzzer).
+                func hs256(_ header: String) -> String {
+                    let signed = Self.base64url(Data(header.utf8)) + "." + parts[1]
+                    let mac = HMAC<SHA256>.authenticationCode(for: Data(signed.utf8), using: SymmetricKey(data: secret))
+                    return signed + "." + Self.base64url(Data(mac))
+                }
                 let refused: [(String, String)] = [
+                    ("claiming another algorithm than its key's", hs256(#"{"alg":"EdDSA","kid":"hs1","typ":"JWT"}"#)),
+                    ("with a critical header extension", hs256(#"{"alg":"HS256","kid":"hs1","crit":["exp"],"exp":1}"#)),
                     ("none", ""),
                     ("expired", expired),
                     ("not yet valid", try await Self.mint(keys, subject: "alice", scopes: ["tenant-a/**=write"], extra: ["--not-before", "3600"])),

@@ -25,7 +25,7 @@ struct FrontDoorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
         [
             "Stream-Next-Offset", "Stream-Up-To-Date", "Stream-Closed", "Stream-Cursor", "Stream-TTL", "Stream-Expires-At",
             "Stream-SSE-Data-Encoding", "Producer-Epoch", "Producer-Seq", "Producer-Expected-Seq", "Producer-Received-Seq",
-            "Replay-Stream-Failed", "Replay-Max-Events", "ETag", "Location",
+            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "ETag", "Location",
         ]
     }
 
@@ -118,10 +118,9 @@ struct FrontDoorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
         }
         let access = RequestAccess.of(request)
         if access == .open || access == .wakeToken { return nil }
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+        guard let token = request.headers[.authorization].flatMap(BearerToken.from(header:)) else {
             throw refuse(.unauthorized, "this needs Authorization: Bearer <token>", who: "-", access)
         }
-        let token = String(header.dropFirst("Bearer ".count))
         // The daemon's own --http-token stays the simplest case: everything.
         if let shared = settings.token, token == shared { return .unrestricted }
         let principal: Principal
