@@ -84,7 +84,7 @@ public struct SourceDescription: Codable, Sendable, Equatable {
     public var pid: Int32?
     /// Runs started since the daemon started.
     public var starts: Int
-    /// Why it failed.
+    /// Why it failed, or (running, restarting, stopped) why its last run failed.
     public var reason: String?
 
     public init(command: String, connect: String, framing: String, restart: String, state: String, pid: Int32?, starts: Int, reason: String?) {

@@ -115,9 +115,9 @@ struct GroupMember: Sendable {
                 let limit = Int(through - cursor.next + 1)
                 switch try await cursor.move(limit: limit, byteBudget: Subscription.pageBytes) {
                 case .ring(let entries):
-                    try await Subscription.send(entries, stream: stream, sid: sid, output: output)
+                    try await Subscription.send(entries, stream: stream, sid: sid, output: output, hub: hub)
                 case .stored(let page):
-                    DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
+                    hub.delivered(events: page.events, bytes: page.payloadBytes)
                     try await output.write(page.body)
                 case .gap(let from, let gapThrough):
                     try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: from, through: min(gapThrough, through)).bytes)

@@ -59,9 +59,9 @@ struct Subscription: Sendable {
                     }
                 switch move {
                 case .ring(let entries):
-                    try await Self.send(entries, stream: stream, sid: sid, output: output)
+                    try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub)
                 case .stored(let page):
-                    DaemonMetrics.delivered(events: page.events, bytes: page.payloadBytes)
+                    hub.delivered(events: page.events, bytes: page.payloadBytes)
                     try await output.write(page.body)
                 case .gap(let from, let through):
                     try await output.write(ServerFrame.gap(stream: stream, sid: sid, from: from, through: through).bytes)
@@ -90,8 +90,8 @@ struct Subscription: Sendable {
 
     /// Frames events from the ring: one buffer of this subscriber's lines (and small
     /// payloads, copied), interleaved with the events' shared payload buffers.
-    static func send(_ entries: [TailRing.Entry], stream: String, sid: String, output: SubscriberOutput) async throws {
-        DaemonMetrics.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
+    static func send(_ entries: [TailRing.Entry], stream: String, sid: String, output: SubscriberOutput, hub: StreamHub) async throws {
+        hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()
         for entry in entries {

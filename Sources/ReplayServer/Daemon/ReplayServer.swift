@@ -46,7 +46,7 @@ public struct ReplayServer: Sendable {
                 configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger),
         ]
         if let http = configuration.http {
-            services.append(HTTPFrontDoor(settings: http, configuration: configuration, store: store.store, hubs: hubs, logger: logger))
+            services.append(HTTPFrontDoor(settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger))
         }
         self.services = services
     }

@@ -22,6 +22,8 @@ extension HTTPField.Name {
     static let replayFailure = Self("Replay-Stream-Failed")!
     /// replay's extension: the most events a stream keeps (on PUT, asked; on HEAD, told).
     static let replayMaxEvents = Self("Replay-Max-Events")!
+    /// replay's extension: how many streams a `GET /v1/streams` query matched in all.
+    static let replayStreamCount = Self("Replay-Stream-Count")!
     static let crossOriginResourcePolicy = Self("Cross-Origin-Resource-Policy")!
     static let xContentTypeOptions = Self("X-Content-Type-Options")!
     static let accessControlExposeHeaders = Self("Access-Control-Expose-Headers")!

@@ -58,7 +58,7 @@ struct HTTPCursor: Sendable {
     mutating func chunk() async throws -> Chunk {
         if let failure { throw failure }
         let chunk = try await collect()
-        DaemonMetrics.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
+        cursor.hub.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
         return chunk
     }
 

@@ -20,8 +20,13 @@ public struct HTTPFrontDoor: Service {
     let logger: Logger
     private let readThreads: NIOThreadPool
 
-    init(settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, logger: Logger) {
+    let sources: SourceRegistry
+
+    init(
+        settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry, logger: Logger
+    ) {
         self.settings = settings
+        self.sources = sources
         self.logger = logger
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
@@ -55,9 +60,13 @@ public struct HTTPFrontDoor: Service {
             router.get("/metrics") { _, _ in metrics.respond() }
         }
         let endpoint = self.endpoint
-        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store)
+        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources)
+        let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout)
         router.get("/") { _, _ in LiveViewPage.respond() }
-        router.get("/v1/streams") { _, _ in try list.respond() }
+        router.get("/v1/streams") { request, _ in try list.respond(request) }
+        router.get("/v1/tail/**") { request, context in
+            try tail.respond(request, path: context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? "")
+        }
         // Before the streams: their catch-all would take `__ds/…` for a stream's name.
         SubscriptionRoutes(subscriptions: subscriptions, webhookTargets: WebhookTargetRule(allowPrivate: settings.webhookAllowPrivate))
             .add(to: router)

@@ -9,9 +9,14 @@ enum LiveWait {
 
     /// Waits for a commit after the cursor's position, at most `timeout`.
     static func wait(_ cursor: HTTPCursor, timeout: Duration) async -> LiveWait {
+        await wait(for: { await cursor.waitForCommit() }, timeout: timeout)
+    }
+
+    /// Waits for `commit` to return, at most `timeout`.
+    static func wait(for commit: @escaping @Sendable () async -> Void, timeout: Duration) async -> LiveWait {
         await withTaskGroup(of: LiveWait.self) { group in
             group.addTask {
-                await cursor.waitForCommit()
+                await commit()
                 return .committed
             }
             group.addTask {

@@ -23,6 +23,8 @@ enum RequestAccess: Equatable {
         case "/v1/streams": return .anyToken
         default: break
         }
+        // The live view's tail checks `read` on its stream itself (`TailEndpoint`).
+        if path.hasPrefix(TailEndpoint.prefix) { return .anyToken }
         if path.hasPrefix(SubscriptionRoutes.root + "/") {
             if path == SubscriptionRoutes.root + "/jwks.json" { return .open }
             if SubscriptionRoutes.carriesWakeToken(path) { return .wakeToken }

@@ -3,6 +3,7 @@ import ReplayCore
 import ReplayProtocol
 import ReplayStore
 import ReplaySync
+import Synchronization
 
 /// The live state of one stream, shared by its subscriptions: the last committed sequence,
 /// the retained window, the terminal state, a tail ring of recent events, and the
@@ -40,6 +41,9 @@ final class StreamHub: Sendable {
 
     let name: String
     private let state: Locked<State>
+    /// Events delivered to readers of this stream on this daemon (both doors), for the
+    /// live view's delivery rate: an atomic, so delivering costs no lock.
+    private let deliveredEvents = Atomic<Int>(0)
 
     init(info: StreamInfo, tailEvents: Int, tailBytes: Int) {
         name = info.name
@@ -48,6 +52,13 @@ final class StreamHub: Sendable {
 
     var info: StreamInfo { state.withLock { $0.info } }
     var subscriberCount: Int { state.withLock { $0.subscribers } }
+    var delivered: Int { deliveredEvents.load(ordering: .relaxed) }
+
+    /// Counts a delivery, here and in the daemon's metrics.
+    func delivered(events: Int, bytes: Int) {
+        deliveredEvents.add(events, ordering: .relaxed)
+        DaemonMetrics.delivered(events: events, bytes: bytes)
+    }
 
     /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
     func apply(_ change: CommitBatch.Change) {

@@ -131,8 +131,13 @@ struct SourceState {
         if status == .running(pid: pid) { status = .stopped }
     }
 
-    mutating func restarting() {
+    /// Why the last run failed (its exit status and stderr's last lines), while the
+    /// source restarts and after: the live view shows it beside the state.
+    private(set) var lastFailure: String?
+
+    mutating func restarting(after failure: String) {
         status = .restarting(attempt: starts)
+        lastFailure = failure
     }
 
     // MARK: Connecting (eager and lazy)

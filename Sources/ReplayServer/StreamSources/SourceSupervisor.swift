@@ -174,7 +174,7 @@ final class SourceSupervisor: Sendable {
                 signal
                 .on(failed: { [self] error in
                     logger.warning("source failed; restarting", metadata: ["error": "\(error)"])
-                    state.withLock { $0.restarting() }
+                    state.withLock { $0.restarting(after: "\(error)") }
                 })
                 .retry(upTo: settings.maxRestarts, delay: { attempt in min(60, settings.restartDelay * pow(2, Double(attempt - 1))) }, on: restarts)
         }
@@ -241,13 +241,13 @@ final class SourceSupervisor: Sendable {
 
     /// For INFO.
     var description: SourceDescription {
-        let (status, starts) = state.withLock { ($0.status, $0.starts) }
+        let (status, starts, lastFailure) = state.withLock { ($0.status, $0.starts, $0.lastFailure) }
         let (name, pid, reason): (String, Int32?, String?) =
             switch status {
             case .notConnected: ("not connected", nil, nil)
-            case .running(let pid): ("running", pid, nil)
-            case .restarting: ("restarting", nil, nil)
-            case .stopped: ("stopped", nil, nil)
+            case .running(let pid): ("running", pid, lastFailure)
+            case .restarting: ("restarting", nil, lastFailure)
+            case .stopped: ("stopped", nil, lastFailure)
             case .ended(let terminal): (terminal.kind, nil, terminal.message)
             }
         return SourceDescription(

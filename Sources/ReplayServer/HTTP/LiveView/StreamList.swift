@@ -1,13 +1,22 @@
 import Foundation
 import Hummingbird
 import ReplayAuth
+import ReplayProtocol
 import ReplayStore
+import ServiceLifecycle
 
-/// `GET /v1/streams`: every stream as the live view lists it (JSON), from memory, with its
-/// consumer groups.
+/// `GET /v1/streams`: the streams as the live view lists them (JSON), from memory, with
+/// their durable consumers, consumer groups and sources, and the events delivered from
+/// each on this daemon (whose change over time is the delivery rate).
+///
+/// A page at a time for many streams: `q` keeps the names that contain it, `offset` and
+/// `limit` cut the sorted list, and `Replay-Stream-Count` says how many matched.
+/// `live=sse` sends the page again every second as an `event: streams` (`{"total": N,
+/// "streams": [...]}`) until the client leaves: how the page stays live with one request.
 struct StreamList: Sendable {
     let hubs: StreamHubs
     let store: EventStore
+    let sources: SourceRegistry
 
     struct Group: Encodable {
         let name: String
@@ -23,6 +32,11 @@ struct StreamList: Sendable {
         }
     }
 
+    struct Consumer: Encodable {
+        let name: String
+        let lag: UInt64
+    }
+
     struct Entry: Encodable {
         let name: String
         let contentType: String
@@ -35,9 +49,12 @@ struct StreamList: Sendable {
         let subscribers: Int
         let nextOffset: String
         let groups: [Group]
+        let consumers: [Consumer]
+        let delivered: Int
+        let source: SourceDescription?
 
         enum CodingKeys: String, CodingKey {
-            case name, events, bytes, state, subscribers, groups
+            case name, events, bytes, state, subscribers, groups, consumers, delivered, source
             case contentType = "content_type"
             case firstSeq = "first_seq"
             case lastSeq = "last_seq"
@@ -45,21 +62,81 @@ struct StreamList: Sendable {
         }
     }
 
-    func respond() throws -> Response {
+    struct Query {
+        var filter: String?
+        var offset = 0
+        var limit = Int.max
+        var live = false
+
+        init(_ request: Request) throws {
+            let query = request.uri.queryParameters
+            filter = query["q"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+            if let text = query["offset"] {
+                guard let number = Int(text), number >= 0 else { throw HTTPError(.badRequest, message: "offset takes a count, 0 or more") }
+                offset = number
+            }
+            if let text = query["limit"] {
+                guard let number = Int(text), number > 0 else { throw HTTPError(.badRequest, message: "limit takes a count, 1 or more") }
+                limit = number
+            }
+            switch query["live"] {
+            case nil: break
+            case "sse": live = true
+            default: throw HTTPError(.badRequest, message: "live takes sse")
+            }
+        }
+    }
+
+    func respond(_ request: Request) throws -> Response {
+        let query = try Query(request)
         // Only the streams the request's token may read (all, without token rules).
         let principal = Principal.current
-        let entries = hubs.all.map { ($0.info, $0.subscriberCount) }.filter { !$0.0.isSoftDeleted && principal.may(.read, on: $0.0.name) }.map {
-            info, subscribers in
-            Entry(
-                name: info.name, contentType: info.httpContentType, firstSeq: info.firstSequence, lastSeq: info.lastSequence,
-                events: info.eventCount, bytes: info.byteCount,
-                state: info.terminal.map { $0 == .completed ? "closed" : "failed" } ?? "open",
-                subscribers: subscribers, nextOffset: info.tailOffset, groups: groups(of: info))
-        }
         var fields = HTTPFields()
-        fields[.contentType] = "application/json"
         fields[.cacheControl] = "no-store"
-        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(entries))))
+        guard query.live else {
+            let (total, entries) = page(query, principal: principal)
+            fields[.contentType] = "application/json"
+            fields[.replayStreamCount] = String(total)
+            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(entries))))
+        }
+        fields[.contentType] = "text/event-stream"
+        let body = ResponseBody { writer in
+            while !Task.isCancelled, !Task.isShuttingDownGracefully {
+                let (total, entries) = page(query, principal: principal)
+                var buffer = ByteBuffer(string: "event: streams\ndata: {\"total\":\(total),\"streams\":")
+                buffer.writeBytes(try JSONEncoder().encode(entries))
+                buffer.writeString("}\n\n")
+                try await writer.write(buffer)
+                try? await Task.sleep(for: .seconds(1))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: fields, body: body)
+    }
+
+    /// The query's page of streams, sorted by name, and how many matched in all.
+    func page(_ query: Query, principal: Principal) -> (total: Int, entries: [Entry]) {
+        let hubs = self.hubs.all.filter { hub in
+            let name = hub.name
+            return query.filter.map { name.localizedCaseInsensitiveContains($0) } ?? true
+        }
+        .filter { !$0.info.isSoftDeleted && principal.may(.read, on: $0.name) }
+        .sorted { $0.name < $1.name }
+        let window = hubs.dropFirst(query.offset).prefix(query.limit)
+        return (hubs.count, window.map(entry))
+    }
+
+    private func entry(_ hub: StreamHub) -> Entry {
+        let info = hub.info
+        return Entry(
+            name: info.name, contentType: info.httpContentType, firstSeq: info.firstSequence, lastSeq: info.lastSequence,
+            events: info.eventCount, bytes: info.byteCount,
+            state: info.terminal.map { $0 == .completed ? "closed" : "failed" } ?? "open",
+            subscribers: hub.subscriberCount, nextOffset: info.tailOffset, groups: groups(of: info),
+            consumers: (store.consumers(of: info.name) ?? []).sorted { $0.name < $1.name }.map {
+                Consumer(name: $0.name, lag: info.lastSequence - min(info.lastSequence, $0.ackedSequence))
+            },
+            delivered: hub.delivered, source: sources.describe(info.name))
     }
 
     private func groups(of info: StreamInfo) -> [Group] {

@@ -1,0 +1,133 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import ReplayAuth
+import ReplayModel
+import ReplayStore
+import ServiceLifecycle
+
+/// `GET /v1/tail/<stream>?from=<seq>`: the live view's tail, one more reader framed over
+/// the stream's `LogCursor`. An SSE response whose `events` carry each event's sequence
+/// number, time and payload (text as it is, anything not UTF-8 as base64), which the
+/// Durable Streams reads do not (their offsets are positions, and their SSE joins
+/// payloads). Unlike those, a tail is for looking: past retention it reports a `gap` and
+/// goes on, and `from` past the end waits for it.
+///
+/// events   data: [{"seq":1,"time":"2026-11-25T10:00:00.000Z","text":"..."}, ...]
+/// gap      data: {"from":1,"through":40}
+/// control  data: {"next":41,"upToDate":true}        (then `"closed":true` at the end)
+struct TailEndpoint: Sendable {
+    let hubs: StreamHubs
+    let store: EventStore
+    let reads: ReadPool
+    let keepAlive: Duration
+
+    static let prefix = "/v1/tail/"
+
+    func respond(_ request: Request, path: String) throws -> Response {
+        guard let name = path.removingPercentEncoding, StreamName.problem(with: name) == nil else {
+            throw HTTPError(.badRequest, message: "not a stream name")
+        }
+        guard Principal.current.may(.read, on: name) else { throw HTTPError(.forbidden, message: "the token does not allow reading this stream") }
+        guard let hub = hubs[name], !hub.info.isSoftDeleted else { throw HTTPError(.notFound, message: "no stream named '\(name)'") }
+        let from: UInt64
+        if let text = request.uri.queryParameters["from"] {
+            guard let number = UInt64(text) else { throw HTTPError(.badRequest, message: "from takes a sequence number") }
+            from = max(1, number)
+        } else {
+            // By default the last 50 events, then what comes.
+            from = hub.info.lastSequence > 50 ? hub.info.lastSequence - 49 : 1
+        }
+        var fields = HTTPFields()
+        fields[.contentType] = "text/event-stream"
+        fields[.cacheControl] = "no-cache"
+        let (store, reads, keepAlive) = (store, reads, keepAlive)
+        let body = ResponseBody { writer in
+            var cursor = LogCursor(hub: hub, log: PooledStore(store: store, reads: reads), framing: TailFrames(), from: from, retry: .briefly)
+            while !Task.isCancelled, !Task.isShuttingDownGracefully {
+                var buffer = ByteBuffer()
+                var waits = false
+                var ends = false
+                do {
+                    switch try await cursor.move(limit: 200, byteBudget: 256 << 10) {
+                    case .ring(let entries):
+                        hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
+                        var page = TailFrames.Page()
+                        for entry in entries {
+                            entry.payload.withUnsafeBytes { payload in
+                                TailFrames.write(sequence: entry.sequence, time: entry.timestamp, payload: payload, into: &page)
+                            }
+                        }
+                        page.finish(into: &buffer)
+                    case .stored(let page):
+                        hub.delivered(events: page.events, bytes: page.payloadBytes)
+                        var body = page.body
+                        body.finish(into: &buffer)
+                    case .gap(let first, let through):
+                        buffer.writeString("event: gap\ndata: {\"from\":\(first),\"through\":\(through)}\n\n")
+                    case .caughtUp:
+                        buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"upToDate\":true}\n\n")
+                        waits = true
+                    case .ended:
+                        buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"upToDate\":true,\"closed\":true}\n\n")
+                        ends = true
+                    case .deleted:
+                        buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"deleted\":true}\n\n")
+                        ends = true
+                    }
+                } catch {
+                    break
+                }
+                try await writer.write(buffer)
+                if ends { break }
+                if waits {
+                    let parked = cursor
+                    _ = await LiveWait.wait(for: { await parked.waitForCommit() }, timeout: keepAlive)
+                }
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: fields, body: body)
+    }
+}
+
+/// The tail's `events` lines, built on the read pool straight from the store's rows.
+struct TailFrames: LogFraming {
+    struct Page: Sendable {
+        var json = "["
+
+        mutating func finish(into buffer: inout ByteBuffer) {
+            guard json.count > 1 else { return }
+            buffer.writeString("event: events\ndata: ")
+            buffer.writeString(json)
+            buffer.writeString("]\n\n")
+        }
+    }
+
+    func emptyPage() -> Page { Page() }
+
+    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout Page) {
+        Self.write(sequence: sequence, time: String(decoding: time, as: UTF8.self), payload: payload, into: &page)
+    }
+
+    static func write(sequence: UInt64, time: String, payload: UnsafeRawBufferPointer, into page: inout Page) {
+        if page.json.count > 1 { page.json += "," }
+        page.json += "{\"seq\":\(sequence),\"time\":\"\(time)\","
+        // One JSON string per event: JSONSerialization escapes what SSE and JSON need
+        // (line breaks included, so an event stays on one data line).
+        if let text = String(validatingUTF8: payload), let quoted = try? JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed]) {
+            page.json += "\"text\":" + String(decoding: quoted.dropFirst().dropLast(), as: UTF8.self)
+        } else {
+            page.json += "\"base64\":\"" + Data(payload).base64EncodedString() + "\""
+        }
+        page.json += "}"
+    }
+}
+
+extension String {
+    /// The bytes as a string if they are valid UTF-8.
+    init?(validatingUTF8 bytes: UnsafeRawBufferPointer) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        self = text
+    }
+}
