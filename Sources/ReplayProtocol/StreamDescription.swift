@@ -19,12 +19,18 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     /// Events kept beyond the limits while a consumer group has not acknowledged them;
     /// `nil`: the limits apply whatever the groups have done.
     public var keepUnacked: Int?
+    /// Events delivered from the stream to readers on this daemon since it started (both
+    /// doors): its change over time is the delivery rate (`replayctl top`, the live view).
+    /// `nil` from a daemon that does not say.
+    public var delivered: Int?
 
     public init(
         name: String, capacity: Int?, maxBytes: Int?, maxAge: Double?, createdAt: String,
         firstSeq: UInt64, lastSeq: UInt64, count: Int, bytes: Int,
-        terminal: String?, terminalMessage: String?, subscribers: Int, source: SourceDescription? = nil, keepUnacked: Int? = nil
+        terminal: String?, terminalMessage: String?, subscribers: Int, source: SourceDescription? = nil, keepUnacked: Int? = nil,
+        delivered: Int? = nil
     ) {
+        self.delivered = delivered
         self.keepUnacked = keepUnacked
         self.name = name
         self.capacity = capacity
@@ -42,7 +48,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, capacity, count, bytes, terminal, subscribers, source
+        case name, capacity, count, bytes, terminal, subscribers, source, delivered
         case maxBytes = "max_bytes"
         case maxAge = "max_age"
         case createdAt = "created_at"
@@ -69,6 +75,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(subscribers, forKey: .subscribers)
         try container.encode(source, forKey: .source)
         try container.encode(keepUnacked, forKey: .keepUnacked)
+        try container.encode(delivered, forKey: .delivered)
     }
 }
 

@@ -8,7 +8,9 @@ import Testing
 struct ReplayctlTests {
     var replayctl: String { get throws { try builtExecutable("replayctl") } }
 
-    @Test(arguments: ["send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "groups", "pending", "ack", "nack", "work", "ping"])
+    @Test(arguments: [
+        "send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "groups", "pending", "ack", "nack", "work", "ping", "top",
+    ])
     func everySubcommandHasHelp(subcommand: String) async throws {
         let result = try await runProgram(try replayctl, [subcommand, "--help"])
         #expect(result.status == 0)

@@ -141,7 +141,8 @@ struct StreamAdmin: Sendable {
             maxAge: info.config.maxAge, createdAt: Timestamp.format(info.createdAt),
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
-            subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name), keepUnacked: info.config.keepUnacked)
+            subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name), keepUnacked: info.config.keepUnacked,
+            delivered: hubs[info.name]?.delivered ?? 0)
     }
 
     func describe(_ group: ConsumerGroup, of info: StreamInfo, now: Int64) -> GroupDescription {
