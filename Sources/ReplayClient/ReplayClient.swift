@@ -161,6 +161,10 @@ public final class ReplayClient: Sendable {
 
     // MARK: Subscribing
 
+    /// The flow-control window a subscription asks for unless told otherwise: about the
+    /// feed's old high watermark, so a consumer that keeps up sees no difference.
+    public static let defaultWindow = 1024
+
     /// Subscribes to `stream` from `start`; the result is an `AsyncSequence` of its events
     /// that ends when the stream completes and throws `streamFailed` when it fails. Gaps
     /// (history removed by retention) are reported to `onGap`.
@@ -168,13 +172,23 @@ public final class ReplayClient: Sendable {
     /// With `durable`, the subscription belongs to that named consumer of the stream: it
     /// starts right after the consumer's acknowledged position (from `start` on its first
     /// use), and `acknowledge(_:)` on it moves that position, durably.
+    ///
+    /// `window` is its flow control (`SUB … window=`): the daemon sends at most that many
+    /// events the consumer has not taken, so a consumer that falls behind holds back only
+    /// this subscription, never the connection's others. A daemon without windows is
+    /// subscribed to without one (the connection then pauses for a slow consumer).
     public func subscribe(
         _ stream: String, from start: StartPosition = .all, durable consumer: String? = nil,
-        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
+        window: Int = ReplayClient.defaultWindow, onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
-        try await subscribe(onGap: onGap) { sid in
+        let plain: (String) -> ClientCommand = { sid in
             consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
                 ?? .subscribe(stream: stream, sid: sid, start: start)
+        }
+        do {
+            return try await subscribe(onGap: onGap, window: window) { sid in .windowed(plain(sid), window: window) }
+        } catch ReplayClientError.server(let error) where error.code == .badCommand && error.message.contains("window") {
+            return try await subscribe(onGap: onGap, window: nil, plain)
         }
     }
 
@@ -187,23 +201,30 @@ public final class ReplayClient: Sendable {
         _ stream: String, from start: StartPosition = .all, group options: GroupOptions,
         onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
-        try await subscribe(onGap: onGap) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
+        try await subscribe(onGap: onGap, window: nil) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
     }
 
     private func subscribe(
-        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?, _ makeCommand: (String) -> ClientCommand
+        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?, window: Int?, _ makeCommand: (String) -> ClientCommand
     ) async throws -> ReplaySubscription {
         let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
         let channel = self.channel
         let reading: @Sendable (Bool) -> Void = { channel.setOption(ChannelOptions.autoRead, value: $0).whenComplete { _ in } }
-        let feed = SubscriptionFeed(reading: reading) { [weak self] in
+        let feed = SubscriptionFeed(windowed: window != nil, reading: reading) { [weak self] in
             guard let self else { return }
             Task { await self.unsubscribe(sid) }
+        }
+        let credit = window.map { window in
+            WindowCredit(window: window) { [weak self] count in
+                guard let self else { return }
+                // Fire and forget: its +OK (or unknown_sid after an UNSUB) is not waited for.
+                _ = self.write([.more(sid: sid, count: count)])
+            }
         }
         let command = makeCommand(sid)
         let reply = try await send([command], subscribe: (sid, feed))[0]
         switch reply {
-        case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap)
+        case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap, credit: credit)
         case .error(let error):
             feed.finish(.failure(.server(error)))
             throw ReplayClientError.server(error)

@@ -10,6 +10,8 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     let sid: String
     let feed: SubscriptionFeed
     let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
+    /// A windowed subscription's grants; `nil` without a window.
+    let credit: WindowCredit?
 
     /// For a durable subscription: acknowledges every event up to `sequence` for its
     /// consumer, and returns once that position is committed. Cumulative; it never goes
@@ -34,12 +36,14 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(items: feed.events.makeAsyncIterator(), onGap: onGap)
+        Iterator(items: feed.events.makeAsyncIterator(), feed: feed, onGap: onGap, credit: credit)
     }
 
     public struct Iterator: AsyncIteratorProtocol {
         var items: SubscriptionFeed.Events.AsyncIterator
+        let feed: SubscriptionFeed
         let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
+        let credit: WindowCredit?
 
         public mutating func next() async throws -> ReplayEvent? {
             while true {
@@ -49,8 +53,11 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
                 } catch is CancellationError {
                     return nil  // the consumer's task was cancelled: the feed unsubscribed
                 }
+                if item != nil { feed.took() }
                 switch item {
-                case .event(let event): return event
+                case .event(let event):
+                    credit?.took()
+                    return event
                 case .gap(let range): onGap?(range)
                 case nil: return nil
                 }

@@ -2,12 +2,18 @@ import NIOCore
 import Synchronization
 
 /// The events of one subscription on their way from the connection (its event loop) to
-/// the consumer's task: NIO's `NIOThrowingAsyncSequenceProducer` with high and low
-/// watermarks. Above the high one the connection stops reading its socket (`autoRead`
-/// off), so the daemon stops sending and its cursor waits; below the low one it reads again.
+/// the consumer's task: NIO's `NIOThrowingAsyncSequenceProducer`.
 ///
-/// One connection carries every subscription of a client: a consumer that falls behind
-/// holds back the others' events on that connection too (open another for independence).
+/// A windowed subscription (`SUB … window=<n>`, the default with a daemon that has them)
+/// is bounded by its window: the daemon sends at most that many events beyond what the
+/// consumer took (`WindowCredit` grants more as it takes them), so the feed holds at most
+/// a window and the connection keeps reading for the other subscriptions. A consumer that
+/// falls behind holds back only its own events.
+///
+/// Without a window (a daemon that predates them, or a group member, bounded by its
+/// `max_pending`), high and low watermarks: above the high one the connection stops
+/// reading its socket (`autoRead` off), so the daemon stops sending and its cursor waits;
+/// below the low one it reads again. That holds back every subscription of the connection.
 final class SubscriptionFeed: Sendable {
     enum Item: Sendable {
         case event(ReplayEvent)
@@ -31,11 +37,18 @@ final class SubscriptionFeed: Sendable {
     let events: Events
     private let source: Events.Source
     private let control: SubscriptionFeedControl
+    /// Set for a windowed subscription: the window bounds the feed, not the socket.
+    let windowed: Bool
+    /// Events pushed and not yet taken by the consumer (a windowed feed's never exceed
+    /// its window).
+    private let held = Atomic<Int>(0)
+    var heldEvents: Int { held.load(ordering: .relaxed) }
 
     /// `reading(false)` asks the connection to stop reading its socket, `reading(true)` to
     /// read again. `abandoned` runs if the consumer stops (cancelled, or its iterator
     /// dropped) before the daemon ended the subscription: the place to unsubscribe.
-    init(reading: @escaping @Sendable (Bool) -> Void, abandoned: @escaping @Sendable () -> Void) {
+    init(windowed: Bool, reading: @escaping @Sendable (Bool) -> Void, abandoned: @escaping @Sendable () -> Void) {
+        self.windowed = windowed
         let control = SubscriptionFeedControl(setReading: reading, abandoned: abandoned)
         let made = Events.makeSequence(
             backPressureStrategy: .init(lowWatermark: Self.lowWatermark, highWatermark: Self.highWatermark),
@@ -47,7 +60,13 @@ final class SubscriptionFeed: Sendable {
 
     /// On the event loop.
     func push(_ item: Item) {
-        if case .stopProducing = source.yield(item) { control.read(false) }
+        held.add(1, ordering: .relaxed)
+        if case .stopProducing = source.yield(item), !windowed { control.read(false) }
+    }
+
+    /// The consumer took one item.
+    func took() {
+        held.subtract(1, ordering: .relaxed)
     }
 
     /// The daemon ended the subscription, or the connection is gone.

@@ -44,6 +44,15 @@ extension ClientCommand {
             Wire.writeLine(["SUB", pattern.description, sid, start.wireText], into: &buffer)
         case .subscribeDurable(let stream, let sid, let start, let consumer):
             Wire.writeLine(["SUB", stream, sid, start.wireText, "durable=\(consumer)"], into: &buffer)
+        case .windowed(let subscription, let window):
+            // The SUB's line with one more word before its line end.
+            var line = ByteBuffer()
+            subscription.write(into: &line)
+            line.moveWriterIndex(to: line.writerIndex - 2)
+            buffer.writeBuffer(&line)
+            buffer.writeString(" window=\(window)\r\n")
+        case .more(let sid, let count):
+            Wire.writeLine(["MORE", sid, "\(count)"], into: &buffer)
         case .ack(let sid, let sequence, let stream):
             Wire.writeLine(["ACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []), into: &buffer)
         case .nack(let sid, let sequence, let stream, let delay):

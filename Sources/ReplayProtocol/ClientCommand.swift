@@ -89,6 +89,8 @@ public struct GroupOptions: Sendable, Equatable {
     /// JetStream's pull consumers let the reader choose too (COUNT, batch).
     public static let defaultMaxPending = 64
     public static let maxPendingLimit = 10_000
+    /// The largest flow-control window a SUB may ask for, and the most one MORE may grant.
+    public static let maxWindow = 1_000_000
 
     public init(
         group: String, member: String? = nil, ackWait: Double? = nil, maxDeliver: Int? = nil, deadLetter: String? = nil,
@@ -120,6 +122,13 @@ public enum ClientCommand: Sendable, Equatable {
     case subscribeGroup(stream: String, sid: String, start: StartPosition, options: GroupOptions)
     /// A member of the group of that name on every stream the pattern matches, now or later.
     case subscribePatternGroup(pattern: StreamPattern, sid: String, start: StartPosition, options: GroupOptions)
+    /// A SUB of one stream (plain or durable) with flow control: the daemon sends at most
+    /// `window` events on it before the client grants more with `MORE` (a credit window,
+    /// as HTTP/2's and JetStream pull consumers'), so a slow reader of one subscription holds
+    /// back only its own events. Written `SUB … window=<n>`.
+    indirect case windowed(ClientCommand, window: Int)
+    /// Grants a windowed subscription `count` more events.
+    case more(sid: String, count: Int)
     case unsubscribe(sid: String)
     /// Acknowledges every event up to `sequence` for a durable subscription; for a group
     /// member, that one event (`stream` names its stream on a pattern group).
@@ -150,6 +159,8 @@ public enum ClientCommand: Sendable, Equatable {
         case .publish, .publishChecked: "PUB"
         case .atomic: "ATOMIC"
         case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .subscribePatternGroup: "SUB"
+        case .windowed: "SUB"
+        case .more: "MORE"
         case .unsubscribe: "UNSUB"
         case .ack: "ACK"
         case .nack: "NACK"

@@ -93,6 +93,12 @@ enum CommandParser {
         case "DELCONSUMER":
             try expect(args, count: 2, usage: "DELCONSUMER <stream> <name>")
             return .command(.deleteConsumer(stream: args[0], name: args[1]))
+        case "MORE":
+            try expect(args, count: 2, usage: "MORE <sid> <count>")
+            guard let count = Int(args[1]), (1...GroupOptions.maxWindow).contains(count) else {
+                throw bad("MORE grants 1 to \(GroupOptions.maxWindow) events")
+            }
+            return .command(.more(sid: args[0], count: count))
         case "UNSUB":
             try expect(args, count: 1, usage: "UNSUB <sid>")
             return .command(.unsubscribe(sid: args[0]))
@@ -187,7 +193,7 @@ enum CommandParser {
     }
 
     static let subscribeUsage =
-        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>]"
+        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>] [window=<n>]"
         + " | [group=<name> [member=<id>] [ack_wait=<seconds>] [max_deliver=<n> dead_letter=<stream>] [max_pending=<n>]]"
 
     /// SUB's words: the target, the id, a start, and either `durable=` or a group's options.
@@ -197,6 +203,7 @@ enum CommandParser {
         var start: StartPosition?
         var consumer: String?
         var group: GroupOptions?
+        var window: Int?
         for word in args.dropFirst(2) {
             let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
             let key = parts.count == 2 ? parts[0].lowercased() : ""
@@ -207,6 +214,11 @@ enum CommandParser {
             case "group":
                 guard group == nil else { throw bad(subscribeUsage) }
                 group = GroupOptions(group: try name(parts[1], "a group's name"))
+            case "window":
+                guard window == nil, let count = Int(parts[1]), (1...GroupOptions.maxWindow).contains(count) else {
+                    throw bad("window= is a count of events, 1 to \(GroupOptions.maxWindow)")
+                }
+                window = count
             case "member", "ack_wait", "max_deliver", "dead_letter", "max_pending":
                 guard group != nil else { throw bad("\(key)= goes with group=<name>, before it: \(subscribeUsage)") }
                 try groupOption(key, parts[1], into: &group!)
@@ -216,6 +228,17 @@ enum CommandParser {
             }
         }
         if consumer != nil, group != nil { throw bad("a SUB is durable=<name> or group=<name>, not both") }
+        if let window {
+            // A group member is bounded by max_pending already; a pattern is many streams.
+            guard group == nil, !StreamPattern.isPattern(args[0]) else {
+                throw bad("window= is for a SUB of one stream, plain or durable (a group member's bound is max_pending)")
+            }
+            let start = start ?? .all
+            let subscription: ClientCommand =
+                consumer.map { .subscribeDurable(stream: args[0], sid: args[1], start: start, consumer: $0) }
+                ?? .subscribe(stream: args[0], sid: args[1], start: start)
+            return .windowed(subscription, window: window)
+        }
         if let group, group.maxDeliver != nil, group.deadLetter == nil {
             throw bad("max_deliver=\(group.maxDeliver!) needs dead_letter=<stream>: an event given up on must go somewhere")
         }

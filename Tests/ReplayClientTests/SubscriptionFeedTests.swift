@@ -14,7 +14,7 @@ struct SubscriptionFeedTests {
 
     @Test func aConsumerThatFallsBehindStopsTheSocketAndOneThatCatchesUpResumesIt() async throws {
         let reading = Locked<[Bool]>([])
-        let feed = SubscriptionFeed(reading: { on in reading.withLock { $0.append(on) } }, abandoned: {})
+        let feed = SubscriptionFeed(windowed: false, reading: { on in reading.withLock { $0.append(on) } }, abandoned: {})
         let high = UInt64(SubscriptionFeed.highWatermark)
         for sequence in 1...high + 10 { feed.push(Self.event(sequence)) }
         #expect(reading.withLock { $0 } == [false], "past the high watermark, reading stops (once)")
@@ -32,7 +32,7 @@ struct SubscriptionFeedTests {
     @Test func aConsumerThatLeavesFirstUnsubscribesAndOneTheDaemonEndedDoesNot() async throws {
         let abandoned = Locked(0)
         do {
-            let feed = SubscriptionFeed(reading: { _ in }, abandoned: { abandoned.withLock { $0 += 1 } })
+            let feed = SubscriptionFeed(windowed: false, reading: { _ in }, abandoned: { abandoned.withLock { $0 += 1 } })
             feed.push(Self.event(1))
             var iterator: SubscriptionFeed.Events.AsyncIterator? = feed.events.makeAsyncIterator()
             _ = try await iterator?.next()
@@ -40,7 +40,7 @@ struct SubscriptionFeedTests {
         }
         #expect(abandoned.withLock { $0 } == 1)
 
-        let feed = SubscriptionFeed(reading: { _ in }, abandoned: { abandoned.withLock { $0 += 1 } })
+        let feed = SubscriptionFeed(windowed: false, reading: { _ in }, abandoned: { abandoned.withLock { $0 += 1 } })
         let iterator = feed.events.makeAsyncIterator()
         feed.finish(.success(()))  // COMPLETED from the daemon
         #expect(try await iterator.next() == nil)

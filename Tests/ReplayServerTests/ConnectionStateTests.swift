@@ -49,6 +49,25 @@ struct ConnectionRegistryTests {
         { _ in ConnectionState.Running(task: task, phase: SubscriptionPhase(stream: "s"), consumer: "c") }
     }
 
+    @Test func aWindowedSubscriptionTakesItsIdAsASubAndMoreNeedsOne() {
+        var state = ConnectionState(maxSubscriptions: 1)
+        let windowed = ClientCommand.windowed(.subscribe(stream: "s", sid: "w", start: .all), window: 8)
+        guard case .reply(.error(let unknown)) = state.receive(.command(.more(sid: "w", count: 4))) else {
+            Issue.record("MORE before its SUB must be refused"); return
+        }
+        #expect(unknown.code == .unknownSubscription)
+        #expect(state.receive(.command(windowed)) == .perform(windowed))
+        #expect(state.receive(.command(.more(sid: "w", count: 4))) == .perform(.more(sid: "w", count: 4)))
+        guard case .reply(.error(let duplicate)) = state.receive(.command(windowed)) else {
+            Issue.record("a windowed SUB reusing an id must be refused"); return
+        }
+        #expect(duplicate.code == .duplicateSubscription)
+        guard case .reply(.error(let limit)) = state.receive(.command(.windowed(.subscribe(stream: "s", sid: "v", start: .all), window: 8))) else {
+            Issue.record("a windowed SUB counts against the limit"); return
+        }
+        #expect(limit.code == .tooManySubscriptions)
+    }
+
     @Test func unsubscribeFreesTheIdAndHandsBackTheTaskToCancel() {
         var state = ConnectionState(maxSubscriptions: 4)
         _ = state.receive(.command(.subscribe(stream: "s", sid: "a", start: .all)))
@@ -83,5 +102,25 @@ struct ConnectionRegistryTests {
         _ = state.started("b", Self.running(Task {}))
         #expect(state.removeAll().count == 2, "c was reserved but had not started")
         #expect(state.subscriptions.isEmpty)
+    }
+}
+
+/// A windowed subscription's credit, on its own.
+@Suite("SubscriptionCredit")
+struct SubscriptionCreditTests {
+    @Test func creditIsTakenUpToWhatIsLeftAndWaitsAtZeroUntilGranted() async {
+        let credit = SubscriptionCredit(window: 3)
+        #expect(await credit.take(upTo: 2) == 2)
+        #expect(await credit.take(upTo: 5) == 1)
+        credit.give(1)  // a page shorter than its credit gives the rest back
+        #expect(await credit.take(upTo: 5) == 1)
+        let waiting = Task { await credit.take(upTo: 10) }
+        credit.give(4)  // MORE
+        #expect(await waiting.value == 4)
+        // A cancelled wait ends with nothing taken.
+        let cancelled = Task { await credit.take(upTo: 10) }
+        cancelled.cancel()
+        #expect(await cancelled.value == 0)
+        #expect(credit.available == 0)
     }
 }

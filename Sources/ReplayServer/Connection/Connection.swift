@@ -176,6 +176,19 @@ final class Connection: Sendable {
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
+        case .windowed(.subscribe(let stream, let sid, let start), let window):
+            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: nil)
+            subscribe(stream: stream, sid: sid, position: position, consumer: nil, credit: SubscriptionCredit(window: window), slot: slot, output: output)
+        case .windowed(.subscribeDurable(let stream, let sid, let start, let consumer), let window):
+            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
+            subscribe(
+                stream: stream, sid: sid, position: position, consumer: consumer, credit: SubscriptionCredit(window: window), slot: slot, output: output)
+        case .more(let sid, let count):
+            guard let credit = state.withLock({ $0.running(sid)?.credit }) else {
+                return replies.fill(slot, with: .error(ReplayError(.badCommand, "subscription '\(sid)' has no window (SUB … window=<n>) to grant")))
+            }
+            credit.give(count)
+            replies.fill(slot, with: .ok)
         case .subscribe(let stream, let sid, let start):
             let position = SubscriptionStart(context: context).resolve(stream, start, consumer: nil)
             subscribe(stream: stream, sid: sid, position: position, consumer: nil, slot: slot, output: output)
@@ -196,7 +209,7 @@ final class Connection: Sendable {
     /// sees its subscription confirmed before its events.
     private func subscribe(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
-        slot: ReplyOrder.Slot, output: SubscriberOutput
+        credit: SubscriptionCredit? = nil, slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
@@ -206,11 +219,11 @@ final class Connection: Sendable {
                 let task = Task { [self] in
                     await runSubscription(
                         stream: stream, sid: sid, position: position, slot: slot,
-                        phase: phase, output: output)
+                        phase: phase, output: output, credit: credit)
                     phase.enter(.finished)
                     subscriptionFinished(sid, token: token)
                 }
-                return ConnectionState.Running(task: task, phase: phase, consumer: consumer)
+                return ConnectionState.Running(task: task, phase: phase, consumer: consumer, credit: credit)
             }
         }
     }
@@ -242,7 +255,8 @@ final class Connection: Sendable {
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>,
         slot: ReplyOrder.Slot,
         phase: SubscriptionPhase,
-        output: SubscriberOutput
+        output: SubscriberOutput,
+        credit: SubscriptionCredit?
     ) async {
         let start: StartPoint
         switch await position.value {
@@ -257,7 +271,7 @@ final class Connection: Sendable {
         // subscriber is counted before the source's first events).
         let lease = context.sources.lease(stream)
         let log = PooledStore(store: context.store, reads: context.reads)
-        await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output)
+        await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit)
             .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()
     }

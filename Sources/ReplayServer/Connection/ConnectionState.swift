@@ -29,6 +29,8 @@ struct ConnectionState {
         /// A group member's group and member id: ACK and NACK are of one event it holds.
         /// On a pattern, they name the event's stream, which the pattern must match.
         var group: (name: String, member: String, deadLetter: String?, pattern: StreamPattern?)? = nil
+        /// A windowed subscription's credit, which MORE raises.
+        var credit: SubscriptionCredit? = nil
     }
 
     /// One subscription id in use. The token tells apart two subscriptions that used the
@@ -72,6 +74,14 @@ struct ConnectionState {
         switch command {
         case .ping:
             return .reply(.pong)
+        case .windowed(let subscription, _):
+            // The SUB's own checks; performed whole.
+            if case .reply(let refusal) = receive(subscription) { return .reply(refusal) }
+            return .perform(command)
+        case .more(let sid, _):
+            guard entries[sid] != nil else {
+                return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))
+            }
         case .ack(let sid, _, _), .nack(let sid, _, _, _):
             guard entries[sid] != nil else {
                 return .reply(.error(ReplayError(.unknownSubscription, "no subscription '\(sid)' on this connection")))

@@ -29,6 +29,8 @@ struct SocketRules: Sendable {
         guard principal.grants != nil else { return nil }
         let needed: [(StreamOperation, String)]
         switch command {
+        case .windowed(let subscription, _):
+            return refusal(of: subscription, by: principal)
         case .publish(let stream, _), .publishChecked(let stream, _, _):
             needed = [(.write, stream)]
         case .atomic(let events):
@@ -48,9 +50,9 @@ struct SocketRules: Sendable {
             needed = [(.admin, stream)]
         case .subscriptions:
             return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream", principal)
-        case .list, .unsubscribe, .ack, .nack, .ping:
-            // LIST shows only the streams it may read; ACK and NACK act on what a SUB was
-            // allowed to read.
+        case .list, .unsubscribe, .ack, .nack, .more, .ping:
+            // LIST shows only the streams it may read; ACK, NACK and MORE act on what a SUB
+            // was allowed to read.
             needed = []
         }
         for (operation, stream) in needed where !principal.may(operation, on: stream) {

@@ -123,7 +123,7 @@ struct StreamAdmin: Sendable {
         case .deleteGroup(let stream, let name):
             store.group(.delete(group: name, answer), of: stream)
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
-            .nack, .subscribePatternGroup, .ping:
+            .nack, .subscribePatternGroup, .ping, .windowed, .more:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
         }
     }

@@ -33,6 +33,9 @@ struct Subscription: Sendable {
     let log: PooledStore
     let phase: SubscriptionPhase
     let output: SubscriberOutput
+    /// A windowed subscription's credit: each page is cut to it, and at zero the cursor
+    /// waits for the client's MORE (`nil`: no flow control but the socket's).
+    var credit: SubscriptionCredit? = nil
 
     static let pageEvents = 2048
     static let pageBytes = 1024 * 1024
@@ -48,15 +51,32 @@ struct Subscription: Sendable {
         defer { hub.subscriberLeft() }
         var cursor = LogCursor(
             hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid), from: start, liveAfter: liveAfter,
-            retry: .untilCancelled, readAhead: true)
+            retry: .untilCancelled, readAhead: credit == nil)
         defer { cursor.stopReadingAhead() }
         do {
             while !Task.isCancelled {
-                let (limit, bytes, sharing) = (Self.pageEvents, Self.pageBytes, Self.sharedPayloadMinimum)
+                var limit = Self.pageEvents
+                if let credit {
+                    if credit.available == 0 { phase.enter(.waitingForCredit(after: cursor.next - 1)) }
+                    limit = await credit.take(upTo: limit)
+                    if limit == 0 { continue }  // cancelled while waiting for MORE
+                    phase.enter(.delivering)
+                }
+                let (bytes, sharing) = (Self.pageBytes, Self.sharedPayloadMinimum)
                 let move =
                     if let move = cursor.moveFromMemory(limit: limit, byteBudget: bytes, sharingFrom: sharing) { move } else {
                         try await cursor.move(limit: limit, byteBudget: bytes, sharingFrom: sharing)
                     }
+                if let credit {
+                    // What the page did not use goes back before anything waits.
+                    let used: Int =
+                        switch move {
+                        case .ring(let entries): entries.count
+                        case .stored(let page): page.events
+                        default: 0
+                        }
+                    credit.give(limit - used)
+                }
                 switch move {
                 case .ring(let entries):
                     try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub)

@@ -13,6 +13,8 @@ final class SubscriptionPhase: Sendable {
         case delivering
         /// Caught up, parked in the hub until a commit after `after`.
         case parked(after: UInt64)
+        /// A windowed subscription that sent its window: waiting for the client's MORE.
+        case waitingForCredit(after: UInt64)
         /// Ended: delivered the stream's end, cancelled, or failed to start.
         case finished
 
@@ -22,6 +24,7 @@ final class SubscriptionPhase: Sendable {
             case .awaitingOKWritten: "waiting for its +OK to be written"
             case .delivering: "delivering"
             case .parked(let after): "parked after \(after)"
+            case .waitingForCredit(let after): "waiting for MORE after \(after)"
             case .finished: "finished"
             }
         }
