@@ -149,7 +149,15 @@ public final class EventStore: Sendable {
         _ name: String, of stream: String, initialNext: @escaping @Sendable (StreamInfo) -> UInt64,
         completion: @escaping @Sendable (Result<ConsumerStart, StoreError>) -> Void
     ) {
-        writer.submit(.openConsumer(stream: stream, name: name, initialNext: initialNext, completion))
+        openConsumer(name, of: stream, first: .next(initialNext), completion: completion)
+    }
+
+    /// A durable consumer's position: after what it acknowledged, or at `first` on its
+    /// first use (a `since` time is looked up by the writer, in request order).
+    public func openConsumer(
+        _ name: String, of stream: String, first: FirstPosition, completion: @escaping @Sendable (Result<ConsumerStart, StoreError>) -> Void
+    ) {
+        writer.submit(.openConsumer(stream: stream, name: name, first: first, completion))
     }
 
     /// Acknowledges every event up to `sequence` for the consumer; completes once that is

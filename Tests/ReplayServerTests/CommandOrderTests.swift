@@ -52,6 +52,42 @@ struct CommandOrderTests {
     }
 }
 
+extension CommandOrderTests {
+    /// A durable consumer's or a group's first `since=` start is fixed by the writer, in
+    /// command order: the PUB before it is before its start (it is older than the time),
+    /// the PUB after it is after, and the position is there for the next command. (Before,
+    /// the time was looked up on the read pool, which could run before the first PUB was
+    /// committed or after the second.)
+    @Test(arguments: ["durable=c", "group=g"])
+    func aSinceStartOnFirstUseIsInCommandOrder(kind: String) async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                _ = try await client.publish("s", ["old"])
+                // A time in the future: no stored event is at or after it.
+                let future = String(format: "%.3f", Date().timeIntervalSince1970 + 3600)
+                try await client.send("PUB s 6\r\nbefore\r\nSUB s w since=\(future) \(kind)\r\nPUB s 5\r\nafter\r\nCONSUMERS s\r\nGROUPS s\r\n")
+                var events: [String] = []
+                var replies: [ServerFrame] = []
+                while replies.count < 5 || events.isEmpty {
+                    let frame = try await client.expectFrame()
+                    if case .event(_, "w", _, _, let payload) = frame { events.append(String(buffer: payload)) } else { replies.append(frame) }
+                }
+                #expect(replies[0] == .published(sequence: 2) && replies[1] == .ok && replies[2] == .published(sequence: 3))
+                #expect(events == ["after"])
+                if kind.hasPrefix("durable"), case .list(let json) = replies[3] {
+                    let consumers = try JSONDecoder().decode([ConsumerDescription].self, from: Data(json.readableBytesView))
+                    #expect(consumers.map(\.name) == ["c"])
+                    #expect(consumers.first?.ackedSeq == 2, "its position, after 'before', is known to the next command")
+                }
+                if kind.hasPrefix("group"), case .list(let json) = replies[4] {
+                    let groups = try JSONDecoder().decode([GroupDescription].self, from: Data(json.readableBytesView))
+                    #expect(groups.map(\.name) == ["g"])
+                }
+            }
+        }
+    }
+}
+
 @Suite("replayd: subscription ids", .timeLimit(.minutes(2)))
 struct SubscriptionIdTests {
     /// UNSUB then SUB with the same sid: the new subscription is not undone when the old

@@ -46,7 +46,7 @@ struct WaitingMembersTests {
     func join(_ store: EventStore, ackWaitMillis: Int64) async throws {
         let joined = await withCheckedContinuation { continuation in
             store.group(
-                .join(group: "g", asked: GroupSettings.Asked(ackWaitMillis: ackWaitMillis), initialNext: { _ in 1 }) {
+                .join(group: "g", asked: GroupSettings.Asked(ackWaitMillis: ackWaitMillis), first: .next { _ in 1 }) {
                     continuation.resume(returning: $0)
                 }, of: "jobs")
         }

@@ -20,25 +20,35 @@ struct SubscriptionStart {
             return pending
         }
         let liveAfter = hub.info.lastSequence
+        if let consumer {
+            // The writer fixes a durable consumer's position, `since=` included (looked up
+            // in its transaction), in command order.
+            open(consumer, of: stream, first: Self.first(start), pending)
+            return pending
+        }
         if case .since(let seconds) = start {
+            // A plain SUB reads the time on the read pool: after what the writer has
+            // committed when the lookup runs, which may include later commands' events;
+            // a plain subscription is live from `liveAfter` anyway, so none is missed.
             let (store, reads) = (context.store, context.reads)
             Task {
                 do {
                     let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
-                    guard let consumer else { return pending.fulfil(.success(StartPoint(next: first, liveAfter: liveAfter))) }
-                    open(consumer, of: stream, initialNext: { _ in first }, pending)
+                    pending.fulfil(.success(StartPoint(next: min(first, liveAfter + 1), liveAfter: liveAfter)))
                 } catch {
                     pending.fulfil(.failure(ReplayError(error)))
                 }
             }
             return pending
         }
-        guard let consumer else {
-            // The hub resolves every start but `since`.
-            return Pending(.success(hub.start(start) ?? StartPoint(next: liveAfter + 1, liveAfter: liveAfter)))
-        }
-        open(consumer, of: stream, initialNext: { start.next(in: $0) ?? $0.firstSequence }, pending)
-        return pending
+        // The hub resolves every start but `since`.
+        return Pending(.success(hub.start(start) ?? StartPoint(next: liveAfter + 1, liveAfter: liveAfter)))
+    }
+
+    /// A start on first use, as the writer takes it.
+    static func first(_ start: StartPosition) -> FirstPosition {
+        if case .since(let seconds) = start { return .since(Date(timeIntervalSince1970: seconds)) }
+        return .next { start.next(in: $0) ?? $0.firstSequence }
     }
 
     /// A SUB of a stream that does not exist, with `--auto-create`: the stream is created
@@ -53,16 +63,15 @@ struct SubscriptionStart {
             case .failure(let error): pending.fulfil(.failure(ReplayError(error)))
             }
         }
-        if let consumer { open(consumer, of: stream, initialNext: { start.next(in: $0) ?? $0.firstSequence }, pending) }
+        if let consumer { open(consumer, of: stream, first: Self.first(start), pending) }
     }
 
     /// A durable consumer's position, fixed by the writer: after what it acknowledged, or
-    /// `initialNext` on its first use.
+    /// `first` on its first use.
     private func open(
-        _ consumer: String, of stream: String, initialNext: @escaping @Sendable (StreamInfo) -> UInt64,
-        _ pending: Pending<Result<StartPoint, ReplayError>>
+        _ consumer: String, of stream: String, first: FirstPosition, _ pending: Pending<Result<StartPoint, ReplayError>>
     ) {
-        context.store.openConsumer(consumer, of: stream, initialNext: initialNext) { result in
+        context.store.openConsumer(consumer, of: stream, first: first) { result in
             pending.fulfil(result.map { StartPoint(next: $0.ackedSequence + 1, liveAfter: $0.lastSequence) }.mapError(ReplayError.init))
         }
     }
@@ -75,32 +84,17 @@ extension SubscriptionStart {
         let pending = Pending<Result<GroupJoined, ReplayError>>()
         let asked = options.asked
         let store = context.store
-        let join: @Sendable (@escaping @Sendable (StreamInfo) -> UInt64) -> Void = { initialNext in
-            store.group(
-                .join(group: options.group, asked: asked, initialNext: initialNext) { pending.fulfil($0.mapError(ReplayError.init)) },
-                of: stream)
+        let first = Self.first(start)
+        let join: @Sendable () -> Void = {
+            store.group(.join(group: options.group, asked: asked, first: first) { pending.fulfil($0.mapError(ReplayError.init)) }, of: stream)
         }
-        let initialNext: @Sendable (StreamInfo) -> UInt64 = { start.next(in: $0) ?? $0.firstSequence }
-        guard context.hubs[stream] != nil else {
+        if context.hubs[stream] == nil {
             guard context.configuration.autoCreate else { return Pending(.failure(ReplayError(StoreError.unknownStream(stream)))) }
             // The join comes next in the writer's order, and reports any failure.
             store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { _ in }
-            join(initialNext)
-            return pending
         }
-        guard case .since(let seconds) = start else {
-            join(initialNext)
-            return pending
-        }
-        let reads = context.reads
-        Task {
-            do {
-                let first = try await reads.run { try store.firstSequence(stream, since: Date(timeIntervalSince1970: seconds)) }
-                join { _ in first }
-            } catch {
-                pending.fulfil(.failure(ReplayError(error)))
-            }
-        }
+        // The writer fixes the group's start, `since=` included, in command order.
+        join()
         return pending
     }
 }

@@ -7,9 +7,9 @@ import Synchronization
 public enum GroupRequest: Sendable {
     public typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
 
-    /// SUB … group=: the group, created with the settings asked after `initialNext(info) - 1`
+    /// SUB … group=: the group, created with the settings asked at `first`
     /// on first use; a later SUB asking for other settings is refused.
-    case join(group: String, asked: GroupSettings.Asked, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<GroupJoined>)
+    case join(group: String, asked: GroupSettings.Asked, first: FirstPosition, Completion<GroupJoined>)
     /// Up to `limit` events for `member`. Events that reached their group's `maxDeliver` go
     /// to its dead-letter stream (created with `deadLetterConfig` if it does not exist).
     /// With a ticket, a hand-out that would give nothing waits instead (`WaitingMembers`)

@@ -15,8 +15,8 @@ enum WriteRequest: Sendable {
     /// A write of several events with a writer sequence, a producer stamp and a close
     /// (`StreamWrite`): one unit, all or none.
     case streamWrite(StreamWrite, Completion<StreamWriteOutcome>)
-    /// A durable consumer's position, created after `initialNext(info) - 1` on first use.
-    case openConsumer(stream: String, name: String, initialNext: @Sendable (StreamInfo) -> UInt64, Completion<ConsumerStart>)
+    /// A durable consumer's position, created at `first` on first use.
+    case openConsumer(stream: String, name: String, first: FirstPosition, Completion<ConsumerStart>)
     case acknowledge(stream: String, consumer: String, sequence: UInt64, Completion<Void>)
     case deleteConsumer(stream: String, name: String, Completion<Void>)
     /// A consumer group's request; `deadLetter` is the group's dead-letter stream, if it

@@ -1,21 +1,34 @@
 import Foundation
+import ReplayModel
 
 /// Durable consumers: part of their stream's record, moved as working copies (the last
 /// acknowledgement of a batch wins), written in `finish` with the stream's row.
 extension WriterRules {
-    /// A durable consumer's start, created after `initialNext(info) - 1` on first use.
+    /// A durable consumer's start, created at `first` on first use.
     mutating func openConsumer(
-        _ consumer: String, of name: String, initialNext: (StreamInfo) -> UInt64
+        _ consumer: String, of name: String, first: FirstPosition
     ) throws -> Result<ConsumerStart, StoreError> {
         guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
         let info = streams[index].record.info
         if streams[index].record.consumers[consumer] == nil {
-            let acked = min(info.lastSequence, max(initialNext(info), 1) - 1)
+            let acked = min(info.lastSequence, max(try resolve(first, of: streams[index].record), 1) - 1)
             streams[index].record.consumers[consumer] = ConsumerInfo(name: consumer, ackedSequence: acked, createdAt: time, updatedAt: time)
             streams[index].consumersWritten.insert(consumer)
             streams[index].consumersRemoved.remove(consumer)
         }
         return .success(ConsumerStart(ackedSequence: streams[index].record.consumers[consumer]!.ackedSequence, lastSequence: info.lastSequence))
+    }
+
+    /// The first position wanted: from the bounds, or the first retained event at or after
+    /// a time, searched in this transaction (so this batch's earlier appends count).
+    func resolve(_ first: FirstPosition, of record: Catalog.Record) throws -> UInt64 {
+        let info = record.info
+        switch first {
+        case .next(let initialNext): return initialNext(info)
+        case .since(let time):
+            guard info.firstSequence <= info.lastSequence else { return info.lastSequence + 1 }
+            return try db.firstSequence(of: record.id, in: info.firstSequence...info.lastSequence, atOrAfter: Timestamp.millis(time))
+        }
     }
 
     /// Moves a consumer forward to `sequence` (cumulative: never back, never past the end).

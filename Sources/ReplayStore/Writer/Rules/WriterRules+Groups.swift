@@ -9,8 +9,8 @@ import ReplayModel
 extension WriterRules {
     mutating func perform(_ request: GroupRequest, stream name: String, deadLetter: String?) throws {
         switch request {
-        case .join(let group, let asked, let initialNext, let done):
-            let result = try join(group, of: name, asked: asked, initialNext: initialNext)
+        case .join(let group, let asked, let first, let done):
+            let result = try join(group, of: name, asked: asked, first: first)
             completions.append { done(result) }
         case .handOut(let group, let member, let limit, let config, let ticket, let done):
             guard let ticket else {
@@ -45,7 +45,7 @@ extension WriterRules {
     }
 
     private mutating func join(
-        _ group: String, of name: String, asked: GroupSettings.Asked, initialNext: (StreamInfo) -> UInt64
+        _ group: String, of name: String, asked: GroupSettings.Asked, first: FirstPosition
     ) throws -> Result<GroupJoined, StoreError> {
         guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
         if let existing = streams[index].record.groups[group] {
@@ -58,7 +58,7 @@ extension WriterRules {
             return .failure(.invalidConfig("a group's dead_letter stream cannot be the stream it reads ('\(name)')"))
         }
         let info = streams[index].record.info
-        let delivered = min(info.lastSequence, max(initialNext(info), 1) - 1)
+        let delivered = min(info.lastSequence, max(try resolve(first, of: streams[index].record), 1) - 1)
         let settings = asked.settings
         streams[index].record.groups[group] = ConsumerGroup(name: group, settings: settings, deliveredSequence: delivered, createdAt: millis)
         streams[index].groupsWritten.insert(group)

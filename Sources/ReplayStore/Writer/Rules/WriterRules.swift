@@ -190,8 +190,8 @@ struct WriterRules<DB: LogTransaction> {
             sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token))
         case .streamWrite(let write, let done):
             complete(done, try perform(write))
-        case .openConsumer(let name, let consumer, let initialNext, let done):
-            complete(done, try openConsumer(consumer, of: name, initialNext: initialNext))
+        case .openConsumer(let name, let consumer, let first, let done):
+            complete(done, try openConsumer(consumer, of: name, first: first))
         case .acknowledge(let name, let consumer, let sequence, let done):
             complete(done, try acknowledge(sequence, consumer: consumer, of: name))
         case .deleteConsumer(let name, let consumer, let done):
