@@ -68,7 +68,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The refusal of a command over the connection's rate; `nil`: within it (and taken).
     private func overRate(_ command: ClientCommand) -> ReplayError? {
-        guard var allowance else { return nil }
+        guard var allowance, command != .ping else { return nil }
         let wait = allowance.admit(bytes: command.payloadBytes, at: NIODeadline.now().uptimeNanoseconds)
         self.allowance = allowance
         guard let wait else { return nil }
@@ -81,7 +81,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let inbound = unwrapInboundIn(data)
         // Before the state machine: a refused command must not count as one in the task.
-        if case .command(let command) = inbound, command != .ping, state.isServing, let refusal = overRate(command) {
+        // (Without limits, one nil check: this is the publishing hot path.)
+        if allowance != nil, case .command(let command) = inbound, state.isServing, let refusal = overRate(command) {
             return fill(order.reserve(), with: .error(refusal))
         }
         switch state.read(inbound) {
@@ -91,7 +92,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
             fill(order.reserve(), with: frame)
         case .publish:
             guard case .command(let command) = inbound else { return }
-            if let refusal = SocketRules.refusal(of: command, by: principal) {
+            // Without access rules, no call at all: this is the publishing hot path.
+            if principal.grants != nil, let refusal = SocketRules.refusal(of: command, by: principal) {
                 fill(order.reserve(), with: .error(refusal))
                 return
             }
