@@ -49,6 +49,9 @@ public struct ClientLimits: Sendable, Equatable {
 
     public static let none = ClientLimits()
 
+    /// Whether a request or byte rate is set (the stream cap is the writer's).
+    public var limitsRates: Bool { requests != nil || bytes != nil }
+
     public init(requests: RateLimit? = nil, bytes: RateLimit? = nil, streams: Int? = nil) {
         self.requests = requests
         self.bytes = bytes

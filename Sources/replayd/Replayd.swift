@@ -241,21 +241,13 @@ struct Replayd: AsyncParsableCommand {
             settings.maxConnections = httpMaxConnections
             settings.headerTimeout = .milliseconds(Int((httpHeaderTimeout * 1000).rounded()))
             settings.clientLimits = ClientLimits(requests: rateLimitRequests, bytes: rateLimitBytes, streams: tokenMaxStreams)
-            if let authKeys {
-                do {
-                    settings.tokenKeys = try await TokenKeys.load(authKeys)
-                } catch {
-                    FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
-                    throw ExitCode(1)
-                }
-            }
-            if let tlsCert, let tlsKey {
-                do {
-                    settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA))
-                } catch {
-                    FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
-                    throw ExitCode(1)
-                }
+            // A key or certificate file that cannot be read stops the start, saying why.
+            do {
+                if let authKeys { settings.tokenKeys = try await TokenKeys.load(authKeys) }
+                if let tlsCert, let tlsKey { settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA)) }
+            } catch {
+                FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
+                throw ExitCode(1)
             }
             settings.webhookAllowPrivate = webhookAllowPrivate
             settings.metrics = Self.bootstrapMetrics()

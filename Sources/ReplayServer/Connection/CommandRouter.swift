@@ -48,8 +48,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     init(store: EventStore, maxOwed: Int, limits: ClientLimits = .none) {
         self.store = store
         self.state = RouterState(maxOwed: maxOwed)
-        let allowance = ClientAllowance(limits, now: NIODeadline.now().uptimeNanoseconds)
-        self.allowance = allowance.isActive ? allowance : nil
+        self.allowance = limits.limitsRates ? ClientAllowance(limits, now: NIODeadline.now().uptimeNanoseconds) : nil
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -68,7 +67,8 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The refusal of a command over the connection's rate; `nil`: within it (and taken).
     private func overRate(_ command: ClientCommand) -> ReplayError? {
-        guard var allowance, command != .ping else { return nil }
+        guard var allowance else { return nil }
+        if case .ping = command { return nil }
         let wait = allowance.admit(bytes: command.payloadBytes, at: NIODeadline.now().uptimeNanoseconds)
         self.allowance = allowance
         guard let wait else { return nil }

@@ -176,27 +176,18 @@ final class Connection: Sendable {
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
-        case .windowed(.subscribe(let stream, let sid, let start), let window):
-            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: nil)
-            subscribe(stream: stream, sid: sid, position: position, consumer: nil, credit: SubscriptionCredit(window: window), slot: slot, output: output)
-        case .windowed(.subscribeDurable(let stream, let sid, let start, let consumer), let window):
-            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
-            subscribe(
-                stream: stream, sid: sid, position: position, consumer: consumer, credit: SubscriptionCredit(window: window), slot: slot, output: output)
+        case .windowed(let subscription, let window):
+            subscribe(subscription, credit: SubscriptionCredit(window: window), slot: slot, output: output)
+        case .subscribe, .subscribeDurable:
+            subscribe(command, credit: nil, slot: slot, output: output)
         case .more(let sid, let count):
             guard let credit = state.withLock({ $0.running(sid)?.credit }) else {
                 return replies.fill(slot, with: .error(ReplayError(.badCommand, "subscription '\(sid)' has no window (SUB … window=<n>) to grant")))
             }
             credit.give(count)
             replies.fill(slot, with: .ok)
-        case .subscribe(let stream, let sid, let start):
-            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: nil)
-            subscribe(stream: stream, sid: sid, position: position, consumer: nil, slot: slot, output: output)
         case .subscribePattern(let pattern, let sid, let start):
             subscribe(pattern, sid: sid, start: start, slot: slot, output: output)
-        case .subscribeDurable(let stream, let sid, let start, let consumer):
-            let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
-            subscribe(stream: stream, sid: sid, position: position, consumer: consumer, slot: slot, output: output)
         default:
             var admin = context.admin
             admin.principal = principal.value
@@ -204,12 +195,24 @@ final class Connection: Sendable {
         }
     }
 
+    /// A SUB of one stream, plain or durable, with its window's credit if it has one.
+    private func subscribe(_ command: ClientCommand, credit: SubscriptionCredit?, slot: ReplyOrder.Slot, output: SubscriberOutput) {
+        let (stream, sid, start, consumer): (String, String, StartPosition, String?)
+        switch command {
+        case .subscribe(let name, let id, let from): (stream, sid, start, consumer) = (name, id, from, nil)
+        case .subscribeDurable(let name, let id, let from, let durable): (stream, sid, start, consumer) = (name, id, from, durable)
+        default: return replies.fill(slot, with: .error(ReplayError(.badCommand, "\(command.verb) is not a SUB of one stream")))
+        }
+        let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
+        subscribe(stream: stream, sid: sid, position: position, consumer: consumer, credit: credit, slot: slot, output: output)
+    }
+
     /// Fixes the start position now, in command order (so `SUB s new` then `PUB s` sees
     /// the event), answers, and only once `+OK` is written starts the cursor, so a client
     /// sees its subscription confirmed before its events.
     private func subscribe(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
-        credit: SubscriptionCredit? = nil, slot: ReplyOrder.Slot, output: SubscriberOutput
+        credit: SubscriptionCredit?, slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.

@@ -84,17 +84,13 @@ extension SubscriptionStart {
         let pending = Pending<Result<GroupJoined, ReplayError>>()
         let asked = options.asked
         let store = context.store
-        let first = Self.first(start)
-        let join: @Sendable () -> Void = {
-            store.group(.join(group: options.group, asked: asked, first: first) { pending.fulfil($0.mapError(ReplayError.init)) }, of: stream)
-        }
         if context.hubs[stream] == nil {
             guard context.configuration.autoCreate else { return Pending(.failure(ReplayError(StoreError.unknownStream(stream)))) }
             // The join comes next in the writer's order, and reports any failure.
             store.create(stream, config: StreamConfig(capacity: context.configuration.defaultCapacity)) { _ in }
         }
         // The writer fixes the group's start, `since=` included, in command order.
-        join()
+        store.group(.join(group: options.group, asked: asked, first: Self.first(start)) { pending.fulfil($0.mapError(ReplayError.init)) }, of: stream)
         return pending
     }
 }

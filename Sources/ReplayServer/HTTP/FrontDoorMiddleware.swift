@@ -88,7 +88,7 @@ struct FrontDoorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
     /// read, where its length was not announced); else the 429 to answer.
     private func limit(_ request: Request, context: Context, principal: Principal?) throws -> Request {
         let limits = (principal?.limits ?? .none).over(settings.clientLimits)
-        guard limits.requests != nil || limits.bytes != nil else { return request }
+        guard limits.limitsRates else { return request }
         let client: String
         if let principal, principal != .unrestricted {
             client = "token '\(principal.name)'"

@@ -63,7 +63,7 @@ struct ClientAllowance: Sendable {
     }
 
     /// Whether either rate is limited at all.
-    var isActive: Bool { requests != nil || bytes != nil }
+    var isActive: Bool { limits.limitsRates }
 
     /// Takes one request (and `bytes` already known, such as a PUB's payload or a
     /// Content-Length), or says how long to wait before trying again.

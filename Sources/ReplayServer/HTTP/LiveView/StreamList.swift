@@ -117,10 +117,9 @@ struct StreamList: Sendable {
     /// The query's page of streams, sorted by name, and how many matched in all.
     func page(_ query: Query, principal: Principal) -> (total: Int, entries: [Entry]) {
         let hubs = self.hubs.all.filter { hub in
-            let name = hub.name
-            return query.filter.map { name.localizedCaseInsensitiveContains($0) } ?? true
+            (query.filter.map { hub.name.localizedCaseInsensitiveContains($0) } ?? true) && !hub.info.isSoftDeleted
+                && principal.may(.read, on: hub.name)
         }
-        .filter { !$0.info.isSoftDeleted && principal.may(.read, on: $0.name) }
         .sorted { $0.name < $1.name }
         let window = hubs.dropFirst(query.offset).prefix(query.limit)
         return (hubs.count, window.map(entry))

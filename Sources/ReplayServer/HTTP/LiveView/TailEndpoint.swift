@@ -115,19 +115,11 @@ struct TailFrames: LogFraming {
         page.json += "{\"seq\":\(sequence),\"time\":\"\(time)\","
         // One JSON string per event: JSONSerialization escapes what SSE and JSON need
         // (line breaks included, so an event stays on one data line).
-        if let text = String(validatingUTF8: payload), let quoted = try? JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed]) {
-            page.json += "\"text\":" + String(decoding: quoted.dropFirst().dropLast(), as: UTF8.self)
+        if let text = String(validating: payload, as: UTF8.self), let quoted = try? JSONSerialization.data(withJSONObject: text, options: .fragmentsAllowed) {
+            page.json += "\"text\":" + String(decoding: quoted, as: UTF8.self)
         } else {
             page.json += "\"base64\":\"" + Data(payload).base64EncodedString() + "\""
         }
         page.json += "}"
-    }
-}
-
-extension String {
-    /// The bytes as a string if they are valid UTF-8.
-    init?(validatingUTF8 bytes: UnsafeRawBufferPointer) {
-        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
-        self = text
     }
 }
