@@ -25,11 +25,21 @@ public final class WebhookReceiver: Sendable {
     public struct Answer: Sendable {
         public let status: Int
         public let body: String
+        /// No answer at all: the request is recorded and the connection left open, as a
+        /// receiver that hangs would (the delivery stays in flight until its sender gives up).
+        public let withheld: Bool
 
         public init(status: Int = 200, body: String = "{}") {
+            self.init(status: status, body: body, withheld: false)
+        }
+
+        private init(status: Int, body: String, withheld: Bool) {
             self.status = status
             self.body = body
+            self.withheld = withheld
         }
+
+        public static let withheld = Answer(status: 0, body: "", withheld: true)
     }
 
     public let port: Int
@@ -95,6 +105,7 @@ public final class WebhookReceiver: Sendable {
                     state.deliveries.append(Delivery(body: body, headers: headers, received: .now))
                     return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
                 }
+                guard !answer.withheld else { return }
                 var fields = HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", String(answer.body.utf8.count))])
                 fields.add(name: "Connection", value: "close")
                 let responseHead = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: fields)

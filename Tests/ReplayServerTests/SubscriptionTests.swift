@@ -281,17 +281,17 @@ struct SubscriptionTests {
             #expect(failures >= 2)
 
             receiver.answer(with: [.init()])
-            // A request the old daemon sent as it stopped may be read by the receiver only
-            // after the stop returned: the next delivery is the first received after this.
-            let restarting = ContinuousClock.now
             daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            http = try HTTPTestClient(address: try await daemon.httpAddress())
+            let address = try await daemon.httpAddress()
+            http = try HTTPTestClient(address: address)
             #expect(try await http.request("GET", "/v1/stream/__ds/jwks.json").text == kid, "the signing key survives the restart")
             // The next attempt is the same wake, at its time (not at the restart, unless the
-            // restart itself took longer than the wait).
+            // restart itself took longer than the wait). A request the old daemon sent as it
+            // stopped may reach the receiver late, even after the restart: the restarted
+            // daemon's are told apart by their callback URL, which has its new port.
             var next: WebhookReceiver.Delivery?
             try await eventually(within: 90, "a delivery from the restarted daemon") {
-                next = receiver.deliveries.dropFirst(delivered).first { $0.received > restarting }
+                next = receiver.deliveries.dropFirst(delivered).first { ($0.json["callback_url"] as? String)?.hasPrefix("http://\(address)/") == true }
                 return next != nil
             }
             let deliveries = receiver.deliveries
@@ -303,6 +303,40 @@ struct SubscriptionTests {
             try await eventually("the delivery is written as accepted") {
                 Self.object(try await http.request("GET", Self.root + "kept"))["status"] as? String == "active"
             }
+            await daemon.stop()
+        }
+    }
+
+    @Test func aDeliveryCutShortByAStopIsNotAFailureAndGoesOutAtTheNextStart() async throws {
+        // The first delivery fails; the second hangs, and is in flight when the daemon stops.
+        let receiver = try await WebhookReceiver(answers: [.init(status: 500), .withheld])
+        defer { Task { await receiver.close() } }
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            var http = try HTTPTestClient(address: try await daemon.httpAddress())
+            _ = try await Self.put(http, "cut", ["type": "webhook", "streams": ["tasks"], "webhook": ["url": receiver.url]])
+            _ = try await http.request("PUT", "/v1/stream/tasks", headers: Self.json, body: #"{"n":1}"#)
+            _ = try await receiver.waitFor(2)
+            let stopped = Int(Date().timeIntervalSince1970 * 1000)
+            #expect(await daemon.stop() == 0)
+            // One failure, the receiver's; the cut delivery is due at once, not backed off.
+            let row = try await runProgram(
+                "/usr/bin/sqlite3",
+                [daemon.databasePath, "SELECT json_extract(state, '$.retries'), json_extract(state, '$.next_attempt') FROM subscriptions WHERE id = 'cut'"])
+            let fields = row.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").compactMap { Int($0) }
+            #expect(fields.count == 2, "\(row.stdout) \(row.stderr)")
+            #expect(fields.first == 1, "\(daemon.log)")
+            #expect((fields.last ?? .max) <= stopped + 10_000, "due at the stop, not after a backoff or the watchdog: \(daemon.log)")
+
+            receiver.answer(with: [.init(body: #"{"done":true}"#)])
+            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            let address = try await daemon.httpAddress()
+            http = try HTTPTestClient(address: address)
+            try await eventually("the restarted daemon delivers the same wake, and it is done") {
+                try await Self.acked(http, "cut")["tasks"] == Self.offset(1)
+            }
+            let again = receiver.deliveries.filter { ($0.json["callback_url"] as? String)?.hasPrefix("http://\(address)/") == true }
+            #expect(again.first?.json["wake_id"] as? String == receiver.deliveries[0].json["wake_id"] as? String)
             await daemon.stop()
         }
     }

@@ -118,11 +118,13 @@ public struct HTTPFrontDoor: Service {
         } catch {
             await subscriptions.stop()
             await webhooks.shutdown()
+            await subscriptions.finishDeliveries()
             try? await readThreads.shutdownGracefully()
             throw error
         }
         await subscriptions.stop()
         await webhooks.shutdown()
+        await subscriptions.finishDeliveries()
         try? await readThreads.shutdownGracefully()
     }
 

@@ -31,6 +31,12 @@ actor Subscriptions {
     /// Each subscription's alarm: its lease's end or its next webhook attempt.
     private var alarms: [String: Task<Void, Never>] = [:]
     private var reloading: Task<Void, Never>?
+    /// Webhook deliveries in flight, so that a stop can wait for their outcomes to be written.
+    private var deliveries: [Int: Task<Void, Never>] = [:]
+    private var nextDelivery = 0
+    /// Set by `stop()`: a delivery that fails from now on was cut short by the shutdown (the
+    /// receiver may well have it), not refused by its receiver.
+    private var stopping = false
     /// One change at a time (`exclusively`): a change reads, decides, and writes with a
     /// suspension at the write, and another change of the same row must not decide on the
     /// state before that write is known to have won.
@@ -74,10 +80,20 @@ actor Subscriptions {
         }
     }
 
+    /// No more alarms. Deliveries in flight go on until the webhook client is shut down; then
+    /// `finishDeliveries()` waits for their outcomes.
     func stop() {
+        stopping = true
         for alarm in alarms.values { alarm.cancel() }
         alarms = [:]
         reloading?.cancel()
+    }
+
+    /// After the webhook client's shutdown: every delivery's outcome is written.
+    func finishDeliveries() async {
+        while let (_, delivery) = deliveries.first {
+            await delivery.value
+        }
     }
 
     /// Learns the subscriptions other daemons made, changed or removed.
@@ -474,7 +490,17 @@ actor Subscriptions {
 
     /// Sends the current wake to the webhook, off the actor; its outcome comes back here.
     private func deliverSoon(_ id: String) {
-        Task { await self.deliver(id) }
+        guard !stopping else { return }
+        let number = nextDelivery
+        nextDelivery += 1
+        deliveries[number] = Task {
+            await self.deliver(id)
+            self.delivered(number)
+        }
+    }
+
+    private func delivered(_ number: Int) {
+        deliveries[number] = nil
     }
 
     private func deliver(_ id: String) async {
@@ -509,6 +535,12 @@ actor Subscriptions {
         let done: [String: UInt64]? = try await change(id) { subscription in
             guard subscription.state.wakeID == wakeID, subscription.state.generation == generation else { return nil }
             switch outcome {
+            case .failed(let reason) where stopping:
+                // Cut short by the shutdown: not the receiver's failure. Due again at once,
+                // at the next start (or by another daemon sharing the database).
+                logger.info("subscription '\(id)': webhook delivery interrupted by the shutdown (\(reason)); due again at the next start")
+                subscription.state.nextAttempt = Timestamp.millis(Date())
+                return nil
             case .failed(let reason):
                 SubscriptionMetrics.webhookFailures.increment()
                 subscription.state.retries += 1
@@ -539,10 +571,11 @@ actor Subscriptions {
 
     // MARK: Alarms
 
-    /// The subscription's one alarm, at its lease's end or its next attempt, whichever is first.
+    /// The subscription's one alarm, at its lease's end or its next attempt, whichever is
+    /// first; none once stopping (a shutdown's own writes must not start deliveries).
     private func schedule(_ id: String) {
         alarms.removeValue(forKey: id)?.cancel()
-        guard let state = subscriptions[id]?.state, let due = [state.leaseUntil, state.nextAttempt].compactMap({ $0 }).min() else { return }
+        guard !stopping, let state = subscriptions[id]?.state, let due = [state.leaseUntil, state.nextAttempt].compactMap({ $0 }).min() else { return }
         let wait = max(0, due - Timestamp.millis(Date()))
         alarms[id] = Task {
             try? await Task.sleep(for: .milliseconds(wait))
