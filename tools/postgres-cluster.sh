@@ -20,7 +20,21 @@ case "${1:-start}" in
 start)
   dir=$(mktemp -d /tmp/replay-pg.XXXXXX)
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  # A free port below the kernel's ephemeral range: a port the kernel hands out (another
+  # test's bind to port 0, or an outgoing connection's local port) could take it while a
+  # paused server is down, and `resume` must get the same one back.
+  port=$(python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for port in random.sample(range(min(low, 32768) - 12000, min(low, 32768)), 200):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port)); print(port); break
+        except OSError:
+            pass
+PY
+)
+  [ -n "$port" ] || { echo "postgres-cluster: no free port below the ephemeral range" >&2; exit 1; }
   as_owner "$bin/initdb" -D "$dir/data" -U replay --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   # fsync and synchronous_commit stay on: the tests check acknowledged-after-commit.
