@@ -106,6 +106,10 @@ public struct GroupOptions: Sendable, Equatable {
 }
 
 /// A command a client sends. See docs/PROTOCOL.md for the grammar.
+///
+/// Each PUB is one of these, handed from the decoder to the connection, so the rare cases
+/// that would make every value large (a group's options, a stream's settings) are boxed
+/// (`indirect`): the enum is then a publish's size.
 public enum ClientCommand: Sendable, Equatable {
     case publish(stream: String, payload: ByteBuffer)
     /// A PUB with `expect=` or producer fields.
@@ -119,9 +123,9 @@ public enum ClientCommand: Sendable, Equatable {
     /// on first use.
     case subscribeDurable(stream: String, sid: String, start: StartPosition, consumer: String)
     /// A member of a consumer group: each event of the stream goes to one member at a time.
-    case subscribeGroup(stream: String, sid: String, start: StartPosition, options: GroupOptions)
+    indirect case subscribeGroup(stream: String, sid: String, start: StartPosition, options: GroupOptions)
     /// A member of the group of that name on every stream the pattern matches, now or later.
-    case subscribePatternGroup(pattern: StreamPattern, sid: String, start: StartPosition, options: GroupOptions)
+    indirect case subscribePatternGroup(pattern: StreamPattern, sid: String, start: StartPosition, options: GroupOptions)
     /// A SUB of one stream (plain or durable) with flow control: the daemon sends at most
     /// `window` events on it before the client grants more with `MORE` (a credit window,
     /// as HTTP/2's and JetStream pull consumers'), so a slow reader of one subscription holds
@@ -144,7 +148,7 @@ public enum ClientCommand: Sendable, Equatable {
     /// The Durable Streams subscriptions, with their positions and leases, as JSON.
     case subscriptions
     case deleteConsumer(stream: String, name: String)
-    case create(stream: String, options: CreateOptions)
+    indirect case create(stream: String, options: CreateOptions)
     case delete(stream: String)
     case info(stream: String)
     case list

@@ -117,23 +117,21 @@ public final class EventStore: Sendable {
     /// Appends an event; completes with its sequence number and time once committed.
     /// An unknown stream is created with `Options.autoCreate` if set.
     public func append(_ payload: Data, to stream: String, completion: @escaping @Sendable (Result<StoredEvent, StoreError>) -> Void) {
-        writer.submit(.appendWithCompletion(stream: stream, payload: payload, autoCreate: options.autoCreate, completion))
+        writer.submit(.appendWithCompletion(stream: stream, payload: payload, completion))
     }
 
     /// Appends an event; its result goes to `sink`, with the other results the sink is owed
     /// from the same group commit, once that transaction committed. `token` comes back
     /// with the result. An unknown stream is created with `Options.autoCreate` if set.
     public func append(_ payload: Data, to stream: String, conditions: AppendConditions = .none, sink: any AppendSink, token: UInt64) {
-        writer.submit(
-            .appendToSink(
-                stream: stream, payload: payload, autoCreate: options.autoCreate, conditions: conditions, sink: sink, token: token))
+        writer.submit(.appendToSink(stream: stream, payload: payload, conditions: conditions, sink: sink, token: token))
     }
 
     /// Appends `events` all together or not at all (contiguous in each stream); one result
     /// goes to `sink`, with every event's sequence number in order. Unknown streams are
     /// created with `Options.autoCreate` if set.
     public func appendAtomically(_ events: [AtomicAppend], sink: any AppendSink, token: UInt64) {
-        writer.submit(.atomic(events: events, autoCreate: options.autoCreate, sink: sink, token: token))
+        writer.submit(.atomic(events: events, sink: sink, token: token))
     }
 
     /// Does `write` as one unit (see `StreamWrite`); completes once it is committed.

@@ -24,7 +24,7 @@ struct PostgresNoticeTests {
             let appended = Locked<Result<StoredEvent, StoreError>?>(nil)
             writer.commit([
                 .refresh(streams: ["shared"]),
-                .appendWithCompletion(stream: "shared", payload: Data("second".utf8), autoCreate: nil) { result in appended.withLock { $0 = result } },
+                .appendWithCompletion(stream: "shared", payload: Data("second".utf8)) { result in appended.withLock { $0 = result } },
             ])
             #expect(try appended.withLock { $0 }?.get().sequence == 2)
             let deadline = ContinuousClock.now + .seconds(20)

@@ -31,6 +31,8 @@ final class PostgresLog: LogDatabase {
     private let producerExpiry = ProducerExpiry()
     private let waiting: WaitingMembers
     private let now: @Sendable () -> Date
+    /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
+    private let autoCreate: StreamConfig?
     private let logger: Logger
     /// This daemon's name in notifications, so it skips its own.
     private let origin = UUID().uuidString
@@ -49,6 +51,7 @@ final class PostgresLog: LogDatabase {
         self.location = location
         self.listeners = listeners
         self.now = now
+        autoCreate = options.autoCreate
         waiting = WaitingMembers(now: now)
         var logger = Logger(label: "replay.postgres")
         logger.logLevel = .warning
@@ -92,7 +95,8 @@ final class PostgresLog: LogDatabase {
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
             let transaction = PostgresTransaction(connection)
-            var rules = WriterRules(catalog: catalog, db: transaction, time: now(), producerExpiry: producerExpiry, waiting: waiting)
+            var rules = WriterRules(
+                catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
             do {
                 try connection.query("BEGIN")
                 try rules.run(batch)

@@ -14,11 +14,14 @@ final class SQLiteLog: LogDatabase {
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
     private let now: @Sendable () -> Date
+    /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
+    private let autoCreate: StreamConfig?
 
     init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         self.path = path
         self.listeners = listeners
         self.now = now
+        autoCreate = options.autoCreate
         waiting = WaitingMembers(now: now)
         try Self.checkWritable(path)
         lock = try ProcessLock(databasePath: path)
@@ -59,7 +62,7 @@ final class SQLiteLog: LogDatabase {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     var rules = WriterRules(
-                        catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(),
+                        catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(), autoCreate: autoCreate,
                         producerExpiry: producers.expiry, waiting: waiting)
                     try rules.run(batch)
                     committed = rules

@@ -5,18 +5,21 @@ import ReplayModel
 /// thread after the transaction that contains it has committed (or failed).
 ///
 /// Every request is copied into the queue and into its batch, so the enum's size (its
-/// largest case) is paid by each PUB: the large, rarer cases are `indirect` (boxed), which
-/// took it from 328 bytes to 256, an append's. (4 × 200,000 pipelined PUBs took 7 % more
-/// daemon CPU than at 624a989, with `memmove` 7 % of samples against 4 %; boxed, 4 %.)
+/// largest case) is paid by each PUB: the large, rarer cases are `indirect` (boxed), and
+/// an append does not carry the store's auto-creation settings (a 145-byte `StreamConfig?`,
+/// the same for every append: the writer's rules hold them). That took the enum from 328
+/// bytes to 104 (`WriteRequestSizeTests` keeps it within 128). With 328, 4 × 200,000
+/// pipelined PUBs took 7 % more daemon CPU than at 624a989, `memmove` 7 % of the samples
+/// against 4 % (docs/PERFORMANCE.md).
 enum WriteRequest: Sendable {
     typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
 
     /// An append told to its own completion (sources, the Swift API).
-    case appendWithCompletion(stream: String, payload: Data, autoCreate: StreamConfig?, Completion<StoredEvent>)
+    case appendWithCompletion(stream: String, payload: Data, Completion<StoredEvent>)
     /// An append whose result goes to `sink` with the batch's others (see `AppendSink`).
-    case appendToSink(stream: String, payload: Data, autoCreate: StreamConfig?, conditions: AppendConditions, sink: any AppendSink, token: UInt64)
+    case appendToSink(stream: String, payload: Data, conditions: AppendConditions, sink: any AppendSink, token: UInt64)
     /// Appends that commit all or none; one result, with every sequence number.
-    case atomic(events: [AtomicAppend], autoCreate: StreamConfig?, sink: any AppendSink, token: UInt64)
+    case atomic(events: [AtomicAppend], sink: any AppendSink, token: UInt64)
     /// A write of several events with a writer sequence, a producer stamp and a close
     /// (`StreamWrite`): one unit, all or none.
     indirect case streamWrite(StreamWrite, Completion<StreamWriteOutcome>)
@@ -27,7 +30,7 @@ enum WriteRequest: Sendable {
     /// A consumer group's request; `deadLetter` is the group's dead-letter stream, if it
     /// has one (a shared database locks it with the rest).
     indirect case group(stream: String, deadLetter: String?, GroupRequest)
-    case create(stream: String, config: StreamConfig, Completion<StreamInfo>)
+    indirect case create(stream: String, config: StreamConfig, Completion<StreamInfo>)
     case delete(stream: String, Completion<Void>)
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
     case reset(stream: String, keepHistory: Bool, Completion<StreamInfo>)
@@ -48,12 +51,12 @@ enum WriteRequest: Sendable {
     /// The streams the request names (a shared database locks them up front, in order).
     var streamNames: [String] {
         switch self {
-        case .appendWithCompletion(let stream, _, _, _), .appendToSink(let stream, _, _, _, _, _), .openConsumer(let stream, _, _, _),
+        case .appendWithCompletion(let stream, _, _), .appendToSink(let stream, _, _, _, _), .openConsumer(let stream, _, _, _),
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
             .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _):
             [stream]
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
-        case .atomic(let events, _, _, _): events.map(\.stream)
+        case .atomic(let events, _, _): events.map(\.stream)
         case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
         case .enforceRetention, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey: []
         }
@@ -61,8 +64,8 @@ enum WriteRequest: Sendable {
 
     var payloadSize: Int {
         switch self {
-        case .appendWithCompletion(_, let payload, _, _), .appendToSink(_, let payload, _, _, _, _): payload.count
-        case .atomic(let events, _, _, _): events.reduce(0) { $0 + $1.payload.count }
+        case .appendWithCompletion(_, let payload, _), .appendToSink(_, let payload, _, _, _): payload.count
+        case .atomic(let events, _, _): events.reduce(0) { $0 + $1.payload.count }
         case .streamWrite(let write, _): write.payloads.reduce(0) { $0 + $1.count }
         default: 0
         }
@@ -70,9 +73,9 @@ enum WriteRequest: Sendable {
 
     /// Fails the request; a `publish` joins `sinks`, to be told with its batch.
     func fail(_ error: StoreError, sinks: inout SinkResults) {
-        if case .appendToSink(_, _, _, _, let sink, let token) = self {
+        if case .appendToSink(_, _, _, let sink, let token) = self {
             sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
-        } else if case .atomic(_, _, let sink, let token) = self {
+        } else if case .atomic(_, let sink, let token) = self {
             sinks.add(sink, AppendResult(token: token, sequence: .failure(error)))
         } else {
             fail(error)
@@ -81,14 +84,14 @@ enum WriteRequest: Sendable {
 
     func fail(_ error: StoreError) {
         switch self {
-        case .appendToSink(_, _, _, _, let sink, let token), .atomic(_, _, let sink, let token):
+        case .appendToSink(_, _, _, let sink, let token), .atomic(_, let sink, let token):
             sink.appended([AppendResult(token: token, sequence: .failure(error))])
         case .streamWrite(_, let done): done(.failure(error))
         case .openConsumer(_, _, _, let done): done(.failure(error))
         case .acknowledge(_, _, _, let done): done(.failure(error))
         case .deleteConsumer(_, _, let done): done(.failure(error))
         case .group(_, _, let request): request.fail(error)
-        case .appendWithCompletion(_, _, _, let done): done(.failure(error))
+        case .appendWithCompletion(_, _, let done): done(.failure(error))
         case .create(_, _, let done): done(.failure(error))
         case .delete(_, let done): done(.failure(error))
         case .terminate(_, _, let done): done(.failure(error))

@@ -137,9 +137,7 @@ extension WriterRules {
 
     /// An atomic send: every event, or none. A savepoint undoes the rows of a send that
     /// fails part-way; a copy of this transaction's working state undoes the rest.
-    mutating func appendAtomically(
-        _ events: [AtomicAppend], autoCreate: StreamConfig?, token: UInt64
-    ) throws -> AppendResult {
+    mutating func appendAtomically(_ events: [AtomicAppend], token: UInt64) throws -> AppendResult {
         let before = self
         try db.savepoint()
         var sequences: [UInt64] = []

@@ -80,8 +80,13 @@ struct WriterRules<DB: LogTransaction> {
     /// Whether this transaction forgot them (a cache of them is then stale).
     var expiredProducers = false
 
-    init(catalog: Catalog, db: DB, time: Date, producerExpiry: ProducerExpiry, waiting: WaitingMembers) {
+    /// How a stream an append names is created if it does not exist (the store's
+    /// `Options.autoCreate`); `nil`: the append is refused.
+    let autoCreate: StreamConfig?
+
+    init(catalog: Catalog, db: DB, time: Date, autoCreate: StreamConfig?, producerExpiry: ProducerExpiry, waiting: WaitingMembers) {
         self.catalog = catalog
+        self.autoCreate = autoCreate
         self.db = db
         self.producerExpiry = producerExpiry
         self.waiting = waiting
@@ -174,7 +179,7 @@ struct WriterRules<DB: LogTransaction> {
     /// One request: a dispatch to the handler of its concern.
     private mutating func perform(_ request: WriteRequest) throws {
         switch request {
-        case .appendWithCompletion(let name, let payload, let autoCreate, let done):
+        case .appendWithCompletion(let name, let payload, let done):
             let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: .none)
             completions.append {
                 done(
@@ -183,11 +188,11 @@ struct WriterRules<DB: LogTransaction> {
                         return .success(event)
                     })
             }
-        case .appendToSink(let name, let payload, let autoCreate, let conditions, let sink, let token):
+        case .appendToSink(let name, let payload, let conditions, let sink, let token):
             let result = try appendResult(payload, to: name, autoCreate: autoCreate, conditions: conditions)
             sinks.add(sink, AppendResult(token: token, sequence: result.map(\.sequence)))
-        case .atomic(let events, let autoCreate, let sink, let token):
-            sinks.add(sink, try appendAtomically(events, autoCreate: autoCreate, token: token))
+        case .atomic(let events, let sink, let token):
+            sinks.add(sink, try appendAtomically(events, token: token))
         case .streamWrite(let write, let done):
             complete(done, try perform(write))
         case .openConsumer(let name, let consumer, let first, let done):
