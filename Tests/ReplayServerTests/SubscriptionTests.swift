@@ -337,6 +337,29 @@ struct SubscriptionTests {
             }
             let again = receiver.deliveries.filter { ($0.json["callback_url"] as? String)?.hasPrefix("http://\(address)/") == true }
             #expect(again.first?.json["wake_id"] as? String == receiver.deliveries[0].json["wake_id"] as? String)
+            // The restarted daemon hears of commits for the subscriptions it loaded.
+            _ = try await http.request("POST", "/v1/stream/tasks", headers: Self.json, body: #"{"n":2}"#)
+            try await eventually("a commit after the restart wakes it again") {
+                try await Self.acked(http, "cut")["tasks"] == Self.offset(2)
+            }
+            await daemon.stop()
+        }
+    }
+
+    @Test func aRestartedDaemonWakesTheSubscriptionsItLoadedForNewWork() async throws {
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            var http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(try await http.request("PUT", "/v1/stream/wake/idle", headers: Self.json, body: "[]").status == 201)
+            #expect(try await Self.put(http, "idle", ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/idle"]).status == 201)
+            #expect(await daemon.stop() == 0)
+            // Nothing to do at the start: the first news of work is a commit.
+            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(try await http.request("PUT", "/v1/stream/jobs/1", headers: Self.json, body: #"{"job":1}"#).status == 201)
+            try await eventually("a wake event in wake/idle") {
+                try await http.request("GET", "/v1/stream/wake/idle?offset=-1").text.contains(#""subscription_id":"idle""#)
+            }
             await daemon.stop()
         }
     }

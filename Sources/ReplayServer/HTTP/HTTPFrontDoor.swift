@@ -154,6 +154,7 @@ public struct HTTPFrontDoor: Service {
     private static func follow(_ store: EventStore, into subscriptions: Subscriptions) -> Task<Void, Never> {
         let (names, continuation) = AsyncStream.makeStream(of: [String].self)
         store.onCommit { batch in
+            guard subscriptions.watching.load(ordering: .relaxed) else { return }
             let appended = batch.changes.compactMap { name, change in change.appended.isEmpty ? nil : name }
             if !appended.isEmpty { continuation.yield(appended) }
         }

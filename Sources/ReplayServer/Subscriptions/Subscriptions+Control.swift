@@ -10,7 +10,9 @@ extension Subscriptions {
 
     /// PUT: creates the subscription (`true`), or confirms an identical one (`false`).
     func put(_ id: String, _ config: SubscriptionConfig) async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) {
-        try await exclusively { () async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) in
+        creating += 1
+        defer { creating -= 1 }
+        let made = try await exclusively { () async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) in
             try await refresh(id)
             if let existing = subscriptions[id] {
                 guard existing.config.hash == config.hash else {
@@ -47,6 +49,10 @@ extension Subscriptions {
                 return (existing, false)
             }
         }
+        // Events committed while it was being made (after its streams were linked at their
+        // tails, before it was in memory to hear of them) are its work already.
+        if made.created { await wakeIfPending(id, triggeredBy: nil) }
+        return made
     }
 
     func get(_ id: String) async throws(SubscriptionProblem) -> WakeSubscription {

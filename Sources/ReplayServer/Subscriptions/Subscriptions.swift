@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ReplayModel
 import ReplayStore
+import Synchronization
 
 /// The Durable Streams subscriptions of this daemon (§6–7): each a durable cursor over the
 /// streams its pattern matches and the streams it names, that wakes its workers when a
@@ -32,7 +33,18 @@ actor Subscriptions {
     static let reloadInterval: Duration = .seconds(1)
     /// The URL clients reach this door at: callback URLs and `jwks_url` are made from it.
     private(set) var baseURL: String
-    var subscriptions: [String: WakeSubscription] = [:]
+    var subscriptions: [String: WakeSubscription] = [:] {
+        didSet { watching.store(!subscriptions.isEmpty || creating > 0, ordering: .relaxed) }
+    }
+    /// PUTs in progress: a subscription being created watches its streams already.
+    var creating = 0 {
+        didSet { watching.store(!subscriptions.isEmpty || creating > 0, ordering: .relaxed) }
+    }
+    /// Whether any subscription exists (or is being created): read on the writer's thread
+    /// by every commit, so that a daemon without subscriptions pays nothing for them (a
+    /// wake-up of the task that tells them was a thread switch per commit, measurable
+    /// under HTTP appends).
+    nonisolated let watching = Atomic<Bool>(false)
     /// Each subscription's alarm: its lease's end or its next webhook attempt.
     var alarms: [String: Task<Void, Never>] = [:]
     var reloading: Task<Void, Never>?
@@ -63,6 +75,8 @@ actor Subscriptions {
             }
             subscriptions[row.id] = subscription
         }
+        // (An initializer's assignments do not call `didSet`.)
+        watching.store(!subscriptions.isEmpty, ordering: .relaxed)
         SubscriptionMetrics.subscriptions.set(subscriptions.count)
     }
 
