@@ -50,4 +50,25 @@ struct StreamQuotaTests {
             }
         }
     }
+
+    @Test func twoStoresOnOnePostgreSQLDatabaseCannotPassTheCapTogether() async throws {
+        try await TestPostgres.withDatabase { url in
+            let first = try EventStore(location: url, options: .init())
+            let second = try EventStore(location: url, options: .init())
+            defer {
+                first.close()
+                second.close()
+            }
+            // Ten creations at once, five through each store (two daemons' writers): three made.
+            let outcomes = await withTaskGroup(of: Result<StreamWriteOutcome, StoreError>.self) { group in
+                for n in 0..<10 {
+                    group.addTask { await Self.create(n.isMultiple(of: 2) ? first : second, "t/\(n)", by: "alice", limit: 3) }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            let made = outcomes.filter { if case .success(.created) = $0 { true } else { false } }
+            #expect(made.count == 3)
+            #expect(try await scalar(first, "SELECT count(*) FROM streams WHERE created_by = 'alice'") == 3)
+        }
+    }
 }

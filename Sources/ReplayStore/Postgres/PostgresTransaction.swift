@@ -92,10 +92,12 @@ final class PostgresTransaction: LogTransaction {
         try session.query("UPDATE streams SET created_by = \(creator) WHERE id = \(stream)")
     }
 
-    /// Counted in this transaction: two daemons creating for one token at once may both
-    /// pass the cap by one (READ COMMITTED); the cap is a quota, not an invariant.
+    /// Counted under a transaction-scoped lock on the creator: two daemons creating for one
+    /// token at once take turns, and the second counts (READ COMMITTED: a new snapshot per
+    /// statement) the streams the first committed, so together they cannot pass the cap.
     func streamsCreated(by creator: String) throws -> Int {
         try flush()
+        try session.query("SELECT pg_advisory_xact_lock(hashtextextended(\("creator:" + creator), 0))")
         let rows = try session.query("SELECT count(*) FROM streams WHERE created_by = \(creator) AND deleted_at IS NULL")
         return Int(try Self.single(rows, Int64.self))
     }
