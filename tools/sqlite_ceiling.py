@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """The ceiling SQLite puts on replay's publish path on this machine, for each event layout.
 
+(A loop in Python measures Python as much as SQLite: tools/sqlite_ceiling.c measures the
+current layout from C, over several streams and at the writer's real batch sizes.)
+
 Inserts 100-byte events into fresh databases, in WAL mode, in transactions of the sizes
 group commit produces, from C (executemany), with nothing else running: no socket, no
 framing, no acknowledgements. replay's writer does this work and more, on one thread, so
