@@ -56,6 +56,13 @@ struct FrontDoorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
         } catch let error as HTTPResponseError {
             response = try error.response(from: request, context: context)
         }
+        addHeaders(to: &response, allowedOrigin: allowedOrigin)
+        return response
+    }
+
+    /// The security and CORS headers. (A plain function: what an async function holds
+    /// lives in its task's frame, allocated per request.)
+    private func addHeaders(to response: inout Response, allowedOrigin: String?) {
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[.crossOriginResourcePolicy] = "cross-origin"
         if let allowedOrigin {
@@ -67,7 +74,6 @@ struct FrontDoorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddlewa
             response.headers[.accessControlExposeHeaders] = Self.exposed.joined(separator: ", ")
         }
         if allowedOrigin != nil, allowedOrigin != "*" { response.headers[.vary] = "Origin" }
-        return response
     }
 
     /// The answer to a preflight: the protocol's methods and headers, cached for a day, for

@@ -180,11 +180,26 @@ struct StreamEndpoint: Sendable {
 
     // MARK: POST
 
+    /// Only the two waits are async (the stream's hub, the body; then the write): the checks
+    /// and the answer are plain functions. An async function's locals live in its task's
+    /// frame, which the task allocates per call; with everything inline the frame was
+    /// 8,672 bytes per POST.
     private func append(_ name: String, _ request: Request) async throws -> Response {
         let headers = RequestHeaders(fields: request.headers)
         let producer = try headers.producer()
         let info = try await hub(name).info
-        let body = try await body(of: request)
+        let write = try appendWrite(name, headers: headers, producer: producer, body: try await body(of: request), info: info)
+        let outcome: StreamWriteOutcome
+        do {
+            outcome = try await store.write(write)
+        } catch {
+            throw appendError(error, producer: producer, info: hubs[name]?.info ?? info)
+        }
+        return appended(outcome, producer: producer, storedNothing: write.payloads.isEmpty)
+    }
+
+    /// The write a POST asks for, or why it is refused.
+    private func appendWrite(_ name: String, headers: RequestHeaders, producer: ProducerStamp?, body: Data, info: StreamInfo) throws -> StreamWrite {
         let closes = headers.closes
         if body.isEmpty, !closes {
             throw HTTPError(.badRequest, message: "an append needs a body (an empty one only with Stream-Closed: true)")
@@ -200,14 +215,11 @@ struct StreamEndpoint: Sendable {
             }
         }
         let payloads = try messages(body, json: info.isJSON, creating: false)
-        let write = StreamWrite(
-            stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
-        let outcome: StreamWriteOutcome
-        do {
-            outcome = try await store.write(write)
-        } catch {
-            throw appendError(error, producer: producer, info: hubs[name]?.info ?? info)
-        }
+        return StreamWrite(stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
+    }
+
+    /// The answer to a POST that was written.
+    private func appended(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool) -> Response {
         var fields = HTTPFields()
         let status: HTTPResponse.Status
         switch outcome {
@@ -215,7 +227,7 @@ struct StreamEndpoint: Sendable {
             fields[.streamNextOffset] = after.tailOffset
             after.addState(to: &fields)
             // 200 tells a producer its request was new; a close-only request stores nothing.
-            status = producer == nil || payloads.isEmpty ? .noContent : .ok
+            status = producer == nil || storedNothing ? .noContent : .ok
         case .alreadyClosed(let after), .duplicate(let after, _), .existing(let after):
             fields[.streamNextOffset] = after.tailOffset
             after.addState(to: &fields)
