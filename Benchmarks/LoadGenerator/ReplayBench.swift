@@ -9,18 +9,22 @@ struct ReplayBench: ParsableCommand {
         commandName: "replay-bench",
         abstract: "Load-test replayd over its socket, and Redis Streams the same way.")
 
-    @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), replay-pg (two replayd on one PostgreSQL database, see --postgres), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
+    @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), replay-pg (two replayd on one PostgreSQL database, see --postgres), ds-url (any Durable Streams server, see --ds-url; publish-http only), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
     var against: String = "both"
     @Option(help: "The replayd binary.") var replayd: String = "../.build/release/replayd"
     @Option(help: "Another replayd binary (an earlier commit's), run as the systems named with '@baseline' (replay@baseline, replay-http@baseline): before and after take turns in one run.")
     var baseline: String?
     @Option(help: "For replay-pg: a PostgreSQL server's URL (each run gets a new database on it; tools/postgres-cluster.sh starts one).")
     var postgres: String = ProcessInfo.processInfo.environment["REPLAY_TEST_POSTGRES"] ?? ""
+    @Option(name: .customLong("ds-url"), help: "For ds-url: any Durable Streams server, http://HOST:PORT (refserver.sh PORT starts the reference server).")
+    var dsURL: String = ""
+    @Option(name: .customLong("ds-pid"), help: "For ds-url: the server's process id, to report its CPU and memory.")
+    var dsPID: Int32?
     @Option(name: .customLong("redis-server"), help: "The redis-server binary.") var redisServer: String = "/usr/bin/redis-server"
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
-    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory.")
+    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers).")
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,work-queue,restart-memory"
 
     @Option(help: "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike.")
@@ -73,6 +77,7 @@ struct ReplayBench: ParsableCommand {
         case "redis": try RedisSystem(redisServer: redisServer, directory: directory)
         case "replay-http": try ReplayHTTPSystem(replayd: replayd, directory: directory, durability: sync, payloadSize: payloadSize)
         case "replay-pg": try ReplayPostgresSystem(replayd: replayd, directory: directory, postgres: postgres, durability: sync)
+        case "ds-url": try DurableStreamsURLSystem(url: dsURL, pid: dsPID)
         default: try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
         }
         defer { system.stop() }
@@ -97,6 +102,8 @@ struct ReplayBench: ParsableCommand {
         case "fan-out": return try run.fanOut(subscribers: 10) + run.fanOut(subscribers: 100)
         case "restart-memory": return try run.restartAndMemory()
         case "work-queue": return try run.workQueue()
+        // HTTP appends as `wrk` makes them: 16 keep-alive connections, one POST at a time each.
+        case "publish-http": return [try run.publishHTTP(connections: 16, producer: false), try run.publishHTTP(connections: 16, producer: true)]
         default: throw ValidationError("unknown scenario \(scenario)")
         }
     }

@@ -190,6 +190,9 @@ final class ReplayHTTPSystem: SystemUnderTest {
         try ReplayHTTPBenchClient(socketPath: socketPath, host: "127.0.0.1", port: port, payloadSize: payloadSize)
     }
 
+    var httpHost: String { "127.0.0.1" }
+    var httpPort: Int { port }
+
     var residentBytes: Int { server.residentBytes }
     var cpuSeconds: Double { server.cpuSeconds }
     func stop() { server.stop() }
