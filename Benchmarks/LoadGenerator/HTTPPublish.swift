@@ -45,7 +45,7 @@ extension Scenarios {
     /// stream and waiting for the answer (as `wrk` does): requests per second and the
     /// latency of each. With `producer`, each connection is an idempotent producer
     /// (`Producer-Id`, `-Epoch`, `-Seq`), to show what the guarantee costs over HTTP.
-    func publishHTTP(connections: Int, producer: Bool) throws -> Figure {
+    func publishHTTP(connections: Int, producer: Bool) throws -> [Figure] {
         guard let endpoint = system as? any DurableStreamsEndpoint else {
             throw BenchError("publish-http needs an HTTP door: replay-http or ds-url")
         }
@@ -64,6 +64,7 @@ extension Scenarios {
         let failures = Locked<[String]>([])
         let group = DispatchGroup()
         let start = now()
+        let cpuBefore = system.cpuSeconds
         // Two threads (as `wrk -t2`), each driving its share of the connections with poll():
         // a thread per connection made the load generator the bound on two cores.
         let threads = min(2, connections)
@@ -85,11 +86,18 @@ extension Scenarios {
         if let failure = failures.value.first { throw BenchError("a publisher failed: \(failure)") }
         let seconds = Double(now() - start) / 1e9
         let latencies = histogram.value
-        return Figure(
-            scenario: "publish-http x\(connections)\(producer ? " producer" : "")", system: system.name,
-            value: Double(perConnection * connections) / seconds, unit: "POSTs/s",
-            p50: Double(latencies.valueAtPercentile(50)) / 1000, p99: Double(latencies.valueAtPercentile(99)) / 1000,
-            serverRSS: system.residentBytes)
+        let requests = perConnection * connections
+        let name = "publish-http x\(connections)\(producer ? " producer" : "")"
+        // The server's CPU per request: steadier than the rate, which the load generator
+        // shares the cores with.
+        let cpu = (system.cpuSeconds - cpuBefore) / Double(requests) * 1e6
+        return [
+            Figure(
+                scenario: name, system: system.name, value: Double(requests) / seconds, unit: "POSTs/s",
+                p50: Double(latencies.valueAtPercentile(50)) / 1000, p99: Double(latencies.valueAtPercentile(99)) / 1000,
+                serverRSS: system.residentBytes),
+            Figure(scenario: name + ": server CPU per POST", system: system.name, value: cpu, unit: "µs", serverRSS: 0),
+        ]
     }
 }
 

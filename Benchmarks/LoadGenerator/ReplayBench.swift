@@ -103,7 +103,7 @@ struct ReplayBench: ParsableCommand {
         case "restart-memory": return try run.restartAndMemory()
         case "work-queue": return try run.workQueue()
         // HTTP appends as `wrk` makes them: 16 keep-alive connections, one POST at a time each.
-        case "publish-http": return [try run.publishHTTP(connections: 16, producer: false), try run.publishHTTP(connections: 16, producer: true)]
+        case "publish-http": return try run.publishHTTP(connections: 16, producer: false) + run.publishHTTP(connections: 16, producer: true)
         default: throw ValidationError("unknown scenario \(scenario)")
         }
     }

