@@ -50,6 +50,20 @@ struct SubscriptionTests {
         }
     }
 
+    /// replayd with its HTTP door in `directory` (again, for a restart), a client of the door,
+    /// and the door's address (the callback URLs of that daemon's deliveries carry it).
+    static func startWithHTTP(in directory: String) async throws -> (TestDaemon, HTTPTestClient, address: String) {
+        let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+        let address = try await daemon.httpAddress()
+        return (daemon, try HTTPTestClient(address: address), address)
+    }
+
+    /// A webhook subscription `id` to the stream `tasks`, and a first event in it.
+    static func webhookOnTasks(_ http: HTTPTestClient, _ id: String, _ receiver: WebhookReceiver) async throws {
+        _ = try await put(http, id, ["type": "webhook", "streams": ["tasks"], "webhook": ["url": receiver.url]])
+        _ = try await http.request("PUT", "/v1/stream/tasks", headers: json, body: #"{"n":1}"#)
+    }
+
     static func claim(_ http: HTTPTestClient, _ id: String, as worker: String) async throws -> HTTPTestClient.Response {
         try await http.request("POST", root + id + "/claim", headers: json, body: body(["worker": worker]))
     }
@@ -258,10 +272,8 @@ struct SubscriptionTests {
         let receiver = try await WebhookReceiver(answers: [.init(status: 500)])
         defer { Task { await receiver.close() } }
         try await withTemporaryDirectory { directory in
-            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            var http = try HTTPTestClient(address: try await daemon.httpAddress())
-            _ = try await Self.put(http, "kept", ["type": "webhook", "streams": ["tasks"], "webhook": ["url": receiver.url]])
-            _ = try await http.request("PUT", "/v1/stream/tasks", headers: Self.json, body: #"{"n":1}"#)
+            var (daemon, http, _) = try await Self.startWithHTTP(in: directory)
+            try await Self.webhookOnTasks(http, "kept", receiver)
             // At least two failures written; then the daemon stops.
             try await eventually("two failures are written") {
                 let retry = Self.object(try await http.request("GET", Self.root + "kept"))["retry"] as? [String: Any]
@@ -281,9 +293,8 @@ struct SubscriptionTests {
             #expect(failures >= 2)
 
             receiver.answer(with: [.init()])
-            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            let address = try await daemon.httpAddress()
-            http = try HTTPTestClient(address: address)
+            let address: String
+            (daemon, http, address) = try await Self.startWithHTTP(in: directory)
             #expect(try await http.request("GET", "/v1/stream/__ds/jwks.json").text == kid, "the signing key survives the restart")
             // The next attempt is the same wake, at its time (not at the restart, unless the
             // restart itself took longer than the wait). A request the old daemon sent as it
@@ -312,10 +323,8 @@ struct SubscriptionTests {
         let receiver = try await WebhookReceiver(answers: [.init(status: 500), .withheld])
         defer { Task { await receiver.close() } }
         try await withTemporaryDirectory { directory in
-            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            var http = try HTTPTestClient(address: try await daemon.httpAddress())
-            _ = try await Self.put(http, "cut", ["type": "webhook", "streams": ["tasks"], "webhook": ["url": receiver.url]])
-            _ = try await http.request("PUT", "/v1/stream/tasks", headers: Self.json, body: #"{"n":1}"#)
+            var (daemon, http, _) = try await Self.startWithHTTP(in: directory)
+            try await Self.webhookOnTasks(http, "cut", receiver)
             _ = try await receiver.waitFor(2)
             let stopped = Int(Date().timeIntervalSince1970 * 1000)
             #expect(await daemon.stop() == 0)
@@ -329,9 +338,8 @@ struct SubscriptionTests {
             #expect((fields.last ?? .max) <= stopped + 10_000, "due at the stop, not after a backoff or the watchdog: \(daemon.log)")
 
             receiver.answer(with: [.init(body: #"{"done":true}"#)])
-            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            let address = try await daemon.httpAddress()
-            http = try HTTPTestClient(address: address)
+            let address: String
+            (daemon, http, address) = try await Self.startWithHTTP(in: directory)
             try await eventually("the restarted daemon delivers the same wake, and it is done") {
                 try await Self.acked(http, "cut")["tasks"] == Self.offset(1)
             }
@@ -348,14 +356,12 @@ struct SubscriptionTests {
 
     @Test func aRestartedDaemonWakesTheSubscriptionsItLoadedForNewWork() async throws {
         try await withTemporaryDirectory { directory in
-            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            var http = try HTTPTestClient(address: try await daemon.httpAddress())
+            var (daemon, http, _) = try await Self.startWithHTTP(in: directory)
             #expect(try await http.request("PUT", "/v1/stream/wake/idle", headers: Self.json, body: "[]").status == 201)
             #expect(try await Self.put(http, "idle", ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/idle"]).status == 201)
             #expect(await daemon.stop() == 0)
             // Nothing to do at the start: the first news of work is a commit.
-            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
-            http = try HTTPTestClient(address: try await daemon.httpAddress())
+            (daemon, http, _) = try await Self.startWithHTTP(in: directory)
             #expect(try await http.request("PUT", "/v1/stream/jobs/1", headers: Self.json, body: #"{"job":1}"#).status == 201)
             try await eventually("a wake event in wake/idle") {
                 try await http.request("GET", "/v1/stream/wake/idle?offset=-1").text.contains(#""subscription_id":"idle""#)

@@ -113,19 +113,15 @@ public struct HTTPFrontDoor: Service {
                 await subscriptions.resume(baseURL: publicURL ?? "\(scheme)://\(shown):\(port)")
             },
             logger: logger)
-        do {
-            try await app.run()
-        } catch {
-            await subscriptions.stop()
-            await webhooks.shutdown()
-            await subscriptions.finishDeliveries()
-            try? await readThreads.shutdownGracefully()
-            throw error
-        }
+        // However the door stops: no more alarms, the deliveries in flight ended and their
+        // outcomes written, then the read threads.
+        let result: Result<Void, any Error>
+        do { result = .success(try await app.run()) } catch { result = .failure(error) }
         await subscriptions.stop()
         await webhooks.shutdown()
         await subscriptions.finishDeliveries()
         try? await readThreads.shutdownGracefully()
+        try result.get()
     }
 
     /// Reads the certificate and key again on each SIGHUP; a bad file is logged, and the

@@ -37,7 +37,6 @@ extension Subscriptions {
             case .written(let revision):
                 subscription.revision = revision
                 subscriptions[id] = subscription
-                SubscriptionMetrics.subscriptions.set(subscriptions.count)
                 return (subscription, true)
             case .changed(let row):
                 // Another daemon created it first: judged against that one.
@@ -71,7 +70,6 @@ extension Subscriptions {
                 case .written:
                     subscriptions[id] = nil
                     alarms.removeValue(forKey: id)?.cancel()
-                    SubscriptionMetrics.subscriptions.set(subscriptions.count)
                     return subscription
                 case .changed(let row):
                     adopt(row, id: id)

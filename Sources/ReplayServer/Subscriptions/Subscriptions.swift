@@ -34,11 +34,11 @@ actor Subscriptions {
     /// The URL clients reach this door at: callback URLs and `jwks_url` are made from it.
     private(set) var baseURL: String
     var subscriptions: [String: WakeSubscription] = [:] {
-        didSet { watching.store(!subscriptions.isEmpty || creating > 0, ordering: .relaxed) }
+        didSet { counted() }
     }
     /// PUTs in progress: a subscription being created watches its streams already.
     var creating = 0 {
-        didSet { watching.store(!subscriptions.isEmpty || creating > 0, ordering: .relaxed) }
+        didSet { counted() }
     }
     /// Whether any subscription exists (or is being created): read on the writer's thread
     /// by every commit, so that a daemon without subscriptions pays nothing for them (a
@@ -75,9 +75,7 @@ actor Subscriptions {
             }
             subscriptions[row.id] = subscription
         }
-        // (An initializer's assignments do not call `didSet`.)
-        watching.store(!subscriptions.isEmpty, ordering: .relaxed)
-        SubscriptionMetrics.subscriptions.set(subscriptions.count)
+        counted()  // (an initializer's assignments do not call `didSet`)
     }
 
     /// After a restart: alarms again, an interrupted delivery sent again, and a wake for
@@ -97,6 +95,12 @@ actor Subscriptions {
                 }
             }
         }
+    }
+
+    /// What follows from the subscriptions there are: `watching`, and the gauge.
+    private func counted() {
+        watching.store(!subscriptions.isEmpty || creating > 0, ordering: .relaxed)
+        SubscriptionMetrics.subscriptions.set(subscriptions.count)
     }
 
     /// No more alarms. Deliveries in flight go on until the webhook client is shut down; then
@@ -131,7 +135,6 @@ actor Subscriptions {
             subscriptions[id] = nil
             alarms.removeValue(forKey: id)?.cancel()
         }
-        SubscriptionMetrics.subscriptions.set(subscriptions.count)
     }
 
     // MARK: Changes
