@@ -46,4 +46,36 @@ struct PageReadTests {
             #expect(throws: StoreError.self) { try store.forEachEvent(in: "nope", from: 1) { _, _, _ in } }
         }
     }
+
+    /// PostgreSQL answers a read in pages of sequence ranges (`PostgresTransaction+Reads`):
+    /// a read longer than a page, starting where retention has removed the events, must
+    /// find the first retained one and then go on page after page without losing or
+    /// repeating one, whatever the payloads' sizes.
+    @Test(arguments: StoreKind.allCases) func aLongReadFromBelowTheFirstRetainedEventGivesEachRetainedEventOnceInOrder(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
+            let store = try openStore(directory)
+            defer { store.close() }
+            _ = try await store.create("s", config: StreamConfig(capacity: 6_000))
+            func payload(_ n: Int) -> Data { Data(repeating: UInt8(n % 251), count: n * 37 % 301) }
+            for n in 1..<7_000 { store.append(payload(n), to: "s") { _ in } }
+            #expect(try await store.append(payload(7_000), to: "s").sequence == 7_000)
+            var seen: [(UInt64, Data)] = []
+            try store.forEachEvent(in: "s", from: 1, limit: 10_000) { sequence, _, bytes in seen.append((sequence, Data(bytes))) }
+            #expect(seen.count == 6_000)
+            #expect(seen.first?.0 == 1_001 && seen.last?.0 == 7_000)
+            #expect(zip(seen, UInt64(1_001)...).allSatisfy { event, expected in event.0 == expected && event.1 == payload(Int(expected)) })
+
+            // A byte budget ends the read at the event that reaches it, pages or not.
+            let budget = 200_000
+            var (read, bytes) = (0, 0)
+            for n in 1_001...7_000 where bytes < budget {
+                read += 1
+                bytes += payload(n).count
+            }
+            var sequences: [UInt64] = []
+            try store.forEachEvent(in: "s", from: 1, limit: 10_000, byteBudget: budget) { sequence, _, _ in sequences.append(sequence) }
+            #expect(sequences.count == read)
+            #expect(sequences.first == 1_001 && sequences.last == UInt64(1_000 + read))
+        }
+    }
 }

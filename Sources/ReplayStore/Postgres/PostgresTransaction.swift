@@ -199,43 +199,6 @@ final class PostgresTransaction: LogTransaction {
         try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
     }
 
-    /// Reads in keyset pages (`seq > last ORDER BY seq LIMIT n`), small enough that a byte
-    /// budget stops the read soon after it is reached.
-    static func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
-    ) throws {
-        var remaining = limit
-        var bytes = 0
-        var time: (millis: Int64, text: [UInt8]) = (.min, [])
-        for segment in segments.segments where remaining > 0 && bytes < byteBudget {
-            var from = Int64(segment.from)
-            let through = Int64(min(segment.through, UInt64(Int64.max)))
-            while remaining > 0 && bytes < byteBudget && from <= through {
-                let page = min(remaining, 512)
-                let rows = try session.query(
-                    """
-                    SELECT seq, time, payload FROM event_log
-                    WHERE stream_id = \(segment.streamID) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(page)
-                    """)
-                var count = 0
-                for row in rows.rows {
-                    let (sequence, millis, payload) = try row.decode((Int64, Int64, ByteBuffer).self)
-                    if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
-                    time.text.withUnsafeBytes { text in
-                        payload.withUnsafeReadableBytes { payload in body(UInt64(sequence), text, payload) }
-                    }
-                    count += 1
-                    from = sequence + 1
-                    remaining -= 1
-                    bytes += payload.readableBytes
-                    if bytes >= byteBudget || remaining == 0 { return }
-                }
-                if count < page { break }
-            }
-        }
-    }
-
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
         try flush()
         try session.query(
