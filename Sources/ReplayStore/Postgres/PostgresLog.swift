@@ -75,10 +75,7 @@ final class PostgresLog: LogDatabase {
                 unsafeSQL: """
                     SELECT \(PostgresTransaction.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
                     """))
-        var records = try PostgresTransaction.records(rows.rows)
-        try PostgresTransaction.loadConsumers(into: &records, session)
-        try PostgresTransaction.loadGroups(into: &records, session)
-        return records
+        return try PostgresTransaction.loadRecords(rows.rows, session)
     }
 
     // MARK: Writes
@@ -98,12 +95,12 @@ final class PostgresLog: LogDatabase {
             var rules = WriterRules(
                 catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
             do {
-                try connection.query("BEGIN")
+                connection.send("BEGIN")
                 try rules.run(batch)
                 try transaction.flush()
                 let changed = rules.announced
                 if !changed.isEmpty {
-                    try connection.query("SELECT pg_notify(\(Self.channel), \(CommitNotice(origin: origin, streams: changed).payload))")
+                    connection.send("SELECT pg_notify(\(Self.channel), \(CommitNotice(origin: origin, streams: changed).payload))")
                 }
                 try connection.query("COMMIT")
             } catch {

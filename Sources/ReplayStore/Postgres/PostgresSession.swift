@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import NIOCore
 import NIOPosix
@@ -67,9 +68,12 @@ final class PostgresSession: PostgresQuerying, Sendable {
 
 /// One connection, never replaced: a transaction's statements must all run on the
 /// connection that began it (a reconnect in the middle would run the rest outside it).
-struct PinnedConnection: PostgresQuerying {
+/// Used by one thread at a time.
+final class PinnedConnection: PostgresQuerying {
     let connection: PostgresConnection
     let logger: Logger
+    /// Statements sent without waiting, whose answers the next wait looks at.
+    private var unanswered: [EventLoopFuture<PostgresQueryResult>] = []
 
     init(_ connection: PostgresConnection, logger: Logger) {
         self.connection = connection
@@ -80,34 +84,49 @@ struct PinnedConnection: PostgresQuerying {
     /// server behind a partition answers nothing, and the writer must not wait forever).
     static let answerDeadline: TimeAmount = .seconds(30)
 
+    /// Sends a statement whose answer is not needed before the next one's: the connection
+    /// runs its statements in order, so the caller's thread skips a wait (and the event
+    /// loop a wake-up of it). A failure is thrown by the next `query`, which comes before
+    /// anything is decided on the failed statement's effect: a failed `BEGIN` by the
+    /// batch's first read, a failed statement before `COMMIT` by the `COMMIT`, which
+    /// PostgreSQL answers as a rollback without an error.
+    func send(_ query: PostgresQuery) {
+        unanswered.append(connection.query(query, logger: logger))
+    }
+
     /// Waits for the statement's result, or fails as soon as the connection is closed:
     /// a server shutting down was seen to end the connection with a statement's promise
     /// left pending, which `wait()` alone would wait on forever.
+    ///
+    /// The caller's thread waits in slices of 100 ms and looks at the connection between
+    /// them. A repeated task on the event loop did the same, but scheduling and cancelling
+    /// it were two more hand-offs to the event loop for every statement, and a batch of the
+    /// writer makes several statements.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        let connection = self.connection
-        let eventLoop = connection.eventLoop
-        let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
-        let settled = Locked(false)
-        @Sendable func settle(_ result: Result<PostgresQueryResult, any Error>) {
-            guard
-                settled.withLock({ settled in
-                    defer { settled = true }; return !settled
-                })
-            else { return }
-            promise.completeWith(result)
+        let statement = connection.query(query, logger: logger)
+        let sent = unanswered
+        unanswered = []
+        // In the order they ran: the first failure is the cause, what follows it only fails.
+        for earlier in sent { _ = try answer(earlier) }
+        return try answer(statement)
+    }
+
+    private func answer(_ statement: EventLoopFuture<PostgresQueryResult>) throws -> PostgresQueryResult {
+        let ready = DispatchSemaphore(value: 0)
+        let answer = Locked<Result<PostgresQueryResult, any Error>?>(nil)
+        statement.whenComplete { result in
+            answer.withLock { $0 = result }
+            ready.signal()
         }
-        connection.query(query, logger: logger).whenComplete(settle)
         let started = NIODeadline.now()
-        let watch = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in
-            if connection.isClosed {
-                settle(.failure(StoreError.unavailable("the connection to PostgreSQL closed")))
-            } else if NIODeadline.now() - started > Self.answerDeadline {
-                settle(.failure(StoreError.unavailable("PostgreSQL did not answer within \(Self.answerDeadline.nanoseconds / 1_000_000_000) s")))
+        while ready.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if connection.isClosed { throw StoreError.unavailable("the connection to PostgreSQL closed") }
+            if NIODeadline.now() - started > Self.answerDeadline {
                 connection.close().whenComplete { _ in }
+                throw StoreError.unavailable("PostgreSQL did not answer within \(Self.answerDeadline.nanoseconds / 1_000_000_000) s")
             }
         }
-        defer { watch.cancel() }
-        return try promise.futureResult.wait()
+        return try answer.value!.get()
     }
 }

@@ -56,10 +56,10 @@ extension PostgresTransaction {
             """)
     }
 
-    /// Fills in the streams' groups and their pending events, in one query.
-    static func loadGroups(into records: inout [String: Catalog.Record], _ session: some PostgresQuerying) throws {
-        guard !records.isEmpty else { return }
-        let names = Dictionary(records.values.map { ($0.id, $0.info.name) }, uniquingKeysWith: { $1 })
+    /// Fills in the groups, and their pending events, of the streams `names` names by id, in
+    /// one query.
+    static func loadGroups(of names: [Int64: String], into records: inout [String: Catalog.Record], _ session: some PostgresQuerying) throws {
+        guard !names.isEmpty else { return }
         var ids = PostgresBindings()
         ids.append(Array(names.keys))
         let rows = try session.query(

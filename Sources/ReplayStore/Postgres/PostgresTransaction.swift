@@ -28,7 +28,9 @@ final class PostgresTransaction: LogTransaction {
         s.id, s.name, s.capacity, s.max_bytes, s.max_age_seconds, s.created_at, s.first_seq, s.last_seq, s.byte_count,
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
-        s.deleted_at, s.keep_unacked, src.name AS fork_source
+        s.deleted_at, s.keep_unacked, src.name AS fork_source,
+        EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
+        EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups
         """
 
     static var locksStreamsUpFront: Bool { true }
@@ -44,9 +46,7 @@ final class PostgresTransaction: LogTransaction {
                     SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
                     WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
                     """, binds: Self.binds(names)))
-        var found = try Self.records(rows.rows)
-        try Self.loadConsumers(into: &found, session)
-        try Self.loadGroups(into: &found, session)
+        let found = try Self.loadRecords(rows.rows, session)
         for name in names { locked[name] = .some(found[name]) }
     }
 
@@ -62,9 +62,7 @@ final class PostgresTransaction: LogTransaction {
             """
             SELECT \(unescaped: Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = \(name)
             """)
-        var found = try Self.records(rows.rows)
-        try Self.loadConsumers(into: &found, session)
-        try Self.loadGroups(into: &found, session)
+        let found = try Self.loadRecords(rows.rows, session)
         return found[name]
     }
 
@@ -105,11 +103,18 @@ final class PostgresTransaction: LogTransaction {
     /// Ids are a `bigserial` and events are keyed by (stream id, seq): no room to run out of.
     func roomForAStream() -> StoreError? { nil }
 
+    /// The buffered events go in the same statement, as a data-modifying `WITH` (which
+    /// PostgreSQL runs once whether or not the rest refers to it): a batch's events and its
+    /// stream's row in one round trip. With nothing buffered the arrays are empty.
     func updateStream(_ record: Catalog.Record) throws {
-        try flush()
         let info = record.info
+        let events = pending
+        pending = PendingEvents()
         try session.query(
             """
+            WITH inserted AS (
+                INSERT INTO event_log (stream_id, seq, time, payload)
+                SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[]))
             UPDATE streams SET first_seq = \(Int64(info.firstSequence)), last_seq = \(Int64(info.lastSequence)),
                 event_count = \(info.eventCount), byte_count = \(info.byteCount), terminal = \(info.terminal?.kind),
                 terminal_message = \(info.terminal?.message), terminal_at = \(info.terminalAt.map(Timestamp.format)),
@@ -278,9 +283,18 @@ final class PostgresTransaction: LogTransaction {
         return try row.decode(T.self)
     }
 
-    /// Stream rows (selected with `streamColumns`), by name.
-    static func records(_ rows: [PostgresRow]) throws -> [String: Catalog.Record] {
+    /// Streams from rows selected with `streamColumns`, by name, with their consumers and
+    /// groups. Each row says whether its stream has any, so a batch on streams with none
+    /// makes no round trip for them: a batch's round trips are most of its time (each is
+    /// a trip through postgres-nio's event loop and a wait of the writer's thread).
+    ///
+    /// The flags are as fresh as the rows they come with: every writer takes a stream's
+    /// name lock (`prepare`) in a statement before the one that reads its row, so a
+    /// transaction that changed its consumers or groups has committed before that
+    /// statement, and its snapshot, begins.
+    static func loadRecords(_ rows: [PostgresRow], _ session: some PostgresQuerying) throws -> [String: Catalog.Record] {
         var records: [String: Catalog.Record] = [:]
+        var (withConsumers, withGroups): ([Int64: String], [Int64: String]) = ([:], [:])
         for row in rows {
             let c = row.makeRandomAccess()
             let stream = StreamRow(
@@ -299,14 +313,19 @@ final class PostgresTransaction: LogTransaction {
                 keepUnacked: try c["keep_unacked"].decode(Int?.self),
                 forkSource: try c["fork_source"].decode(String?.self))
             records[stream.name] = try stream.record()
+            if try c["has_consumers"].decode(Bool.self) { withConsumers[stream.id] = stream.name }
+            if try c["has_groups"].decode(Bool.self) { withGroups[stream.id] = stream.name }
         }
+        try loadConsumers(of: withConsumers, into: &records, session)
+        try loadGroups(of: withGroups, into: &records, session)
         return records
     }
 
-    /// Fills in the streams' durable consumers.
-    static func loadConsumers(into records: inout [String: Catalog.Record], _ session: some PostgresQuerying) throws {
-        guard !records.isEmpty else { return }
-        let names = Dictionary(records.values.map { ($0.id, $0.info.name) }, uniquingKeysWith: { $1 })
+    /// Fills in the durable consumers of the streams `names` names by id.
+    private static func loadConsumers(
+        of names: [Int64: String], into records: inout [String: Catalog.Record], _ session: some PostgresQuerying
+    ) throws {
+        guard !names.isEmpty else { return }
         var ids = PostgresBindings()
         ids.append(Array(names.keys))
         let rows = try session.query(
