@@ -103,10 +103,8 @@ struct HTTPCursor: Sendable {
         return chunk
     }
 
-    /// Returns once something may follow the position, or when the task is cancelled.
-    func waitForCommit() async {
-        await cursor.waitForCommit()
-    }
+    /// The hub and the sequence number a wait for the next commit watches.
+    var watched: (hub: StreamHub, after: UInt64) { (cursor.hub, cursor.next - 1) }
 }
 
 /// An HTTP read's stored pages: the payloads alone, one after another.

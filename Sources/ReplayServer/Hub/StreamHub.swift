@@ -33,7 +33,7 @@ final class StreamHub: Sendable {
         var info: StreamInfo
         var ring: TailRing
         /// Parked cursors: the sequence each waits to see passed, and how to wake it.
-        var waiters: [UInt64: (after: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var waiters: [UInt64: (after: UInt64, wake: @Sendable () -> Void)] = [:]
         var nextWaiterID: UInt64 = 0
         var deleted = false
         var subscribers = 0
@@ -62,7 +62,7 @@ final class StreamHub: Sendable {
 
     /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
     func apply(_ change: CommitBatch.Change) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { state -> [@Sendable () -> Void] in
             if let info = change.info {
                 if info.lastSequence < state.info.lastSequence { state.ring.removeAll() }
                 state.info = info
@@ -76,9 +76,9 @@ final class StreamHub: Sendable {
                 state.ring.removeAll()
             }
             defer { state.waiters = [:] }
-            return state.waiters.values.map(\.continuation)
+            return state.waiters.values.map(\.wake)
         }
-        for waiter in waiters { waiter.resume() }
+        for wake in waiters { wake() }
     }
 
     /// Where a new subscription starts, and the last event it counts as history: events
@@ -133,14 +133,34 @@ final class StreamHub: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { state -> Bool in
                     if Task.isCancelled || state.deleted || state.info.isSoftDeleted || ready(state) { return true }
-                    state.waiters[id] = (sequence, continuation)
+                    state.waiters[id] = (sequence, { continuation.resume() })
                     return false
                 }
                 if now { continuation.resume() }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.wake()
         }
+    }
+
+    /// Calls `wake` once there may be something new after `sequence` (at once if there
+    /// already is), without a task waiting for it: a parked HTTP reader (`LiveWait`) races
+    /// it against a timer. Returns the ticket that `stopWaiting` takes, `nil` when `wake`
+    /// was called at once.
+    func onCommit(after sequence: UInt64, _ wake: @escaping @Sendable () -> Void) -> UInt64? {
+        let id = state.withLock { state -> UInt64? in
+            if state.deleted || state.info.isSoftDeleted || state.info.lastSequence > sequence || state.info.terminal != nil { return nil }
+            defer { state.nextWaiterID += 1 }
+            state.waiters[state.nextWaiterID] = (sequence, wake)
+            return state.nextWaiterID
+        }
+        if id == nil { wake() }
+        return id
+    }
+
+    /// Forgets a waiter of `onCommit` that has not been woken.
+    func stopWaiting(_ ticket: UInt64) {
+        _ = state.withLock { $0.waiters.removeValue(forKey: ticket) }
     }
 
     /// One line for the daemon's state dump: the bounds, and where each parked cursor

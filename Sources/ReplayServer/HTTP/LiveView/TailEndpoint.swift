@@ -81,8 +81,7 @@ struct TailEndpoint: Sendable {
                 try await writer.write(buffer)
                 if ends { break }
                 if waits {
-                    let parked = cursor
-                    _ = await LiveWait.wait(for: { await parked.waitForCommit() }, timeout: keepAlive)
+                    _ = await LiveWait.wait(on: cursor.hub, after: cursor.next - 1, timeout: keepAlive)
                 }
             }
             try await writer.finish(nil)
