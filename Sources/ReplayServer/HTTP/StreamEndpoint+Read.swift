@@ -42,51 +42,74 @@ extension StreamEndpoint {
         }
     }
 
+    /// Split in three so that an SSE response, which holds its task for as long as the
+    /// reader stays, never allocates the frames of the reads that wait: an async function's
+    /// locals live in a frame its task allocates, and the task keeps its deepest frames'
+    /// memory while it lives (SSE readers are held by the thousand).
     func read(_ name: String, _ request: Request) async throws -> Response {
         let query = try ReadQuery(request.uri.queryParameters)
         let hub = try await hub(name)
         store.noteRead(name)
-        let info = hub.info
-        let position: UInt64
+        if let response = try respondAtOnce(hub, query) { return response }
+        return try await readChunk(hub, query, request)
+    }
+
+    /// Where the read starts: after the event the offset names.
+    private func position(_ query: ReadQuery, _ info: StreamInfo) throws -> UInt64 {
         switch query.offset {
-        case .start: position = info.firstSequence - 1
-        case .now: position = info.lastSequence
+        case .start: return info.firstSequence - 1
+        case .now: return info.lastSequence
         case .after(let sequence):
             guard sequence <= info.lastSequence else {
                 throw HTTPError(.badRequest, message: "offset \(StreamOffset.text(after: sequence)) is beyond the stream's tail, \(info.tailOffset)")
             }
             guard sequence + 1 >= info.firstSequence else { throw gone(info) }
-            position = sequence
+            return sequence
         }
-        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position)
+    }
+
+    /// The responses that need no wait: SSE (its body reads on) and a catch-up from `now`.
+    private func respondAtOnce(_ hub: StreamHub, _ query: ReadQuery) throws -> Response? {
+        let info = hub.info
         switch query.live {
         case .sse:
+            let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: try position(query, info))
             return sse(cursor, info: info, clientCursor: query.cursor)
         case .catchUp where query.offset == .now:
             var fields = readHeaders(info, next: info.lastSequence, upToDate: true, closed: info.terminal != nil)
             fields[.cacheControl] = "no-store"
             return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: emptyBody(info)))
-        case .catchUp:
+        case .catchUp, .longPoll:
+            return nil
+        }
+    }
+
+    /// A catch-up or long-poll response: one chunk, after a wait for a commit if the
+    /// long poll finds nothing.
+    private func readChunk(_ hub: StreamHub, _ query: ReadQuery, _ request: Request) async throws -> Response {
+        let info = hub.info
+        let position = try position(query, info)
+        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position)
+        guard query.live == .longPoll else {
             let chunk = try await chunk(&cursor, info)
             return catchUpResponse(chunk, from: position, cursor: cursor, info: info, request: request)
-        case .longPoll:
-            DaemonMetrics.longPolls.increment()
-            defer { DaemonMetrics.longPolls.decrement() }
-            var chunk = try await chunk(&cursor, info)
-            if chunk.isEmpty, chunk.terminal == nil {
-                if await LiveWait.wait(cursor, timeout: settings.longPollTimeout) == .committed {
-                    chunk = try await self.chunk(&cursor, info)
-                }
-            }
-            let latest = hub.info
-            var fields = readHeaders(latest, next: cursor.position, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
-            if chunk.terminal == nil { fields[.streamCursor] = String(LiveCursor.next(after: query.cursor)) }
-            if chunk.isEmpty {
-                fields[.contentType] = nil
-                return Response(status: .noContent, headers: fields)
-            }
-            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
         }
+        DaemonMetrics.longPolls.increment()
+        defer { DaemonMetrics.longPolls.decrement() }
+        var chunk = try await chunk(&cursor, info)
+        if chunk.isEmpty, chunk.terminal == nil {
+            if await LiveWait.wait(cursor, timeout: settings.longPollTimeout) == .committed {
+                chunk = try await self.chunk(&cursor, info)
+            }
+        }
+        let latest = hub.info
+        var fields = readHeaders(latest, next: cursor.position, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
+        if chunk.terminal == nil { fields[.streamCursor] = String(LiveCursor.next(after: query.cursor)) }
+        if chunk.isEmpty {
+            fields[.contentType] = nil
+            return Response(status: .noContent, headers: fields)
+        }
+        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 
     private func chunk(_ cursor: inout HTTPCursor, _ info: StreamInfo) async throws -> HTTPCursor.Chunk {
