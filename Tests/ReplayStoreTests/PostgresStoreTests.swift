@@ -50,4 +50,28 @@ struct PostgresStoreTests {
         }
         #expect(throws: StoreError.self) { try EventStore(location: "postgresql://replay@127.0.0.1:\(port)/replay?sslmode=require") }
     }
+
+    /// A page PostgreSQL packs into one value ends at the event that reaches the read's
+    /// bytes: sized from small payloads, a page that meets large ones must not pack them
+    /// all (thousands of large payloads would pass PostgreSQL's 1 GB for a value).
+    @Test func aPackedPageEndsAtTheEventThatReachesItsBytes() async throws {
+        try await TestPostgres.withDatabase { url in
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { store.close() }
+            for _ in 0..<10 { store.append(Data(repeating: 1, count: 10), to: "s") { _ in } }
+            for _ in 0..<9 { store.append(Data(repeating: 2, count: 100_000), to: "s") { _ in } }
+            _ = try await store.append(Data(repeating: 2, count: 100_000), to: "s")
+            let session = PostgresSession(try #require(PostgresLocation(url)), logger: .init(label: "test"))
+            defer { session.close() }
+            let id = try #require(Int64(try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")))
+            func packed(bytes: Int) throws -> Int {
+                try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes)?.readableBytes ?? 0
+            }
+            let header = 20
+            #expect(try packed(bytes: .max) == 20 * header + 10 * 10 + 10 * 100_000)
+            // 100 bytes of small ones, then two large: the second reaches 250,000.
+            #expect(try packed(bytes: 250_000) == 13 * header + 10 * 10 + 3 * 100_000)
+            #expect(try packed(bytes: 1) == header + 10, "a page holds at least one event")
+        }
+    }
 }

@@ -18,8 +18,9 @@ extension PostgresTransaction {
     ///   statistics yet (a stream loaded and read back before autovacuum's ANALYZE) was
     ///   planned as a bitmap scan of every row to the end and a sort, for every page: one
     ///   reader got 30,000 events/s.
-    /// - **Sized by bytes.** The first page is small, so that a byte budget stops the read
-    ///   soon after it is reached; later pages are sized from the payloads seen so far.
+    /// - **Bounded by bytes.** A page ends at the event that reaches the read's byte budget
+    ///   (`packedPage`), so a page may ask for as many rows as the read may take: a read is
+    ///   mostly one query.
     static func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying,
         _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
@@ -29,12 +30,13 @@ extension PostgresTransaction {
             var from = Int64(segment.from)
             let through = Int64(min(segment.through, UInt64(Int64.max)))
             while !reading.isDone && from <= through {
-                let rows = min(reading.remaining, reading.nextPageRows)
+                let rows = min(reading.remaining, PageReading.pageRows)
                 let last = from > through - Int64(rows - 1) ? through : from + Int64(rows - 1)
-                var page = try packedPage(session, stream: segment.streamID, from: from, through: last)
+                let bytes = reading.byteBudget - reading.bytes
+                var page = try packedPage(session, stream: segment.streamID, from: from, through: last, bytes: bytes)
                 if page == nil && last < through {
                     // Below the stream's first retained event: find where it starts.
-                    page = try packedPage(session, stream: segment.streamID, from: from, through: through, limit: rows)
+                    page = try packedPage(session, stream: segment.streamID, from: from, through: through, limit: rows, bytes: bytes)
                 }
                 guard let page else { break }
                 try reading.walk(page, after: &from, body)
@@ -45,20 +47,32 @@ extension PostgresTransaction {
     /// The events of `from...through` (at most `limit` of them), packed in order into one
     /// value: per event its sequence number and time (8 bytes each, big-endian), its
     /// payload's length (4 bytes) and the payload. `nil` when there are none.
-    private static func packedPage(
-        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, limit: Int? = nil
+    ///
+    /// The page ends at the event that reaches `bytes` (a running sum of the payloads'
+    /// lengths, which PostgreSQL reads from their headers): a page sized from small
+    /// payloads that meets large ones would otherwise pack thousands of them into one
+    /// value, past what the read may cost and past PostgreSQL's 1 GB for a value.
+    static func packedPage(
+        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, limit: Int? = nil, bytes: Int
     ) throws -> ByteBuffer? {
         let packed = "string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || payload, ''::bytea ORDER BY seq)"
+        let before = "sum(octet_length(payload)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - octet_length(payload) AS before"
         let result =
             if let limit {
                 try session.query(
                     """
-                    SELECT \(unescaped: packed) FROM (SELECT seq, time, payload FROM event_log
-                    WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) page
+                    SELECT \(unescaped: packed) FROM (SELECT seq, time, payload, \(unescaped: before) FROM (
+                        SELECT seq, time, payload FROM event_log
+                        WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) first) page
+                    WHERE before < \(bytes)
                     """)
             } else {
                 try session.query(
-                    "SELECT \(unescaped: packed) FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)")
+                    """
+                    SELECT \(unescaped: packed) FROM (SELECT seq, time, payload, \(unescaped: before) FROM event_log
+                        WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)) page
+                    WHERE before < \(bytes)
+                    """)
             }
         return try single(result, ByteBuffer?.self)
     }
@@ -70,11 +84,10 @@ private struct PageReading {
     var remaining: Int
     let byteBudget: Int
     var bytes = 0
-    var events = 0
     var time: (millis: Int64, text: [UInt8]) = (.min, [])
 
-    static let firstPageRows = 128
-    static let mostPageRows = 4096
+    /// Rows a page asks for at most; its bytes bound it too.
+    static let pageRows = 4096
     static let header = 20
 
     init(remaining: Int, byteBudget: Int) {
@@ -83,12 +96,6 @@ private struct PageReading {
     }
 
     var isDone: Bool { remaining <= 0 || bytes >= byteBudget }
-
-    var nextPageRows: Int {
-        guard events > 0 else { return Self.firstPageRows }
-        let average = max(1, bytes / events)
-        return min(Self.mostPageRows, max(16, (byteBudget - bytes) / average + 1))
-    }
 
     /// Hands each event of a packed page to `body` until the page or the read's allowance
     /// ends; `from` follows the last one.
@@ -109,7 +116,6 @@ private struct PageReading {
                 offset = start + size
                 from = sequence + 1
                 remaining -= 1
-                events += 1
                 bytes += size
             }
         }
