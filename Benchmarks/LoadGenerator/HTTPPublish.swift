@@ -7,6 +7,8 @@ import ReplaySync
 protocol DurableStreamsEndpoint {
     var httpHost: String { get }
     var httpPort: Int { get }
+    /// The server's process, for its descriptors.
+    var serverPID: Int32? { get }
 }
 
 extension ReplayHTTPSystem: DurableStreamsEndpoint {}
@@ -34,6 +36,7 @@ final class DurableStreamsURLSystem: SystemUnderTest, DurableStreamsEndpoint {
     }
 
     func client() throws -> any BenchClient { throw BenchError("ds-url runs the HTTP scenarios only (publish-http)") }
+    var serverPID: Int32? { pid }
     var residentBytes: Int { pid.map(processResidentBytes) ?? 0 }
     var cpuSeconds: Double { (pid.map(processCPUSeconds) ?? 0) - startCPU }
     func stop() {}

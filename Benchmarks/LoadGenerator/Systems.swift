@@ -80,6 +80,7 @@ final class ServerProcess {
 
     var residentBytes: Int { processResidentBytes(process.processIdentifier) }
     var cpuSeconds: Double { processCPUSeconds(process.processIdentifier) }
+    var pid: Int32 { process.processIdentifier }
 
     func stop() {
         process.terminate()
@@ -171,6 +172,8 @@ final class ReplayHTTPSystem: SystemUnderTest {
         }
         try readPort()
     }
+
+    var serverPID: Int32? { server.pid }
 
     private func readPort() throws {
         for _ in 0..<3000 {
