@@ -36,27 +36,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIST 16
+#include "ceiling_common.h"
+
 #define PAYLOAD 100
 #define INT8OID 20
 #define BYTEAOID 17
 
 static const char *url;
 static char database[64];
-
-static double seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec + now.tv_nsec / 1e9;
-}
-
-static int parse_list(const char *text, long *out) {
-    int n = 0;
-    char *copy = strdup(text), *save = NULL;
-    for (char *part = strtok_r(copy, ",", &save); part && n < MAX_LIST; part = strtok_r(NULL, ",", &save)) out[n++] = atol(part);
-    free(copy);
-    return n;
-}
 
 /* A connection to `url`, to the database named (NULL: the one the URL names). */
 static PGconn *connect_to(const char *name) {
@@ -303,16 +290,6 @@ static double measure_reads(long events, long page) {
     return rate;
 }
 
-static int compare(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, long count) {
-    qsort(values, count, sizeof(double), compare);
-    return values[count / 2];
-}
-
 int main(int argc, char **argv) {
     long events = 200000, read_events = 500000, rounds = 3;
     const char *migrations = "migrations/postgres";
@@ -343,12 +320,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "postgres_ceiling: --url or REPLAY_TEST_POSTGRES names the server\n");
         return 64;
     }
-    if (rounds < 1 || rounds > 64 || events < 1 || read_events < 1) {
+    if (rounds < 1 || rounds > MAX_ROUNDS || events < 1 || read_events < 1) {
         fprintf(stderr, "postgres_ceiling: --rounds 1...64, --events and --read-events above 0\n");
         return 64;
     }
     create_database(migrations);
-    static double appends[MAX_LIST][MAX_LIST][64], reads[MAX_LIST][64];
+    static double appends[MAX_LIST][MAX_LIST][MAX_ROUNDS], reads[MAX_LIST][MAX_ROUNDS];
     for (long round = 0; round < rounds; round++) {
         for (int b = 0; b < batch_count; b++)
             for (int c = 0; c < connection_count; c++) appends[c][b][round] = measure_appends(connections[c], events, batches[b]);
@@ -357,18 +334,7 @@ int main(int argc, char **argv) {
     }
     drop_database();
     printf("PostgreSQL appends, 100-byte events, one stream per connection, median of %ld interleaved rounds (events/s)\n", rounds);
-    printf("%-12s", "connections");
-    for (int b = 0; b < batch_count; b++) {
-        char label[32];
-        snprintf(label, sizeof label, "%ld/txn", batches[b]);
-        printf("%12s", label);
-    }
-    printf("\n");
-    for (int c = 0; c < connection_count; c++) {
-        printf("%-12ld", connections[c]);
-        for (int b = 0; b < batch_count; b++) printf("%12.0f", median(appends[c][b], rounds));
-        printf("\n");
-    }
+    print_medians("connections", connections, connection_count, batches, batch_count, appends, rounds);
     printf("PostgreSQL keyset reads of one stream of %ld events, one connection (events/s)\n", read_events);
     for (int p = 0; p < page_count; p++) printf("%6ld per page %12.0f\n", pages[p], median(reads[p], rounds));
     return 0;

@@ -26,19 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIST 16
+#include "ceiling_common.h"
 
 static void die(const char *what, sqlite3 *db) {
     fprintf(stderr, "sqlite_ceiling: %s: %s\n", what, db ? sqlite3_errmsg(db) : "");
     exit(1);
-}
-
-static int parse_list(const char *text, long *out) {
-    int n = 0;
-    char *copy = strdup(text), *save = NULL;
-    for (char *part = strtok_r(copy, ",", &save); part && n < MAX_LIST; part = strtok_r(NULL, ",", &save)) out[n++] = atol(part);
-    free(copy);
-    return n;
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
@@ -77,12 +69,6 @@ static char *read_schema(const char *folder) {
     free(entries);
     schema[size] = 0;
     return schema;
-}
-
-static double seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec + now.tv_nsec / 1e9;
 }
 
 static void exec(sqlite3 *db, const char *sql) {
@@ -161,11 +147,6 @@ static double measure(const char *folder, const char *schema, const char *sync, 
     return rate;
 }
 
-static int compare(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
     long events = 300000, rounds = 3;
     const char *sync = "FULL", *migrations = "migrations", *folder = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -190,31 +171,17 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    if (rounds < 1 || rounds > 64 || events < 1) {
+    if (rounds < 1 || rounds > MAX_ROUNDS || events < 1) {
         fprintf(stderr, "sqlite_ceiling: --rounds 1...64 and --events above 0\n");
         return 64;
     }
     char *schema = read_schema(migrations);
-    double results[MAX_LIST][MAX_LIST][64];
+    static double results[MAX_LIST][MAX_LIST][MAX_ROUNDS];
     for (long round = 0; round < rounds; round++)
         for (int b = 0; b < batch_count; b++)
             for (int s = 0; s < stream_count; s++) results[s][b][round] = measure(folder, schema, sync, events, streams[s], batches[b]);
     printf("SQLite %s, WAL, synchronous=%s, 100-byte events, median of %ld interleaved rounds (events/s)\n", sqlite3_libversion(), sync, rounds);
-    printf("%-10s", "streams");
-    for (int b = 0; b < batch_count; b++) {
-        char label[32];
-        snprintf(label, sizeof label, "%ld/txn", batches[b]);
-        printf("%12s", label);
-    }
-    printf("\n");
-    for (int s = 0; s < stream_count; s++) {
-        printf("%-10ld", streams[s]);
-        for (int b = 0; b < batch_count; b++) {
-            qsort(results[s][b], rounds, sizeof(double), compare);
-            printf("%12.0f", results[s][b][rounds / 2]);
-        }
-        printf("\n");
-    }
+    print_medians("streams", streams, stream_count, batches, batch_count, results, rounds);
     free(schema);
     return 0;
 }
