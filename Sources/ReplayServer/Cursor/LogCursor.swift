@@ -126,8 +126,11 @@ struct LogCursor<Log: StoredLog, Framing: LogFraming>: Sendable {
     /// Returns once something may follow the position (a commit, the end, a deletion), or
     /// when the task is cancelled.
     func waitForCommit() async {
-        await hub.waitForCommit(after: next - 1)
+        await hub.waitForCommit(after: watched.after)
     }
+
+    /// What a wait for the next commit watches: the hub, past the last event delivered.
+    var watched: (hub: StreamHub, after: UInt64) { (hub, next - 1) }
 
     /// Drops a page being read ahead; a reader that stops early calls it.
     mutating func stopReadingAhead() {

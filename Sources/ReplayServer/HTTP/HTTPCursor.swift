@@ -103,8 +103,8 @@ struct HTTPCursor: Sendable {
         return chunk
     }
 
-    /// The hub and the sequence number a wait for the next commit watches.
-    var watched: (hub: StreamHub, after: UInt64) { (cursor.hub, cursor.next - 1) }
+    /// What a wait for the next commit watches (`LogCursor.watched`).
+    var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 }
 
 /// An HTTP read's stored pages: the payloads alone, one after another.

@@ -119,24 +119,10 @@ final class StreamHub: Sendable {
     /// Returns once there may be something new after `sequence` (a commit, the end, a
     /// deletion), or when the task is cancelled.
     func waitForCommit(after sequence: UInt64) async {
-        await park(after: sequence) { $0.info.lastSequence > sequence || $0.info.terminal != nil }
-    }
-
-    /// Parks until the next commit, unless `ready` already holds (or the stream is gone, or
-    /// the task cancelled); `after` is what the state dump shows the waiter waiting past.
-    private func park(after sequence: UInt64, unless ready: @escaping (State) -> Bool) async {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
+        let id = newWaiterID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if Task.isCancelled || state.deleted || state.info.isSoftDeleted || ready(state) { return true }
-                    state.waiters[id] = (sequence, { continuation.resume() })
-                    return false
-                }
-                if now { continuation.resume() }
+                if !keep(id, after: sequence, unlessCancelled: true, { continuation.resume() }) { continuation.resume() }
             }
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.wake()
@@ -148,14 +134,32 @@ final class StreamHub: Sendable {
     /// it against a timer. Returns the ticket that `stopWaiting` takes, `nil` when `wake`
     /// was called at once.
     func onCommit(after sequence: UInt64, _ wake: @escaping @Sendable () -> Void) -> UInt64? {
-        let id = state.withLock { state -> UInt64? in
-            if state.deleted || state.info.isSoftDeleted || state.info.lastSequence > sequence || state.info.terminal != nil { return nil }
+        let id = newWaiterID()
+        guard keep(id, after: sequence, unlessCancelled: false, wake) else {
+            wake()
+            return nil
+        }
+        return id
+    }
+
+    private func newWaiterID() -> UInt64 {
+        state.withLock { state in
             defer { state.nextWaiterID += 1 }
-            state.waiters[state.nextWaiterID] = (sequence, wake)
             return state.nextWaiterID
         }
-        if id == nil { wake() }
-        return id
+    }
+
+    /// Keeps `wake` for the next commit, unless there may already be something new after
+    /// `sequence` (or, with `unlessCancelled`, the task is cancelled). Decided under the
+    /// lock `apply` takes, so no commit falls between the look and the keeping; `after` is
+    /// what the state dump shows the waiter waiting past. Returns whether it was kept.
+    private func keep(_ id: UInt64, after sequence: UInt64, unlessCancelled: Bool, _ wake: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            let news = state.deleted || state.info.isSoftDeleted || state.info.lastSequence > sequence || state.info.terminal != nil
+            if news || (unlessCancelled && Task.isCancelled) { return false }
+            state.waiters[id] = (sequence, wake)
+            return true
+        }
     }
 
     /// Forgets a waiter of `onCommit` that has not been woken.

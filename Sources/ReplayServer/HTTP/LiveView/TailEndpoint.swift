@@ -81,7 +81,8 @@ struct TailEndpoint: Sendable {
                 try await writer.write(buffer)
                 if ends { break }
                 if waits {
-                    _ = await LiveWait.wait(on: cursor.hub, after: cursor.next - 1, timeout: keepAlive)
+                    let (hub, after) = cursor.watched
+                    _ = await LiveWait.wait(on: hub, after: after, timeout: keepAlive)
                 }
             }
             try await writer.finish(nil)
