@@ -356,6 +356,7 @@ struct HTTPFrontDoorTests {
     @Test func metricsDescribeTheDaemon() async throws {
         try await withHTTP { daemon, http in
             _ = try await http.request("PUT", "/v1/stream/m", headers: [("Content-Type", "text/plain")], body: "abc")
+            #expect(try await http.request("GET", "/v1/stream/absent").status == 404)
             try await withWireClient(daemon.socketPath) { socket in
                 _ = try await socket.publish("m", ["de", "f"])
                 try await socket.send(.subscribeDurable(stream: "m", sid: "d", start: .all, consumer: "audit"))
@@ -374,10 +375,14 @@ struct HTTPFrontDoorTests {
                     #"replay_consumer_lag_events{stream="m",consumer="audit"} 2.0"#,
                     "replay_connections 1.0", "replay_subscriptions 1.0",
                     #"hb_requests{http_route="/v1/stream/**",http_request_method="PUT",http_response_status_code="201"} 1"#,
+                    #"hb_requests{http_route="/v1/stream/**",http_request_method="GET",http_response_status_code="404"} 1"#,
+                    #"hb_request_errors{http_route="/v1/stream/**",http_request_method="GET",error_type="404"} 1"#,
                 ] {
                     let found = lines.contains(expected)
                     #expect(found, "missing \(expected)")
                 }
+                #expect(lines.contains { $0.hasPrefix(#"http_server_request_duration_count{http_route="/v1/stream/**",http_request_method="PUT""#) })
+                #expect(!lines.contains { $0.hasPrefix("hb_request_errors") && $0.contains("201") }, "a success is not an error")
                 #expect(lines.contains { $0.hasPrefix("replay_commit_duration_seconds_count ") })
                 #expect(lines.contains { $0.hasPrefix("replay_commit_batch_requests_count ") })
                 #expect(lines.contains { $0.hasPrefix("replay_events_delivered_total ") })

@@ -63,14 +63,23 @@ struct LogCursor<Log: StoredLog, Framing: LogFraming>: Sendable {
 
     /// One step: at most `limit` events and about `byteBudget` bytes. Ring events from
     /// `sharingFrom` bytes on carry their shared buffer (see `TailRing.slice`).
+    @inline(never)  // its callers' frames stay theirs (see moveFromStore)
     mutating func move(limit: Int, byteBudget: Int, sharingFrom: Int = .max) async throws -> Move {
+        switch moveInMemory(limit: limit, byteBudget: byteBudget, sharingFrom: sharingFrom) {
+        case .done(let move): return move
+        case .read(let through): return try await moveFromStore(through: through, limit: limit, byteBudget: byteBudget, sharingFrom: sharingFrom)
+        }
+    }
+
+    /// A move that reads the store, waiting out a store that is away. Its own function,
+    /// never inlined: a live reader seldom comes here, and an async function's frame is
+    /// allocated whole on every call (an SSE reader's connection task keeps the deepest
+    /// it has needed).
+    @inline(never)
+    private mutating func moveFromStore(through first: UInt64, limit: Int, byteBudget: Int, sharingFrom: Int) async throws -> Move {
         var attempt = 0
+        var through = first
         while true {
-            let through: UInt64
-            switch moveInMemory(limit: limit, byteBudget: byteBudget, sharingFrom: sharingFrom) {
-            case .done(let move): return move
-            case .read(let last): through = last
-            }
             do {
                 let page = try await read(through: through, limit: limit, byteBudget: byteBudget)
                 return stored(page, through: through, limit: limit, byteBudget: byteBudget)
@@ -78,6 +87,10 @@ struct LogCursor<Log: StoredLog, Framing: LogFraming>: Sendable {
                 guard case .unavailable = error, let delay = retry.delay(before: attempt) else { throw error }
                 try await retry.sleep(delay)
                 attempt += 1
+            }
+            switch moveInMemory(limit: limit, byteBudget: byteBudget, sharingFrom: sharingFrom) {
+            case .done(let move): return move
+            case .read(let last): through = last
             }
         }
     }

@@ -55,43 +55,63 @@ struct HTTPCursor: Sendable {
     static let chunkBytes = 1 << 20
 
     /// The events after the position, up to a chunk's size; empty and `upToDate` at the tail.
+    ///
+    /// (The async functions here hold only what crosses their waits, and what they do with
+    /// each step is plain functions the compiler is told not to inline: an SSE reader's
+    /// connection task keeps, for as long as it is open, the slabs its deepest call needed.)
+    @inline(never)
     mutating func chunk() async throws -> Chunk {
         if let failure { throw failure }
         let chunk = try await collect()
-        cursor.hub.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
+        count(chunk)
         return chunk
+    }
+
+    @inline(never)
+    private func count(_ chunk: Chunk) {
+        cursor.hub.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
     }
 
     private mutating func collect() async throws -> Chunk {
         var chunk = Chunk()
         var budget = Self.chunkBytes
         while budget > 0, chunk.sizes.count < Self.chunkEvents {
-            switch try await cursor.move(limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget) {
-            case .ring(let entries):
-                for entry in entries {
-                    chunk.bytes.writeBytes(entry.payload)
-                    chunk.sizes.append(entry.payload.count)
-                    budget -= entry.payload.count
-                }
-                position = entries.last?.sequence ?? position
-            case .stored(let page):
-                chunk.append(page.body)
-                budget -= page.payloadBytes
-                position = page.last
-            case .gap:
-                return try stop(chunk, .gone)
-            case .deleted:
-                throw Failure.deleted
-            case .caughtUp:
-                chunk.upToDate = true
-                return chunk
-            case .ended(let terminal, _):
-                chunk.upToDate = true
-                chunk.terminal = terminal
-                return chunk
-            }
+            let step = try await cursor.move(limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget)
+            if try take(step, into: &chunk, budget: &budget) { break }
         }
         return chunk
+    }
+
+    /// One step of the cursor into the chunk; whether the chunk is done.
+    @inline(never)
+    private mutating func take(_ step: LogCursor<PooledStore, Payloads>.Move, into chunk: inout Chunk, budget: inout Int) throws -> Bool {
+        switch step {
+        case .ring(let entries):
+            for entry in entries {
+                chunk.bytes.writeBytes(entry.payload)
+                chunk.sizes.append(entry.payload.count)
+                budget -= entry.payload.count
+            }
+            position = entries.last?.sequence ?? position
+            return false
+        case .stored(let page):
+            chunk.append(page.body)
+            budget -= page.payloadBytes
+            position = page.last
+            return false
+        case .gap:
+            chunk = try stop(chunk, .gone)
+            return true
+        case .deleted:
+            throw Failure.deleted
+        case .caughtUp:
+            chunk.upToDate = true
+            return true
+        case .ended(let terminal, _):
+            chunk.upToDate = true
+            chunk.terminal = terminal
+            return true
+        }
     }
 
     /// A gap: an error now if nothing came before it, else the events so far, and the

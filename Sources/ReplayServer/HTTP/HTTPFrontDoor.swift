@@ -53,12 +53,7 @@ public struct HTTPFrontDoor: Service {
         let feed = Self.follow(endpoint.store, into: subscriptions)
         defer { feed.cancel() }
         let router = Router(context: FrontDoorContext.self)
-        router.add(middleware: FrontDoorMiddleware(settings: settings, logger: logger, limiter: ClientRateLimiter(logger: logger)))
-        if let metrics {
-            // Request counts and latencies, by route and status (hummingbird's own middleware).
-            router.add(middleware: MetricsMiddleware())
-            router.get("/metrics") { _, _ in metrics.respond() }
-        }
+        if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
         let endpoint = self.endpoint
         let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources)
         let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout)
@@ -101,8 +96,11 @@ public struct HTTPFrontDoor: Service {
         }
         logger.info("http: at most \(budget.limit) connections, request heads within \(settings.headerTimeout)")
         defer { reloads?.cancel() }
+        let responder = FrontDoorResponder(
+            router: router.buildResponder(), settings: settings, logger: logger, limiter: ClientRateLimiter(logger: logger),
+            metrics: metrics.map { _ in RequestMetrics() })
         let app = Application(
-            router: router,
+            responder: responder,
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: settings.port), serverName: nil),
             onServerRunning: { channel in

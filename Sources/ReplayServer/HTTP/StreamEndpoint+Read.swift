@@ -19,6 +19,7 @@ extension StreamEndpoint {
             case sse
         }
 
+        @inline(never)  // else its messages take the async `read`'s frame
         init(_ query: FlatDictionary<Substring, Substring>) throws {
             func single(_ key: Substring) throws -> Substring? {
                 let found = query[values: key]
@@ -47,11 +48,29 @@ extension StreamEndpoint {
     /// locals live in a frame its task allocates, and the task keeps its deepest frames'
     /// memory while it lives (SSE readers are held by the thousand).
     func read(_ name: String, _ request: Request) async throws -> Response {
+        switch try start(name, request) {
+        case .answered(let response): return response
+        case .expired: try await expire(name)
+        case .read(let hub, let query): return try await readChunk(hub, query, request)
+        }
+    }
+
+    private enum ReadStart {
+        /// The response, which needs no wait: SSE (its body reads on) and a catch-up from `now`.
+        case answered(Response)
+        /// The stream is past its expiry.
+        case expired
+        /// The response needs a read of the store or a wait.
+        case read(StreamHub, ReadQuery)
+    }
+
+    @inline(never)
+    private func start(_ name: String, _ request: Request) throws -> ReadStart {
         let query = try ReadQuery(request.uri.queryParameters)
-        let hub = try await hub(name)
+        guard let hub = try liveHub(name) else { return .expired }
         store.noteRead(name)
-        if let response = try respondAtOnce(hub, query) { return response }
-        return try await readChunk(hub, query, request)
+        if let response = try respondAtOnce(hub, query) { return .answered(response) }
+        return .read(hub, query)
     }
 
     /// Where the read starts: after the event the offset names.
@@ -69,6 +88,7 @@ extension StreamEndpoint {
     }
 
     /// The responses that need no wait: SSE (its body reads on) and a catch-up from `now`.
+    @inline(never)
     private func respondAtOnce(_ hub: StreamHub, _ query: ReadQuery) throws -> Response? {
         let info = hub.info
         switch query.live {

@@ -33,6 +33,7 @@ struct StreamEndpoint: Sendable {
 
     /// The stream's name: the path after the prefix as sent (hummingbird's catch-all, whose
     /// components would drop an empty segment), percent-decoded, by the stream-name rule.
+    @inline(never)  // else its messages take every route's async frame
     private func streamName<Context: RequestContext>(_ context: Context) throws -> String {
         guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)), let name = raw.removingPercentEncoding else {
             throw HTTPError(.notFound)
@@ -44,17 +45,29 @@ struct StreamEndpoint: Sendable {
     }
 
     /// The stream's hub; a stream past its expiry is deleted now (rather than at the next
-    /// retention pass) and is not found.
+    /// retention pass) and is not found. (The checks are a plain function: an async
+    /// function's locals, the messages' among them, take its task's frame on every call.)
     func hub(_ name: String) async throws -> StreamHub {
+        if let hub = try liveHub(name) { return hub }
+        try await expire(name)
+    }
+
+    /// The hub of a stream that is there, `nil` for one past its expiry (then `expire`), or
+    /// the refusal.
+    @inline(never)
+    func liveHub(_ name: String) throws -> StreamHub? {
         guard let hub = hubs[name] else { throw HTTPError(.notFound, message: "no stream named '\(name)'") }
         if hub.info.isSoftDeleted {
             throw HTTPError(.gone, message: "stream '\(name)' was deleted; its events are kept only for its forks")
         }
-        if store.isExpired(name) {
-            try? await store.delete(name)
-            throw HTTPError(.notFound, message: "stream '\(name)' expired")
-        }
-        return hub
+        return store.isExpired(name) ? nil : hub
+    }
+
+    /// Deletes a stream found past its expiry, and answers that it is not found.
+    @inline(never)
+    func expire(_ name: String) async throws -> Never {
+        try? await store.delete(name)
+        throw HTTPError(.notFound, message: "stream '\(name)' expired")
     }
 
     private func body(of request: Request) async throws -> Data {

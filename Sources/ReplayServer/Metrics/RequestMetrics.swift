@@ -1,0 +1,95 @@
+import Dispatch
+import HTTPTypes
+import Hummingbird
+import Metrics
+import Synchronization
+
+/// The HTTP door's request figures, by route, method and status: the same names and
+/// labels as hummingbird's `MetricsMiddleware` (`hb_requests`,
+/// `http_server_request_duration`, `hb_request_errors`, `http_server_active_requests`),
+/// recorded by the front door's plain functions rather than by one more middleware. One
+/// difference: the router answers the errors its routes throw, so `hb_request_errors`
+/// counts the answers of status 400 and above (`error.type` is the status), where
+/// hummingbird's middleware, inside the router, saw them thrown.
+///
+/// Why not that middleware: each one the router chains, and its own frame, take a few
+/// async frames of every request's task, and a parked SSE reader's connection task keeps
+/// the slabs of the deepest request it served for as long as it lives (`FrontDoorResponder`
+/// says how deep that was). Here the recording is two plain calls around the router's
+/// answer.
+final class RequestMetrics: Sendable {
+    /// A request under way: counted as active from `start` until its body is written.
+    struct Started {
+        let method: HTTPRequest.Method
+        let nanoseconds: UInt64
+        let active: Meter
+    }
+
+    private struct Route: Hashable {
+        let path: String
+        let method: HTTPRequest.Method
+        let status: HTTPResponse.Status
+    }
+
+    private struct Figures {
+        let requests: Counter
+        let duration: Timer
+        /// Only for a status of 400 and above: a success has no error series.
+        let errors: Counter?
+    }
+
+    private let active = Mutex<[HTTPRequest.Method: Meter]>([:])
+    private let routes = Mutex<[Route: Figures]>([:])
+
+    func start(_ method: HTTPRequest.Method) -> Started {
+        let meter = active.withLock { meters in
+            if let meter = meters[method] { return meter }
+            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.description)])
+            meters[method] = meter
+            return meter
+        }
+        meter.increment()
+        return Started(method: method, nanoseconds: DispatchTime.now().uptimeNanoseconds, active: meter)
+    }
+
+    /// An answer: counted and timed once its body is written (an SSE response's when it ends).
+    func answered(_ response: inout Response, _ started: Started, route: String?) {
+        let figures = figures(Route(path: route ?? "Unknown", method: started.method, status: response.status))
+        let body = response.body
+        response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            defer {
+                figures.requests.increment()
+                figures.errors?.increment()
+                figures.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.nanoseconds)
+                started.active.decrement()
+            }
+            try await body.write(writer)
+        }
+    }
+
+    /// An error no one answered (hummingbird then answers 500): counted as a request and an
+    /// error of its status.
+    func failed(_ error: any Error, _ started: Started, route: String?) {
+        let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
+        let figures = figures(Route(path: route ?? "NotFound", method: started.method, status: status))
+        figures.requests.increment()
+        figures.errors?.increment()
+        started.active.decrement()
+    }
+
+    private func figures(_ route: Route) -> Figures {
+        routes.withLock { routes in
+            if let figures = routes[route] { return figures }
+            let labels = [("http.route", route.path), ("http.request.method", route.method.description)]
+            let status = route.status.code.description
+            let figures = Figures(
+                requests: Counter(label: "hb.requests", dimensions: labels + [("http.response.status_code", status)]),
+                duration: Timer(
+                    label: "http.server.request.duration", dimensions: labels + [("http.response.status_code", status)],
+                    preferredDisplayUnit: .seconds),
+                errors: route.status.code >= 400 ? Counter(label: "hb.request.errors", dimensions: labels + [("error.type", status)]) : nil)
+            routes[route] = figures
+            return figures
+        }
+    }
+}
