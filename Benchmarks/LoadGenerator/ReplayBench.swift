@@ -24,7 +24,7 @@ struct ReplayBench: ParsableCommand {
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
-    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers), sse-readers (replay-http or ds-url: 9,900 held SSE readers at 100 events/s, 1,000 of one stream at 1,000/s).")
+    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers), sse-readers (replay-http or ds-url: 10,000 held SSE readers at 100 events/s, 1,000 of one stream at 1,000/s).")
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,work-queue,restart-memory"
 
     @Option(help: "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike.")
@@ -104,11 +104,10 @@ struct ReplayBench: ParsableCommand {
         case "work-queue": return try run.workQueue()
         // HTTP appends as `wrk` makes them: 16 keep-alive connections, one POST at a time each.
         case "publish-http": return try run.publishHTTP(connections: 16, producer: false) + run.publishHTTP(connections: 16, producer: true)
-        // Held SSE readers: 9,900 over 100 streams at 100 events/s (9,900: the daemon takes at
-        // most half the descriptors left after its reserve, and this machine allows 20,000),
-        // then 1,000 readers of one stream at 1,000 events/s; `--scale` scales the readers.
+        // Held SSE readers: 10,000 over 100 streams at 100 events/s, then 1,000 readers of one
+        // stream at 1,000 events/s; `--scale` scales the readers.
         case "sse-readers":
-            return try run.sseReaders(readers: max(100, Int(9_900 * run.scale)), streams: 100, rate: 100, seconds: 10)
+            return try run.sseReaders(readers: max(100, Int(10_000 * run.scale)), streams: 100, rate: 100, seconds: 10)
                 + run.sseReaders(readers: max(10, Int(1_000 * run.scale)), streams: 1, rate: 1_000, seconds: 10)
         default: throw ValidationError("unknown scenario \(scenario)")
         }

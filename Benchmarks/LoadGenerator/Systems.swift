@@ -166,6 +166,10 @@ final class ReplayHTTPSystem: SystemUnderTest {
             process.arguments = [
                 "--socket", socketPath, "--db", directory + "/bench.sqlite", "--sync", durability, "--default-capacity", "unlimited",
                 "--http", "127.0.0.1:0",
+                // The HTTP door's cap takes the descriptors the socket door's leaves: with few
+                // socket clients here, 10,000 SSE readers and their publishers fit under a
+                // limit of 20,000.
+                "--max-connections", "1000", "--http-max-connections", "10100",
             ]
             process.standardError = FileHandle(forWritingAtPath: logPath)
             return process

@@ -2,6 +2,8 @@ import Foundation
 import ReplayTesting
 import Testing
 
+@testable import ReplayServer
+
 /// Clients that open many HTTP connections and send half a request head on each (a
 /// "slowloris") against the real daemon under a small descriptor limit: the socket door
 /// keeps serving, the daemon closes them once their head is late, and HTTP serves again.
@@ -31,6 +33,25 @@ struct SlowClientTests {
         var buffer = [UInt8](repeating: 0, count: 512)
         let read = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
         return read == 0 || (read < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// The HTTP door's cap is what the reserve and the socket door's own cap leave: half each
+    /// by default, more for HTTP where the socket door is given fewer connections.
+    @Test func theHTTPCapTakesWhatTheSocketDoorLeaves() async throws {
+        #expect(HTTPConnectionBudget.limit(configured: 10_000, descriptors: 20_000, socketConnections: 10_000) == 9_936)
+        #expect(HTTPConnectionBudget.limit(configured: 10_000, descriptors: 20_000, socketConnections: 9_000) == 10_000)
+        #expect(HTTPConnectionBudget.limit(configured: 50_000, descriptors: 20_000, socketConnections: 1_000) == 18_872)
+        #expect(HTTPConnectionBudget.limit(configured: 10_000, descriptors: 1_024, socketConnections: 10_000) == 448)
+        #expect(HTTPConnectionBudget.limit(configured: 10_000, descriptors: 100, socketConnections: 10_000) == 16)
+
+        try await Prerequisite.prlimit.require()
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(
+                in: directory, arguments: ["--http", "127.0.0.1:0", "--max-connections", "100"], descriptorLimit: 1024)
+            defer { Task { await daemon.stop() } }
+            _ = try await daemon.httpAddress()
+            #expect(daemon.log.contains("http: at most 796 connections"), "1,024 less a reserve of 128 and the socket door's 100")
+        }
     }
 
     @Test func halfSentRequestsAreShedAndClosedWhileTheSocketDoorServes() async throws {

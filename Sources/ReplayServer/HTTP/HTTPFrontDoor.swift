@@ -19,6 +19,8 @@ public struct HTTPFrontDoor: Service {
     let metrics: MetricsEndpoint?
     let logger: Logger
     private let readThreads: NIOThreadPool
+    /// The socket door's cap (`--max-connections`): the HTTP door's takes the descriptors it leaves.
+    private let socketConnections: Int
 
     let sources: SourceRegistry
 
@@ -28,6 +30,7 @@ public struct HTTPFrontDoor: Service {
         self.settings = settings
         self.sources = sources
         self.logger = logger
+        socketConnections = configuration.maxConnections
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
@@ -74,7 +77,9 @@ public struct HTTPFrontDoor: Service {
         // HTTP/1.1 connections per origin, so a page with more live streams needs HTTP/2),
         // and nothing in plain text. A certificate renewed on disk is taken on SIGHUP.
         let budget = HTTPConnectionBudget(
-            limit: HTTPConnectionBudget.limit(configured: settings.maxConnections, descriptors: FileLimits.current), logger: logger)
+            limit: HTTPConnectionBudget.limit(
+                configured: settings.maxConnections, descriptors: FileLimits.current, socketConnections: socketConnections),
+            logger: logger)
         let headerTimeout = TimeAmount(settings.headerTimeout)
         let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)])
         let server: HTTPServerBuilder
