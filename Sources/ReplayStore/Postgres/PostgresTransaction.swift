@@ -39,12 +39,15 @@ final class PostgresTransaction: LogTransaction {
         let names = streams.filter { locked[$0] == nil }.sorted()
         guard !names.isEmpty else { return }
         try flush()
-        try session.query("SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) FROM unnest(\(names)::text[]) AS n")
+        // One round trip: the advisory locks (by name, so that two daemons creating one stream
+        // wait for each other) are an uncorrelated condition, which PostgreSQL evaluates once,
+        // before it reads a row; then the rows, locked in id order.
         let rows = try session.query(
             PostgresQuery(
                 unsafeSQL: """
                     SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
-                    WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
+                    WHERE (SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) FROM unnest($1::text[]) AS n) >= 0
+                    AND s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
                     """, binds: Self.binds(names)))
         let found = try Self.loadRecords(rows.rows, session)
         for name in names { locked[name] = .some(found[name]) }
@@ -105,12 +108,15 @@ final class PostgresTransaction: LogTransaction {
 
     /// The buffered events go in the same statement, as a data-modifying `WITH` (which
     /// PostgreSQL runs once whether or not the rest refers to it): a batch's events and its
-    /// stream's row in one round trip. With nothing buffered the arrays are empty.
+    /// stream's row in one statement. With nothing buffered the arrays are empty. Sent
+    /// without waiting for its answer (nothing here reads it): the next statement that is
+    /// waited for, at the latest the `COMMIT`, throws its failure (`PinnedConnection.send`),
+    /// so a plain batch waits for two answers, its streams' rows and its `COMMIT`.
     func updateStream(_ record: Catalog.Record) throws {
         let info = record.info
         let events = pending
         pending = PendingEvents()
-        try session.query(
+        session.send(
             """
             WITH inserted AS (
                 INSERT INTO event_log (stream_id, seq, time, payload)
@@ -134,12 +140,12 @@ final class PostgresTransaction: LogTransaction {
         if pending.bytes > 4 << 20 { try flush() }
     }
 
-    /// Sends the buffered events.
+    /// Sends the buffered events (without waiting: see `updateStream`).
     func flush() throws {
         guard !pending.isEmpty else { return }
         let events = pending
         pending = PendingEvents()
-        try session.query(
+        session.send(
             """
             INSERT INTO event_log (stream_id, seq, time, payload)
             SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])
@@ -204,9 +210,10 @@ final class PostgresTransaction: LogTransaction {
         try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
     }
 
+    /// Writes, sent without waiting (see `updateStream`).
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
         try flush()
-        try session.query(
+        session.send(
             """
             INSERT INTO consumers (stream_id, name, acked_seq, created_at, updated_at)
             VALUES (\(stream), \(consumer.name), \(Int64(consumer.ackedSequence)), \(Timestamp.millis(consumer.createdAt)),
@@ -217,7 +224,7 @@ final class PostgresTransaction: LogTransaction {
 
     func deleteConsumer(stream: Int64, name: String) throws {
         try flush()
-        try session.query("DELETE FROM consumers WHERE stream_id = \(stream) AND name = \(name)")
+        session.send("DELETE FROM consumers WHERE stream_id = \(stream) AND name = \(name)")
     }
 
     /// Read fresh in every transaction: another daemon may have moved it (its stream's lock,
@@ -237,7 +244,7 @@ final class PostgresTransaction: LogTransaction {
     func writeProducers(_ changes: [ProducerKey: ProducerState]) throws {
         try flush()
         for (key, state) in changes {
-            try session.query(
+            try session.send(
                 """
                 INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at)
                 VALUES (\(key.stream), \(key.producer), \(Int64(state.epoch)), \(Int64(state.lastPseq)), \(state.packedRuns), \(state.updatedAt))
