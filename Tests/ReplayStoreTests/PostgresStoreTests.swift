@@ -74,4 +74,23 @@ struct PostgresStoreTests {
             #expect(try packed(bytes: 1) == header + 10, "a page holds at least one event")
         }
     }
+    /// The writer sends a batch's writes without waiting for each answer; a write that
+    /// PostgreSQL refuses still fails its batch, and nothing of it is kept. (A row put in
+    /// the way from outside: the next event's key is taken.)
+    @Test func aWriteRefusedByPostgreSQLFailsItsBatchAndKeepsNothing() async throws {
+        try await TestPostgres.withDatabase { url in
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { store.close() }
+            #expect(try await store.append(Data("one".utf8), to: "s").sequence == 1)
+            let id = try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")
+            try await TestPostgres.psql(url, "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (\(id), 2, 0, 'x')")
+            await #expect(throws: StoreError.self) { try await store.append(Data("two".utf8), to: "s") }
+            #expect(try await TestPostgres.psql(url, "SELECT last_seq, event_count FROM streams WHERE name = 's'") == "1|1")
+            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM event_log WHERE payload = 'two'") == "0")
+
+            try await TestPostgres.psql(url, "DELETE FROM event_log WHERE stream_id = \(id) AND seq = 2")
+            #expect(try await store.append(Data("two".utf8), to: "s").sequence == 2)
+            #expect(try await TestPostgres.psql(url, "SELECT last_seq, event_count FROM streams WHERE name = 's'") == "2|2")
+        }
+    }
 }
