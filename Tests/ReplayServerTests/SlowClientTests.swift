@@ -35,6 +35,41 @@ struct SlowClientTests {
         return read == 0 || (read < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
+    /// A client that leaves while its SSE response is parked: its connection and its reader
+    /// end at once, not at the stream's next keep-alive write (here ten minutes away, so
+    /// without it the wait below would run out); the reader that stays is served.
+    @Test func anSSEClientThatLeavesEndsItsReaderAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0", "--long-poll-timeout", "600"])
+            defer { Task { await daemon.stop() } }
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")]).status == 201)
+            func gauge(_ name: String) async throws -> Double? {
+                try await http.request("GET", "/metrics").text.split(separator: "\n")
+                    .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            let readers = (0..<3).compactMap { _ in
+                Self.halfRequest(port: http.port, "GET /v1/stream/s?offset=now&live=sse HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            }
+            #expect(readers.count == 3)
+            defer { for fd in readers.suffix(1) { close(fd) } }
+            try await eventually("three readers parked") { try await gauge("replay_http_sse_readers") == 3 }
+
+            close(readers[0])
+            close(readers[1])
+            try await eventually("the two that left ended") { try await gauge("replay_http_sse_readers") == 1 }
+
+            #expect(try await http.request("POST", "/v1/stream/s", headers: [("Content-Type", "text/plain")], body: "still here").status == 204)
+            var received = ""
+            try await eventually("the reader that stayed gets the event") {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(readers[2], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if count > 0 { received += String(decoding: buffer[..<count], as: UTF8.self) }
+                return received.contains("data:still here")
+            }
+        }
+    }
+
     /// The HTTP door's cap is what the reserve and the socket door's own cap leave: half each
     /// by default, more for HTTP where the socket door is given fewer connections.
     @Test func theHTTPCapTakesWhatTheSocketDoorLeaves() async throws {

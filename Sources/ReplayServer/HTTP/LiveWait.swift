@@ -9,6 +9,8 @@ enum LiveWait: Sendable {
     case timedOut
     /// The daemon is shutting down: end the response now rather than hold the shutdown.
     case shuttingDown
+    /// The reader's connection closed (`WaitInterrupt`): end the response, no one reads it.
+    case connectionClosed
 
     /// Waits for a commit after the cursor's position, at most `timeout`.
     static func wait(_ cursor: HTTPCursor, timeout: Duration) async -> LiveWait {
@@ -17,14 +19,17 @@ enum LiveWait: Sendable {
     }
 
     /// Waits for a commit of `hub` after `sequence`, at most `timeout`, ending early when
-    /// the daemon shuts down or the task is cancelled.
+    /// the daemon shuts down, the task is cancelled, or `interrupt` fires.
     ///
     /// One continuation, resumed by whichever comes first: the hub's wake-up, a timer on an
-    /// event loop, the shutdown handler. No child task: a parked SSE reader is held by the
-    /// thousand, and a task group of three (the commit, a sleep, the shutdown) cost each
-    /// one three tasks of its own, about 5 KB, for as long as it was parked.
-    static func wait(on hub: StreamHub, after sequence: UInt64, timeout: Duration) async -> LiveWait {
+    /// event loop, the shutdown handler, the interrupt. No child task: a parked SSE reader
+    /// is held by the thousand, and a task group of three (the commit, a sleep, the
+    /// shutdown) cost each one three tasks of its own, about 5 KB, for as long as it was
+    /// parked.
+    static func wait(on hub: StreamHub, after sequence: UInt64, timeout: Duration, interrupt: WaitInterrupt? = nil) async -> LiveWait {
         let race = Race()
+        if let interrupt, !interrupt.attach(race) { return .connectionClosed }
+        defer { interrupt?.detach(race) }
         return await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
@@ -35,6 +40,45 @@ enum LiveWait: Sendable {
             }
         } onGracefulShutdown: {
             race.finish(.shuttingDown)
+        }
+    }
+}
+
+/// Ends one reader's waits when its connection closes: fired once (from the channel's close,
+/// on its event loop), it finishes the wait in progress, and any later wait at once. A
+/// connection closed under a parked SSE reader would otherwise be found only at the
+/// reader's next write, up to `--long-poll-timeout` later, its task and memory held
+/// meanwhile. Registered once per reader, not per wait: a callback on the channel's close
+/// cannot be withdrawn, and a reader waits thousands of times.
+final class WaitInterrupt: Sendable {
+    private struct State {
+        var fired = false
+        var race: Race?
+    }
+
+    private let state = Locked(State())
+
+    func fire() {
+        let race = state.withLock { state -> Race? in
+            state.fired = true
+            defer { state.race = nil }
+            return state.race
+        }
+        race?.finish(.connectionClosed)
+    }
+
+    /// Whether the wait may start (not when the interrupt has fired already).
+    fileprivate func attach(_ race: Race) -> Bool {
+        state.withLock { state in
+            if state.fired { return false }
+            state.race = race
+            return true
+        }
+    }
+
+    fileprivate func detach(_ race: Race) {
+        state.withLock { state in
+            if state.race === race { state.race = nil }
         }
     }
 }

@@ -47,8 +47,8 @@ extension StreamEndpoint {
     /// reader stays, never allocates the frames of the reads that wait: an async function's
     /// locals live in a frame its task allocates, and the task keeps its deepest frames'
     /// memory while it lives (SSE readers are held by the thousand).
-    func read(_ name: String, _ request: Request) async throws -> Response {
-        switch try start(name, request) {
+    func read(_ name: String, _ request: Request, closed: EventLoopFuture<Void>? = nil) async throws -> Response {
+        switch try start(name, request, closed: closed) {
         case .answered(let response): return response
         case .expired: try await expire(name)
         case .read(let hub, let query): return try await readChunk(hub, query, request)
@@ -65,11 +65,11 @@ extension StreamEndpoint {
     }
 
     @inline(never)
-    private func start(_ name: String, _ request: Request) throws -> ReadStart {
+    private func start(_ name: String, _ request: Request, closed: EventLoopFuture<Void>?) throws -> ReadStart {
         let query = try ReadQuery(request.uri.queryParameters)
         guard let hub = try liveHub(name) else { return .expired }
         store.noteRead(name)
-        if let response = try respondAtOnce(hub, query) { return .answered(response) }
+        if let response = try respondAtOnce(hub, query, closed: closed) { return .answered(response) }
         return .read(hub, query)
     }
 
@@ -89,12 +89,12 @@ extension StreamEndpoint {
 
     /// The responses that need no wait: SSE (its body reads on) and a catch-up from `now`.
     @inline(never)
-    private func respondAtOnce(_ hub: StreamHub, _ query: ReadQuery) throws -> Response? {
+    private func respondAtOnce(_ hub: StreamHub, _ query: ReadQuery, closed: EventLoopFuture<Void>?) throws -> Response? {
         let info = hub.info
         switch query.live {
         case .sse:
             let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: try position(query, info))
-            return sse(cursor, info: info, clientCursor: query.cursor)
+            return sse(cursor, info: info, clientCursor: query.cursor, closed: closed)
         case .catchUp where query.offset == .now:
             var fields = readHeaders(info, next: info.lastSequence, upToDate: true, closed: info.terminal != nil)
             fields[.cacheControl] = "no-store"

@@ -10,7 +10,9 @@ import ReplayStore
 /// cursor: a chunk is written, and the next is read only once the write is done, so a
 /// reader that stalls holds its position and nothing else.
 extension StreamEndpoint {
-    func sse(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?) -> Response {
+    /// `closed`: the connection's close, which ends the response at once (a parked reader
+    /// would find it only at its next write).
+    func sse(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?, closed: EventLoopFuture<Void>? = nil) -> Response {
         var fields = HTTPFields()
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-cache"
@@ -20,7 +22,7 @@ extension StreamEndpoint {
         // holds a reference rather than a copy of what the reader holds.
         nonisolated(unsafe) let reader = SSEReader(
             cursor: start, encoding: SSEFrame.Encoding(info), clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
-            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) })
+            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, closed: closed)
         let body = ResponseBody { writer in try await reader.run(writing: &writer) }
         return Response(status: .ok, headers: fields, body: body)
     }
@@ -41,8 +43,14 @@ final class SSEReader {
     private let clientCursor: UInt64?
     private let keepAlive: Duration
     private let deadline: ContinuousClock.Instant?
+    private let interrupt = WaitInterrupt()
 
-    init(cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?) {
+    init(
+        cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?,
+        closed: EventLoopFuture<Void>?
+    ) {
+        let interrupt = self.interrupt
+        closed?.whenComplete { _ in interrupt.fire() }
         self.cursor = cursor
         self.encoding = encoding
         self.clientCursor = clientCursor
@@ -66,7 +74,8 @@ final class SSEReader {
             guard let (buffer, next) = await read() else { break }
             try await writer.write(buffer)
             if case .wait(let wait) = next {
-                if await LiveWait.wait(on: cursor.watched.hub, after: cursor.watched.after, timeout: wait) == .shuttingDown { break }
+                let outcome = await LiveWait.wait(on: cursor.watched.hub, after: cursor.watched.after, timeout: wait, interrupt: interrupt)
+                if outcome == .shuttingDown || outcome == .connectionClosed { break }
             } else if case .end = next {
                 break
             }

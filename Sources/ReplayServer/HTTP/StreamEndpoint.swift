@@ -23,10 +23,10 @@ struct StreamEndpoint: Sendable {
 
     /// The protocol's routes, on hummingbird's router: a method each, the stream's name
     /// the rest of the path (it may hold `/`).
-    func addRoutes<Context: RequestContext>(to streams: RouterGroup<Context>) {
+    func addRoutes<Context: RequestContext & ConnectionClosingContext>(to streams: RouterGroup<Context>) {
         streams.put("**") { request, context in try await create(streamName(context), request) }
         streams.post("**") { request, context in try await append(streamName(context), request) }
-        streams.get("**") { request, context in try await read(streamName(context), request) }
+        streams.get("**") { request, context in try await read(streamName(context), request, closed: context.connectionClosed) }
         streams.head("**") { _, context in try await head(streamName(context)) }
         streams.delete("**") { _, context in try await delete(streamName(context)) }
     }
