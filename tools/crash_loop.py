@@ -3,19 +3,21 @@
 
 Each round starts replayd on the same database, runs pipelined publishers, live
 subscribers that resume from their last sequence + 1, a catch-up reader, an eager source,
-an idempotent producer that resends its unacknowledged batch after each restart, and two
+an idempotent producer that resends its unacknowledged batch after each restart, another
+over HTTP (Producer-Id, -Epoch, -Seq) that resends its unanswered POST, and two
 workers of a consumer group on "orders" that acknowledge each event, then kills the daemon
 with SIGKILL at a random moment. A last round without a kill lets the workers finish: every
 event of "orders" must then have been acknowledged, and no event whose acknowledgement was
 confirmed before a kill may be handed out after it. After every kill it checks that every
 acknowledged event is stored with its payload, that sequence numbers are contiguous and
 unique per stream, that no resuming subscriber saw a gap or a duplicate, that the
-producer's events are stored once each, in order, and that PRAGMA integrity_check says
+producers' events are stored once each, in order, and that PRAGMA integrity_check says
 ok. Exits non-zero if anything was lost or duplicated.
 
     tools/crash_loop.py [--replayd PATH] [--kills N] [--seconds S] [--publishers P]
 """
 import argparse
+import http.client
 import os
 import random
 import signal
@@ -31,6 +33,7 @@ from replay_client import ReplayConnection  # noqa: E402
 
 PUBLISHED = ["orders", "metrics"]  # by plain publishers
 STREAMS = PUBLISHED + ["payments"]  # "payments": the idempotent producer's alone
+HTTP_STREAM = "web-payments"  # the HTTP producer's alone
 
 
 class Ledger:
@@ -135,6 +138,38 @@ class Retrier:
             pass
         except Exception as error:  # a refusal (pseq_gap, stale_epoch) is a violation
             ledger.violation(f"producer: {error}")
+
+
+class HTTPRetrier:
+    """An idempotent producer over HTTP (Producer-Id "crash-http", epoch 0), one event per
+    POST: a POST that got no answer before a kill is sent again, same Producer-Seq, after
+    the restart. Answered (200, or 204 for a duplicate), its event must be stored once."""
+
+    def __init__(self):
+        self.next = 0
+        self.acked = 0
+        self.retries = 0
+        self.unanswered = False
+
+    def run(self, port, ledger, stop):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            while not stop.is_set():
+                if self.unanswered:
+                    self.retries += 1
+                self.unanswered = True
+                headers = {"Content-Type": "text/plain", "Producer-Id": "crash-http", "Producer-Epoch": "0", "Producer-Seq": str(self.next)}
+                conn.request("POST", f"/v1/stream/{HTTP_STREAM}", body=f"h-{self.next}".encode(), headers=headers)
+                response = conn.getresponse()
+                response.read()
+                if response.status not in (200, 204):
+                    ledger.violation(f"http producer: Producer-Seq {self.next} answered {response.status}")
+                    return
+                self.unanswered = False
+                self.acked = self.next + 1
+                self.next += 1
+        except (OSError, http.client.HTTPException):
+            pass  # the daemon was killed: the POST is sent again next round
 
 
 class Follower:
@@ -242,25 +277,34 @@ def catch_up(socket_path, ledger, stop):
 
 
 def start_daemon(replayd, directory):
+    """The daemon, its socket, and its HTTP port (from its log: it picks one)."""
     sock = os.path.join(directory, "replayd.sock")
-    log = open(os.path.join(directory, "replayd.log"), "ab")
+    log_path = os.path.join(directory, "replayd.log")
+    log = open(log_path, "ab")
+    start = log.tell()
     proc = subprocess.Popen(
-        [replayd, "--socket", sock, "--db", os.path.join(directory, "replay.sqlite"), "--default-capacity", "unlimited"],
+        [replayd, "--socket", sock, "--db", os.path.join(directory, "replay.sqlite"), "--default-capacity", "unlimited",
+         "--http", "127.0.0.1:0"],
         stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.time() + 60
     while time.time() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"replayd exited with {proc.returncode} at start; see {log.name}")
+        with open(log_path, "rb") as text:
+            text.seek(start)
+            lines = [line for line in text.read().decode(errors="replace").splitlines() if "http listening on" in line]
         try:
-            with ReplayConnection(sock) as conn:
-                conn.ping()
-                return proc, sock
+            if lines:
+                with ReplayConnection(sock) as conn:
+                    conn.ping()
+                    return proc, sock, int(lines[-1].rsplit(":", 1)[1])
         except OSError:
-            time.sleep(0.02)
+            pass
+        time.sleep(0.02)
     raise SystemExit("replayd did not start within a minute")
 
 
-def verify(directory, ledger):
+def verify(directory, ledger, http_acked):
     db = sqlite3.connect(f"file:{os.path.join(directory, 'replay.sqlite')}?mode=ro", uri=True)
     lost = 0
     for stream in STREAMS + ["ticks"]:
@@ -275,6 +319,13 @@ def verify(directory, ledger):
     if produced != [f"r-{pseq}".encode() for pseq in range(len(produced))]:
         duplicates = len(produced) - len(set(produced))
         ledger.violation(f"payments: the producer's events are not each stored once in order ({duplicates} duplicated)")
+    posted = [row[0] for row in db.execute("SELECT payload FROM events WHERE stream = ? ORDER BY seq", (HTTP_STREAM,))]
+    if posted != [f"h-{pseq}".encode() for pseq in range(len(posted))]:
+        duplicates = len(posted) - len(set(posted))
+        ledger.violation(f"{HTTP_STREAM}: the HTTP producer's events are not each stored once in order ({duplicates} duplicated)")
+    if len(posted) < http_acked:
+        lost += http_acked - len(posted)
+        ledger.violation(f"{HTTP_STREAM}: {http_acked - len(posted)} answered POSTs are not stored")
     check = db.execute("PRAGMA integrity_check").fetchone()[0]
     if check != "ok":
         ledger.violation(f"integrity_check: {check}")
@@ -297,11 +348,16 @@ def main(argv=None):
     ledger = Ledger()
     followers = [Follower(s) for s in STREAMS]
     retrier = Retrier()
+    http_retrier = HTTPRetrier()
     lost_total = 0
     with tempfile.TemporaryDirectory(prefix="replay-crash-") as directory:
         for round_number in range(1, args.kills + 1):
-            proc, sock = start_daemon(args.replayd, directory)
+            proc, sock, port = start_daemon(args.replayd, directory)
             if round_number == 1:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                conn.request("PUT", f"/v1/stream/{HTTP_STREAM}", headers={"Content-Type": "text/plain"})
+                if conn.getresponse().status not in (200, 201):
+                    raise SystemExit(f"could not create {HTTP_STREAM} over HTTP")
                 source = b'i=$REPLAY_LAST_SEQ; while true; do i=$((i+1)); echo "tick $i"; sleep 0.005; done'
                 with ReplayConnection(sock) as conn:
                     conn.sock.sendall(b"CREATE ticks capacity=unlimited connect=eager source=%d\r\n%s\r\n" % (len(source), source))
@@ -311,6 +367,7 @@ def main(argv=None):
             stop = threading.Event()
             threads = [threading.Thread(target=publisher, args=(sock, ledger, i, stop)) for i in range(args.publishers)]
             threads.append(threading.Thread(target=retrier.run, args=(sock, ledger, stop)))
+            threads.append(threading.Thread(target=http_retrier.run, args=(port, ledger, stop)))
             threads += [threading.Thread(target=f.run, args=(sock, ledger, stop)) for f in followers]
             threads.append(threading.Thread(target=catch_up, args=(sock, ledger, stop)))
             threads += [threading.Thread(target=group_worker, args=(sock, ledger, f"gw{i}", stop)) for i in range(2)]
@@ -324,7 +381,7 @@ def main(argv=None):
             stop.set()
             for thread in threads:
                 thread.join(timeout=10)
-            lost = verify(directory, ledger)
+            lost = verify(directory, ledger, http_retrier.acked)
             lost_total += lost
             acked = sum(len(v) for v in ledger.acked.values())
             print(f"kill {round_number}: {acked} events acknowledged so far, {lost} lost, "
@@ -332,7 +389,7 @@ def main(argv=None):
 
         # The last round, with no kill: the group's workers finish what is left.
         ledger.new_round()
-        proc, sock = start_daemon(args.replayd, directory)
+        proc, sock, _ = start_daemon(args.replayd, directory)
         group_last = drain_group(sock, ledger)
         wait_for_ticks(directory, ledger)
         proc.send_signal(signal.SIGTERM)
@@ -344,6 +401,7 @@ def main(argv=None):
     print(f"events lost: {lost_total}")
     print(f"connections cut mid-frame: {ledger.cut_mid_frame}")
     print(f"producer events acknowledged: {len(retrier.acked)}, batches resent after a kill: {retrier.retries}")
+    print(f"HTTP producer events answered: {http_retrier.acked}, POSTs resent after a kill: {http_retrier.retries}")
     print(f"group: {group_last} events of {GROUP_STREAM} handed out, {len(ledger.group_acks_confirmed)} ACKs confirmed, "
           f"{ledger.group_refused} ACKs refused as late")
     for text in ledger.violations[:20]:
