@@ -9,10 +9,16 @@ struct ReplayBench: ParsableCommand {
         commandName: "replay-bench",
         abstract: "Load-test replayd over its socket, and Redis Streams the same way.")
 
-    @Option(help: "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), replay-pg (two replayd on one PostgreSQL database, see --postgres), ds-url (any Durable Streams server, see --ds-url; publish-http only), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's.")
+    @Option(
+        help:
+            "replay, redis, replay-http (replay read over its Durable Streams HTTP front door), replay-pg (two replayd on one PostgreSQL database, see --postgres), ds-url (any Durable Streams server, see --ds-url; publish-http only), a comma-separated list, or both (replay,redis). The ratio is the first system's over the second's."
+    )
     var against: String = "both"
     @Option(help: "The replayd binary.") var replayd: String = "../.build/release/replayd"
-    @Option(help: "Another replayd binary (an earlier commit's), run as the systems named with '@baseline' (replay@baseline, replay-http@baseline): before and after take turns in one run.")
+    @Option(
+        help:
+            "Another replayd binary (an earlier commit's), run as the systems named with '@baseline' (replay@baseline, replay-http@baseline): before and after take turns in one run."
+    )
     var baseline: String?
     @Option(help: "For replay-pg: a PostgreSQL server's URL (each run gets a new database on it; tools/postgres-cluster.sh starts one).")
     var postgres: String = ProcessInfo.processInfo.environment["REPLAY_TEST_POSTGRES"] ?? ""
@@ -24,10 +30,16 @@ struct ReplayBench: ParsableCommand {
     @Option(name: .customLong("payload-size"), help: "Bytes per event.") var payloadSize: Int = 100
     @Option(help: "replayd's durability: full (the match for appendfsync always) or normal.") var sync: String = "full"
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
-    @Option(help: "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers), sse-readers (replay-http or ds-url: 10,000 held SSE readers at 100 events/s, 1,000 of one stream at 1,000/s).")
+    @Option(
+        help:
+            "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers), sse-readers (replay-http or ds-url: 10,000 held SSE readers at 100 events/s, 1,000 of one stream at 1,000/s)."
+    )
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,work-queue,restart-memory"
 
-    @Option(help: "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike.")
+    @Option(
+        help:
+            "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike."
+    )
     var rounds: Int = 3
     @Option(name: .customLong("sqlite-ceiling"), help: "tools/sqlite_ceiling.py, run once at the top: SQLite's own insert ceiling in this run.")
     var sqliteCeiling: String = "tools/sqlite_ceiling.py"
@@ -43,7 +55,8 @@ struct ReplayBench: ParsableCommand {
             // The restart and memory runs load 10 million events: once each is enough.
             let rounds = scenario == "restart-memory" ? 1 : max(1, self.rounds)
             // The guarantees' cost is replay against itself: its variants take turns.
-            let turns = scenario == "publish-checks"
+            let turns =
+                scenario == "publish-checks"
                 ? ["checks-plain", "checks-expect", "checks-producer"].map { ($0, "replay") }
                 : systems.map { (scenario, $0) }
             for round in 1...rounds {
@@ -73,13 +86,14 @@ struct ReplayBench: ParsableCommand {
             guard let baseline else { throw ValidationError("\(name) needs --baseline <replayd>") }
             (kind, replayd) = (String(name.dropLast("@baseline".count)), baseline)
         }
-        let system: any SystemUnderTest = switch kind {
-        case "redis": try RedisSystem(redisServer: redisServer, directory: directory)
-        case "replay-http": try ReplayHTTPSystem(replayd: replayd, directory: directory, durability: sync, payloadSize: payloadSize)
-        case "replay-pg": try ReplayPostgresSystem(replayd: replayd, directory: directory, postgres: postgres, durability: sync)
-        case "ds-url": try DurableStreamsURLSystem(url: dsURL, pid: dsPID)
-        default: try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
-        }
+        let system: any SystemUnderTest =
+            switch kind {
+            case "redis": try RedisSystem(redisServer: redisServer, directory: directory)
+            case "replay-http": try ReplayHTTPSystem(replayd: replayd, directory: directory, durability: sync, payloadSize: payloadSize)
+            case "replay-pg": try ReplayPostgresSystem(replayd: replayd, directory: directory, postgres: postgres, durability: sync)
+            case "ds-url": try DurableStreamsURLSystem(url: dsURL, pid: dsPID)
+            default: try ReplaySystem(replayd: replayd, directory: directory, durability: sync)
+            }
         defer { system.stop() }
         let run = Scenarios(system: system, payloadSize: payloadSize, scale: scale)
         let figures = try measure(scenario, with: run)

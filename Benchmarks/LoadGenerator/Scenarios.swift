@@ -48,9 +48,12 @@ struct Scenarios {
             _ = histogram.record(now() - sent)
         }
         let seconds = Double(now() - start) / 1e9
-        return [Figure(scenario: "publish-seq", system: system.name, value: Double(count) / seconds, unit: "events/s",
-                       p50: Double(histogram.valueAtPercentile(50)) / 1000, p99: Double(histogram.valueAtPercentile(99)) / 1000,
-                       serverRSS: system.residentBytes)]
+        return [
+            Figure(
+                scenario: "publish-seq", system: system.name, value: Double(count) / seconds, unit: "events/s",
+                p50: Double(histogram.valueAtPercentile(50)) / 1000, p99: Double(histogram.valueAtPercentile(99)) / 1000,
+                serverRSS: system.residentBytes)
+        ]
     }
 
     /// What each publish of `publishPipelined` carries.
@@ -80,11 +83,12 @@ struct Scenarios {
                     let client = unsafeClient.value
                     var acked = 0
                     var sent = 0
-                    let stream = switch checks {
-                    case .none: ownStreams ? "own\(index)" : "pipe\(index % 2)"
-                    case .expect: "expecting\(index)"
-                    case .producer: "producing\(index)"
-                    }
+                    let stream =
+                        switch checks {
+                        case .none: ownStreams ? "own\(index)" : "pipe\(index % 2)"
+                        case .expect: "expecting\(index)"
+                        case .producer: "producing\(index)"
+                        }
                     let producer = "bench\(index)"
                     while acked < perConnection {
                         while sent < perConnection && sent - acked < window {
@@ -95,7 +99,8 @@ struct Scenarios {
                                 try client.queuePublish(stream, payload(size: size), checks: AppendConditions(expectedLastSequence: UInt64(sent)))
                             case .producer:
                                 try client.queuePublish(
-                                    stream, payload(size: size), checks: AppendConditions(producer: ProducerStamp(id: producer, epoch: 0, sequence: UInt64(sent))))
+                                    stream, payload(size: size),
+                                    checks: AppendConditions(producer: ProducerStamp(id: producer, epoch: 0, sequence: UInt64(sent))))
                             }
                             sent += 1
                         }
@@ -112,8 +117,9 @@ struct Scenarios {
         guard failures.value == 0 else { throw BenchError("a publisher failed") }
         let seconds = Double(now() - start) / 1e9
         let variant = checks == .none && ownStreams ? " own streams" : checks.rawValue
-        return Figure(scenario: "publish-pipelined x\(connections)\(variant)", system: system.name,
-                      value: Double(perConnection * connections) / seconds, unit: "events/s", serverRSS: system.residentBytes)
+        return Figure(
+            scenario: "publish-pipelined x\(connections)\(variant)", system: system.name,
+            value: Double(perConnection * connections) / seconds, unit: "events/s", serverRSS: system.residentBytes)
     }
 
     func fill(_ stream: String, count: Int) throws {
@@ -159,8 +165,10 @@ struct Scenarios {
             }
             group.wait()
             let seconds = Double(now() - start) / 1e9
-            figures.append(Figure(scenario: "catch-up x\(readers)", system: system.name,
-                                  value: Double(count * readers) / seconds, unit: "events/s", serverRSS: system.residentBytes))
+            figures.append(
+                Figure(
+                    scenario: "catch-up x\(readers)", system: system.name,
+                    value: Double(count * readers) / seconds, unit: "events/s", serverRSS: system.residentBytes))
         }
         return figures
     }
@@ -206,11 +214,12 @@ struct Scenarios {
             done.wait()
             let seconds = Double(now() - start) / 1e9
             let h = histogram.value
-            figures.append(Figure(
-                scenario: "fan-out x\(subscribers)\(label)", system: system.name,
-                value: Double(delivered.value) / seconds, unit: "deliveries/s",
-                p50: Double(h.valueAtPercentile(50)) / 1000, p99: Double(h.valueAtPercentile(99)) / 1000,
-                serverRSS: system.residentBytes))
+            figures.append(
+                Figure(
+                    scenario: "fan-out x\(subscribers)\(label)", system: system.name,
+                    value: Double(delivered.value) / seconds, unit: "deliveries/s",
+                    p50: Double(h.valueAtPercentile(50)) / 1000, p99: Double(h.valueAtPercentile(99)) / 1000,
+                    serverRSS: system.residentBytes))
         }
         return figures
     }
@@ -264,8 +273,11 @@ extension Scenarios {
         }
         group.wait()
         let startup = try system.restart()
-        var figures = [Figure(scenario: "restart (\(count) events)", system: system.name, value: Double(startup) / 1e6,
-                              unit: "ms to first PING", serverRSS: system.residentBytes)]
+        var figures = [
+            Figure(
+                scenario: "restart (\(count) events)", system: system.name, value: Double(startup) / 1e6,
+                unit: "ms to first PING", serverRSS: system.residentBytes)
+        ]
         var idle: [any BenchClient] = []
         for index in 0..<1_000 {
             let client = try system.client()
@@ -274,14 +286,18 @@ extension Scenarios {
             idle.append(client)
         }
         usleep(500_000)
-        figures.append(Figure(scenario: "memory, 1,000 idle subscribers", system: system.name, value: Double(system.residentBytes) / 1_048_576,
-                              unit: "MB RSS", serverRSS: system.residentBytes))
+        figures.append(
+            Figure(
+                scenario: "memory, 1,000 idle subscribers", system: system.name, value: Double(system.residentBytes) / 1_048_576,
+                unit: "MB RSS", serverRSS: system.residentBytes))
         let stopped = try system.client()
         try stopped.subscribe("big0", fromStart: true)
         if let redis = stopped as? RedisBenchClient { redis.startRangeRead() }
         usleep(2_000_000)
-        figures.append(Figure(scenario: "memory, + 1 stopped subscriber", system: system.name, value: Double(system.residentBytes) / 1_048_576,
-                              unit: "MB RSS", serverRSS: system.residentBytes))
+        figures.append(
+            Figure(
+                scenario: "memory, + 1 stopped subscriber", system: system.name, value: Double(system.residentBytes) / 1_048_576,
+                unit: "MB RSS", serverRSS: system.residentBytes))
         withExtendedLifetime((idle, stopped)) {}
         return figures
     }

@@ -65,8 +65,11 @@ func temporaryStore(_ durability: Durability) throws -> (EventStore, () -> Void)
     let directory = NSTemporaryDirectory() + "/replay-bench-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let store = try EventStore(path: directory + "/bench.sqlite", options: .init(durability: durability, autoCreate: .unlimited))
-    return (store, {
-        store.close()
-        try? FileManager.default.removeItem(atPath: directory)
-    })
+    return (
+        store,
+        {
+            store.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    )
 }
