@@ -68,10 +68,10 @@ struct FrontDoorResponder: HTTPResponder {
         } catch let error as HTTPResponseError {
             response = try error.response(from: request, context: context)
         } catch {
-            if let started { metrics?.failed(error, started, route: context.endpointPath) }
+            if let metrics, let started { metrics.failed(started, route: context.endpointPath) }
             throw error
         }
-        if let started { metrics?.answered(&response, started, route: context.endpointPath) }
+        if let metrics, let started { metrics.answered(&response, started, route: context.endpointPath) }
         addHeaders(to: &response, for: request)
         return response
     }

@@ -12,28 +12,23 @@ enum LiveWait: Sendable {
     /// The reader's connection closed (`WaitInterrupt`): end the response, no one reads it.
     case connectionClosed
 
-    /// Waits for a commit after the cursor's position, at most `timeout`.
-    static func wait(_ cursor: HTTPCursor, timeout: Duration) async -> LiveWait {
-        let (hub, after) = cursor.watched
-        return await wait(on: hub, after: after, timeout: timeout)
-    }
-
-    /// Waits for a commit of `hub` after `sequence`, at most `timeout`, ending early when
-    /// the daemon shuts down, the task is cancelled, or `interrupt` fires.
+    /// Waits for a commit of the watched hub after its sequence (a cursor's `watched`), at
+    /// most `timeout`, ending early when the daemon shuts down, the task is cancelled, or
+    /// `interrupt` fires.
     ///
     /// One continuation, resumed by whichever comes first: the hub's wake-up, a timer on an
     /// event loop, the shutdown handler, the interrupt. No child task: a parked SSE reader
     /// is held by the thousand, and a task group of three (the commit, a sleep, the
     /// shutdown) cost each one three tasks of its own, about 5 KB, for as long as it was
     /// parked.
-    static func wait(on hub: StreamHub, after sequence: UInt64, timeout: Duration, interrupt: WaitInterrupt? = nil) async -> LiveWait {
+    static func wait(on watched: (hub: StreamHub, after: UInt64), timeout: Duration, interrupt: WaitInterrupt? = nil) async -> LiveWait {
         let race = Race()
         if let interrupt, !interrupt.attach(race) { return .connectionClosed }
         defer { interrupt?.detach(race) }
         return await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
-                    race.start(continuation, hub: hub, after: sequence, timeout: timeout)
+                    race.start(continuation, hub: watched.hub, after: watched.after, timeout: timeout)
                 }
             } onCancel: {
                 race.finish(.timedOut)

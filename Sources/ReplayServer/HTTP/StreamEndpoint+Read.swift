@@ -47,7 +47,7 @@ extension StreamEndpoint {
     /// reader stays, never allocates the frames of the reads that wait: an async function's
     /// locals live in a frame its task allocates, and the task keeps its deepest frames'
     /// memory while it lives (SSE readers are held by the thousand).
-    func read(_ name: String, _ request: Request, closed: EventLoopFuture<Void>? = nil) async throws -> Response {
+    func read(_ name: String, _ request: Request, closed: EventLoopFuture<Void>) async throws -> Response {
         switch try start(name, request, closed: closed) {
         case .answered(let response): return response
         case .expired: try await expire(name)
@@ -65,7 +65,7 @@ extension StreamEndpoint {
     }
 
     @inline(never)
-    private func start(_ name: String, _ request: Request, closed: EventLoopFuture<Void>?) throws -> ReadStart {
+    private func start(_ name: String, _ request: Request, closed: EventLoopFuture<Void>) throws -> ReadStart {
         let query = try ReadQuery(request.uri.queryParameters)
         guard let hub = try liveHub(name) else { return .expired }
         store.noteRead(name)
@@ -89,7 +89,7 @@ extension StreamEndpoint {
 
     /// The responses that need no wait: SSE (its body reads on) and a catch-up from `now`.
     @inline(never)
-    private func respondAtOnce(_ hub: StreamHub, _ query: ReadQuery, closed: EventLoopFuture<Void>?) throws -> Response? {
+    private func respondAtOnce(_ hub: StreamHub, _ query: ReadQuery, closed: EventLoopFuture<Void>) throws -> Response? {
         let info = hub.info
         switch query.live {
         case .sse:
@@ -118,7 +118,7 @@ extension StreamEndpoint {
         defer { DaemonMetrics.longPolls.decrement() }
         var chunk = try await chunk(&cursor, info)
         if chunk.isEmpty, chunk.terminal == nil {
-            if await LiveWait.wait(cursor, timeout: settings.longPollTimeout) == .committed {
+            if await LiveWait.wait(on: cursor.watched, timeout: settings.longPollTimeout) == .committed {
                 chunk = try await self.chunk(&cursor, info)
             }
         }

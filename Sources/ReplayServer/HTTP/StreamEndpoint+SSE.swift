@@ -12,16 +12,17 @@ import ReplayStore
 extension StreamEndpoint {
     /// `closed`: the connection's close, which ends the response at once (a parked reader
     /// would find it only at its next write).
-    func sse(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?, closed: EventLoopFuture<Void>? = nil) -> Response {
+    func sse(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?, closed: EventLoopFuture<Void>) -> Response {
+        let encoding = SSEFrame.Encoding(info)
         var fields = HTTPFields()
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-cache"
-        if !info.isText { fields[.streamSSEDataEncoding] = "base64" }
+        if encoding == .base64 { fields[.streamSSEDataEncoding] = "base64" }
         // Unchecked: the reader is this response's alone, and its body runs once, in the
         // connection's task. Made here rather than in the body, so that the body's closure
         // holds a reference rather than a copy of what the reader holds.
         nonisolated(unsafe) let reader = SSEReader(
-            cursor: start, encoding: SSEFrame.Encoding(info), clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
+            cursor: start, encoding: encoding, clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
             deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, closed: closed)
         let body = ResponseBody { writer in try await reader.run(writing: &writer) }
         return Response(status: .ok, headers: fields, body: body)
@@ -47,10 +48,10 @@ final class SSEReader {
 
     init(
         cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?,
-        closed: EventLoopFuture<Void>?
+        closed: EventLoopFuture<Void>
     ) {
         let interrupt = self.interrupt
-        closed?.whenComplete { _ in interrupt.fire() }
+        closed.whenComplete { _ in interrupt.fire() }
         self.cursor = cursor
         self.encoding = encoding
         self.clientCursor = clientCursor
@@ -74,7 +75,7 @@ final class SSEReader {
             guard let (buffer, next) = await read() else { break }
             try await writer.write(buffer)
             if case .wait(let wait) = next {
-                let outcome = await LiveWait.wait(on: cursor.watched.hub, after: cursor.watched.after, timeout: wait, interrupt: interrupt)
+                let outcome = await LiveWait.wait(on: cursor.watched, timeout: wait, interrupt: interrupt)
                 if outcome == .shuttingDown || outcome == .connectionClosed { break }
             } else if case .end = next {
                 break
@@ -90,7 +91,7 @@ final class SSEReader {
         return frame(chunk)
     }
 
-    /// The readers connected (`replay_sse_readers`).
+    /// The readers connected (`replay_http_sse_readers`).
     @inline(never)
     private static func count(_ change: Int) {
         if change > 0 { DaemonMetrics.sseReaders.increment() } else { DaemonMetrics.sseReaders.decrement() }

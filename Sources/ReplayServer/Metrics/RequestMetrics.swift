@@ -67,11 +67,11 @@ final class RequestMetrics: Sendable {
         }
     }
 
-    /// An error no one answered (hummingbird then answers 500): counted as a request and an
-    /// error of its status.
-    func failed(_ error: any Error, _ started: Started, route: String?) {
-        let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
-        let figures = figures(Route(path: route ?? "NotFound", method: started.method, status: status))
+    /// An error no one answered: the router and the front door answer every
+    /// `HTTPResponseError`, so what reaches here hummingbird answers with 500, counted as a
+    /// request and an error of that status.
+    func failed(_ started: Started, route: String?) {
+        let figures = figures(Route(path: route ?? "NotFound", method: started.method, status: .internalServerError))
         figures.requests.increment()
         figures.errors?.increment()
         started.active.decrement()

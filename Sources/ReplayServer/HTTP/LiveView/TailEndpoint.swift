@@ -81,8 +81,7 @@ struct TailEndpoint: Sendable {
                 try await writer.write(buffer)
                 if ends { break }
                 if waits {
-                    let (hub, after) = cursor.watched
-                    _ = await LiveWait.wait(on: hub, after: after, timeout: keepAlive)
+                    _ = await LiveWait.wait(on: cursor.watched, timeout: keepAlive)
                 }
             }
             try await writer.finish(nil)
