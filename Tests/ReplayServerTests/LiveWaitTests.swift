@@ -12,7 +12,7 @@ struct LiveWaitTests {
     @Test(arguments: 0..<50)
     func aCommitDuringTheWaitEndsItAsCommitted(round: Int) async {
         let hub = StreamHubTests.hub()
-        async let outcome = LiveWait.wait(on: hub, after: 10, timeout: .seconds(600))
+        async let outcome = LiveWait.wait(on: (hub, 10), timeout: .seconds(600))
         if round.isMultiple(of: 2) { await Task.yield() }
         hub.apply(CommitBatch.Change(info: StreamHubTests.info(first: 1, last: 11), appended: StreamHubTests.events(11...11)))
         #expect(await outcome == .committed)
@@ -20,23 +20,23 @@ struct LiveWaitTests {
     }
 
     @Test func aWaitBehindTheTailOrOnAnEndedStreamEndsAtOnce() async {
-        #expect(await LiveWait.wait(on: StreamHubTests.hub(), after: 9, timeout: .seconds(600)) == .committed)
+        #expect(await LiveWait.wait(on: (StreamHubTests.hub(), 9), timeout: .seconds(600)) == .committed)
         let ended = StreamHubTests.hub()
         ended.apply(CommitBatch.Change(info: StreamHubTests.info(first: 1, last: 10, terminal: .completed), appended: []))
-        #expect(await LiveWait.wait(on: ended, after: 10, timeout: .seconds(600)) == .committed)
+        #expect(await LiveWait.wait(on: (ended, 10), timeout: .seconds(600)) == .committed)
     }
 
     @Test func aQuietStreamTimesOutAndLeavesNoWaiterInTheHub() async {
         let hub = StreamHubTests.hub()
         for _ in 0..<3 {
-            #expect(await LiveWait.wait(on: hub, after: 10, timeout: .milliseconds(1)) == .timedOut)
+            #expect(await LiveWait.wait(on: (hub, 10), timeout: .milliseconds(1)) == .timedOut)
         }
         #expect(hub.stateDescription.hasSuffix("parked after []"))
     }
 
     @Test func cancellationEndsTheWaitAndLeavesNoWaiterInTheHub() async {
         let hub = StreamHubTests.hub()
-        let task = Task { await LiveWait.wait(on: hub, after: 10, timeout: .seconds(600)) }
+        let task = Task { await LiveWait.wait(on: (hub, 10), timeout: .seconds(600)) }
         task.cancel()
         #expect(await task.value == .timedOut)
         #expect(hub.stateDescription.hasSuffix("parked after []"))

@@ -39,15 +39,18 @@ final class PostgresTransaction: LogTransaction {
         let names = streams.filter { locked[$0] == nil }.sorted()
         guard !names.isEmpty else { return }
         try flush()
-        // One round trip: the advisory locks (by name, so that two daemons creating one stream
-        // wait for each other) are an uncorrelated condition, which PostgreSQL evaluates once,
-        // before it reads a row; then the rows, locked in id order.
+        // The advisory locks (by name, so that two daemons creating one stream wait for each
+        // other), then the rows, locked in id order. Two statements, not one: a statement's
+        // snapshot is taken when it starts, so rows read in the statement that waited for the
+        // lock would miss a stream another daemon created and committed meanwhile (and insert
+        // it again). The lock is sent without waiting for its answer: the rows' statement
+        // starts after it, and waits for both.
+        session.send("SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) FROM unnest(\(names)::text[]) AS n")
         let rows = try session.query(
             PostgresQuery(
                 unsafeSQL: """
                     SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
-                    WHERE (SELECT count(pg_advisory_xact_lock(hashtextextended(n, 0))) FROM unnest($1::text[]) AS n) >= 0
-                    AND s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
+                    WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
                     """, binds: Self.binds(names)))
         let found = try Self.loadRecords(rows.rows, session)
         for name in names { locked[name] = .some(found[name]) }
