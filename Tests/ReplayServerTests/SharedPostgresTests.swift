@@ -116,6 +116,8 @@ struct SharedPostgresTests {
             await onFirst.close()
             #expect(await first.stop(SIGKILL) == SIGKILL)
             try await eventually("the second daemon to run the source") { try await onSecond.info("feed").source?.state == "running" }
+            // "running" is the process started; its shell writes its line a moment later.
+            try await eventually("the second run to write its line") { lineCount(runs) == 2 }
             #expect(lineCount(runs) == 2)
             for _ in 0..<5 { _ = try await fromSecond.next() }
             await onSecond.close()
