@@ -10,4 +10,12 @@ enum StoreMetrics {
     static let commitDuration = Metrics.Timer(label: "replay_commit_duration_seconds")
     static let eventsPublished = Counter(label: "replay_events_published_total")
     static let bytesPublished = Counter(label: "replay_bytes_published_total")
+
+    /// PostgreSQL batches committed on the rows as the daemon last saw them, without the
+    /// locks (`rows="cached"`), and under the locks (`rows="locked"`).
+    static let cachedRowCommits = Counter(label: "replay_postgres_commits_total", dimensions: [("rows", "cached")])
+    static let lockedRowCommits = Counter(label: "replay_postgres_commits_total", dimensions: [("rows", "locked")])
+    /// Batches tried on cached rows that met a row another writer had changed, and ran
+    /// again under the locks.
+    static let cachedRowConflicts = Counter(label: "replay_postgres_cached_conflicts_total")
 }

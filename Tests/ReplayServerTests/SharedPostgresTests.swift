@@ -234,6 +234,43 @@ struct SharedPostgresTests {
     }
 }
 
+
+extension SharedPostgresTests {
+    /// A stream one daemon writes alone is written on the row it last saw, without the
+    /// locks; a row changed behind its back (here by hand, as another daemon's commit whose
+    /// notification has not arrived yet) is caught by PostgreSQL, and the batch runs again
+    /// under the locks on the row as it now is: the stream closed meanwhile stays closed.
+    @Test func aStreamWrittenByOneDaemonTakesNoLocksAndAChangeBehindItsBackIsCaught() async throws {
+        try await TestPostgres.withDatabase { url in
+            try await withTwoDaemons(on: url, arguments: ["--http", "127.0.0.1:0"]) { first, _ in
+                let http = try HTTPTestClient(address: try await first.httpAddress())
+                func metric(_ name: String) async throws -> Double {
+                    let text = try await http.request("GET", "/metrics").text
+                    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                    return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+                }
+                try await withWireClient(first.socketPath) { client in
+                    for index in 1...20 {
+                        #expect(try await client.tryPublish("solo", "e\(index)") == .success(UInt64(index)))
+                    }
+                    let cached = try await metric(#"replay_postgres_commits_total{rows="cached"}"#)
+                    #expect(cached >= 15, "all but the first few publishes (the stream's creation, the start's refresh) take no locks: \(cached)")
+                    #expect(try await metric("replay_postgres_cached_conflicts_total") == 0)
+
+                    try await TestPostgres.psql(url, "UPDATE streams SET terminal = 'completed', terminal_at = '2026-11-26T00:00:00.000Z' WHERE name = 'solo'")
+                    guard case .failure(let refusal) = try await client.tryPublish("solo", "late") else {
+                        throw TestFailure("a publish to a stream closed behind the daemon's back was taken")
+                    }
+                    #expect(refusal.code == .terminated, "\(refusal)")
+                    #expect(try await metric("replay_postgres_cached_conflicts_total") == 1)
+                }
+                #expect(try await TestPostgres.psql(url, "SELECT last_seq, terminal FROM streams WHERE name = 'solo'") == "20|completed")
+                #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM event_log") == "20")
+            }
+        }
+    }
+}
+
 /// Lines in a file (0 if there is none).
 func lineCount(_ path: String) -> Int {
     ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").count

@@ -37,6 +37,8 @@ final class PostgresLog: LogDatabase {
     /// This daemon's name in notifications, so it skips its own.
     private let origin = UUID().uuidString
     private let listening = Locked<Task<Void, Never>?>(nil)
+    /// The stream rows as this daemon last saw them (the writer's thread alone uses it).
+    private let rowVersions = Locked(RowVersions())
 
     init(_ location: PostgresLocation, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         if let failure = location.failure { throw .invalidConfig(failure) }
@@ -61,27 +63,30 @@ final class PostgresLog: LogDatabase {
         readers = (0..<max(1, options.readerCount)).map { _ in PostgresSession(location, logger: logger) }
         do {
             try PostgresMigrations.migrate(writerSession, location: location.redacted)
-            catalog = Catalog(Array(try Self.loadAll(writerSession).values))
+            var versions: [Int64: Int64] = [:]
+            catalog = Catalog(Array(try Self.loadAll(writerSession, versions: &versions).values))
+            rowVersions.withLock { $0.learn(versions) }
         } catch {
             writerSession.close()
             throw StoreError(postgres: error)
         }
     }
 
-    /// Every stream with its consumers.
-    static func loadAll(_ session: PostgresSession) throws -> [String: Catalog.Record] {
+    /// Every stream with its consumers; each row's version goes to `versions`.
+    static func loadAll(_ session: PostgresSession, versions: inout [Int64: Int64]) throws -> [String: Catalog.Record] {
         let rows = try session.query(
             PostgresQuery(
                 unsafeSQL: """
                     SELECT \(PostgresTransaction.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
                     """))
-        return try PostgresTransaction.loadRecords(rows.rows, session)
+        return try PostgresTransaction.loadRecords(rows.rows, session, versions: &versions)
     }
 
     // MARK: Writes
 
     func commit(_ batch: [WriteRequest]) {
         let started = ContinuousClock.now
+        if batch.allSatisfy(Self.mayRunOnCachedRows), commitOnCachedRows(batch, started: started) { return }
         // A deadlock with a writer outside replay's lock order, or a serialization failure,
         // undoes the whole transaction: run the batch again from the start.
         for attempt in 1... {
@@ -95,22 +100,77 @@ final class PostgresLog: LogDatabase {
             var rules = WriterRules(
                 catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
             do {
-                connection.send("BEGIN")
                 try rules.run(batch)
-                try transaction.flush()
-                let changed = rules.announced
-                if !changed.isEmpty {
-                    connection.send("SELECT pg_notify(\(Self.channel), \(CommitNotice(origin: origin, streams: changed).payload))")
-                }
-                try connection.query("COMMIT")
+                try transaction.commit(notifying: notice(rules))
             } catch {
                 if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
+                rowVersions.withLock { $0.forget(rules.streams.map(\.record.id)) }
                 if attempt < 5, let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) { continue }
                 logger.warning("commit failed: \(String(reflecting: error))")
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
+            let refreshed = rules.refreshed.values.compactMap { $0?.id }
+            rowVersions.withLock { versions in
+                versions.learn(transaction.rowVersions())
+                versions.contended(refreshed, at: .now)
+            }
+            StoreMetrics.lockedRowCommits.increment()
             return rules.committed(batch, started: started, listeners: listeners)
         }
+    }
+
+    /// Requests a batch may run on the rows as this daemon last saw them
+    /// (`RowVersions`): appends without a producer (a producer's state is a row of its
+    /// own, read under its stream's lock) to streams that exist.
+    private static func mayRunOnCachedRows(_ request: WriteRequest) -> Bool {
+        switch request {
+        case .appendWithCompletion, .barrier: true
+        case .appendToSink(_, _, let conditions, _, _): conditions.producer == nil
+        case .streamWrite(let write, _): write.producer == nil && write.create == nil && write.creator == nil && write.fork == nil
+        default: false
+        }
+    }
+
+    /// The batch on the rows as this daemon last saw them, without the locks: `BEGIN`, one
+    /// statement per stream, `COMMIT`, and a wait for the `COMMIT` alone. Whether it is
+    /// done (committed, or failed for a reason the locks would not change); `false`: it
+    /// needs the locks (a stream it may not write so, found before anything was sent, or a
+    /// row another daemon wrote meanwhile, found by PostgreSQL), and nothing of it stayed.
+    private func commitOnCachedRows(_ batch: [WriteRequest], started: ContinuousClock.Instant) -> Bool {
+        guard let session = try? writerSession.connected() else { return false }
+        let connection = PinnedConnection(session, logger: logger)
+        let transaction = PostgresTransaction(connection, mode: .cached(rowVersions.value, at: .now))
+        var rules = WriterRules(
+            catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
+        do {
+            try rules.run(batch)
+            try transaction.commit(notifying: notice(rules))
+        } catch {
+            if transaction.began, !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
+            if error is PostgresTransaction.NeedsLocks { return false }
+            let streams = rules.streams.map(\.record.id)
+            if let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["RP001", "23505"].contains(state) {
+                // Another daemon wrote one of the rows: this batch, and its streams' next
+                // ones for a while, take the locks.
+                rowVersions.withLock { $0.contended(streams, at: .now) }
+                StoreMetrics.cachedRowConflicts.increment()
+                return false
+            }
+            rowVersions.withLock { $0.forget(streams) }
+            logger.warning("commit failed: \(String(reflecting: error))")
+            WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
+            return true
+        }
+        rowVersions.withLock { $0.learn(transaction.rowVersions()) }
+        if transaction.began { StoreMetrics.cachedRowCommits.increment() }
+        rules.committed(batch, started: started, listeners: listeners)
+        return true
+    }
+
+    /// What the other daemons are told of the batch: the streams it changed.
+    private func notice(_ rules: WriterRules<PostgresTransaction>) -> String? {
+        let changed = rules.announced
+        return changed.isEmpty ? nil : CommitNotice(origin: origin, streams: changed).payload
     }
 
     /// Starts following the other daemons' commits; their notifications become `refresh`

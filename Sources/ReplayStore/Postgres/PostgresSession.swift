@@ -90,8 +90,11 @@ final class PinnedConnection: PostgresQuerying {
     /// anything is decided on the failed statement's effect: a failed `BEGIN` by the
     /// batch's first read, a failed statement before `COMMIT` by the `COMMIT`, which
     /// PostgreSQL answers as a rollback without an error.
-    func send(_ query: PostgresQuery) {
-        unanswered.append(connection.query(query, logger: logger))
+    @discardableResult
+    func send(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+        let statement = connection.query(query, logger: logger)
+        unanswered.append(statement)
+        return statement
     }
 
     /// Waits for the statement's result, or fails as soon as the connection is closed:

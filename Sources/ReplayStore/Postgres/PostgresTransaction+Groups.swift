@@ -5,6 +5,7 @@ import PostgresNIO
 /// touches the stream: another daemon may have handed out or acknowledged its events.
 extension PostgresTransaction {
     func writeGroup(stream: Int64, _ group: ConsumerGroup, pending changes: [UInt64: PendingDelivery?]) throws {
+        try requireLocks()
         try flush()
         let settings = group.settings
         try session.query(
@@ -40,11 +41,13 @@ extension PostgresTransaction {
     }
 
     func deleteGroup(stream: Int64, name: String) throws {
+        try requireLocks()
         try flush()
         try session.query("DELETE FROM groups WHERE stream_id = \(stream) AND name = \(name)")
     }
 
     func insertDeadLetter(_ letter: DeadLetter) throws {
+        try requireLocks()
         try flush()
         try session.query(
             """

@@ -9,6 +9,7 @@ import ReplayModel
 /// row as the first left it.
 extension PostgresTransaction {
     func writeSubscription(_ write: SubscriptionWrite, millis: Int64) throws -> SubscriptionWritten {
+        try requireLocks()
         try flush()
         switch (write.contents, write.expected) {
         case (let contents?, nil):
@@ -36,6 +37,7 @@ extension PostgresTransaction {
     /// Two daemons starting together: the second's insert waits for the first's commit,
     /// does nothing, and reads the first's key.
     func signingKey(orInsert candidate: SigningKey, createdAt: Int64) throws -> SigningKey {
+        try requireLocks()
         try flush()
         try session.query(
             """

@@ -14,21 +14,60 @@ import ReplayModel
 ///   daemons' batches never wait on each other in a cycle.
 /// - Events are buffered and inserted with one statement (`unnest` of arrays) before
 ///   anything else reads or writes: a round trip per batch instead of one per event.
+/// - In `Mode.cached`, none of that: the rows are the catalog's, written only if they are
+///   still the version this daemon saw (`RowVersions`), and anything that needs more than
+///   a stream's row and its new events throws `NeedsLocks` before a statement is sent.
 final class PostgresTransaction: LogTransaction {
+    /// How the batch holds its streams' rows.
+    enum Mode {
+        /// Locked by name and read fresh (`prepare`).
+        case locked
+        /// As this daemon last saw them, each written only if still that version.
+        case cached(RowVersions, at: ContinuousClock.Instant)
+    }
+
+    /// Thrown in `Mode.cached` by what needs the locks; the batch runs again with them.
+    struct NeedsLocks: Error {}
+
     let session: PinnedConnection
+    let mode: Mode
     /// Streams read (and locked) in this transaction; `nil`: known not to exist.
     private var locked: [String: Catalog.Record?] = [:]
     private var pending = PendingEvents()
+    /// The last stream row's update, held back so that the commit's notification can go
+    /// in its statement rather than one of its own.
+    private var heldUpdate: HeldUpdate?
+    /// The row versions read, and the statements that wrote rows (each answers its row's
+    /// id and new version): what the rows are once this transaction commits.
+    private var versionsRead: [Int64: Int64] = [:]
+    private var rowWrites: [EventLoopFuture<PostgresQueryResult>] = []
+    /// Whether `BEGIN` was sent.
+    private(set) var began = false
 
-    init(_ session: PinnedConnection) {
+    init(_ session: PinnedConnection, mode: Mode = .locked) {
         self.session = session
+        self.mode = mode
+        if case .locked = mode { begin() }
+    }
+
+    /// `BEGIN`, sent without waiting. A cached batch sends it with its first statement, so
+    /// one that turns out to need the locks has sent nothing.
+    private func begin() {
+        guard !began else { return }
+        began = true
+        session.send("BEGIN")
+    }
+
+    /// Throws in `Mode.cached`: for everything but appending to a stream's row.
+    func requireLocks() throws {
+        if case .cached = mode { throw NeedsLocks() }
     }
 
     static let streamColumns = """
         s.id, s.name, s.capacity, s.max_bytes, s.max_age_seconds, s.created_at, s.first_seq, s.last_seq, s.byte_count,
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
-        s.deleted_at, s.keep_unacked, src.name AS fork_source,
+        s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
         EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups
         """
@@ -36,6 +75,7 @@ final class PostgresTransaction: LogTransaction {
     static var locksStreamsUpFront: Bool { true }
 
     func prepare(streams: Set<String>) throws {
+        if case .cached = mode { return }
         let names = streams.filter { locked[$0] == nil }.sorted()
         guard !names.isEmpty else { return }
         try flush()
@@ -52,27 +92,34 @@ final class PostgresTransaction: LogTransaction {
                     SELECT \(Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of
                     WHERE s.name = ANY($1) ORDER BY s.id FOR UPDATE OF s
                     """, binds: Self.binds(names)))
-        let found = try Self.loadRecords(rows.rows, session)
+        let found = try Self.loadRecords(rows.rows, session, versions: &versionsRead)
         for name in names { locked[name] = .some(found[name]) }
     }
 
     func record(_ name: String, cached: Catalog.Record?) throws -> Catalog.Record? {
+        if case .cached(let versions, let now) = mode {
+            guard let cached, let version = versions.version(for: cached, at: now) else { throw NeedsLocks() }
+            versionsRead[cached.id] = version
+            return cached
+        }
         if let known = locked[name] { return known }
         try prepare(streams: [name])
         return locked[name] ?? nil
     }
 
     func committedRecord(_ name: String) throws -> Catalog.Record? {
+        try requireLocks()
         try flush()
         let rows = try session.query(
             """
             SELECT \(unescaped: Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = \(name)
             """)
-        let found = try Self.loadRecords(rows.rows, session)
+        let found = try Self.loadRecords(rows.rows, session, versions: &versionsRead)
         return found[name]
     }
 
     func insertStream(_ name: String, _ config: StreamConfig, createdAt: String, fork: (StreamFork, sourceID: Int64)?) throws -> Int64 {
+        try requireLocks()
         try flush()
         let rows = try session.query(
             """
@@ -92,6 +139,7 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func recordCreator(_ creator: String, of stream: Int64) throws {
+        try requireLocks()
         try flush()
         try session.query("UPDATE streams SET created_by = \(creator) WHERE id = \(stream)")
     }
@@ -100,6 +148,7 @@ final class PostgresTransaction: LogTransaction {
     /// token at once take turns, and the second counts (READ COMMITTED: a new snapshot per
     /// statement) the streams the first committed, so together they cannot pass the cap.
     func streamsCreated(by creator: String) throws -> Int {
+        try requireLocks()
         try flush()
         try session.query("SELECT pg_advisory_xact_lock(hashtextextended(\("creator:" + creator), 0))")
         let rows = try session.query("SELECT count(*) FROM streams WHERE created_by = \(creator) AND deleted_at IS NULL")
@@ -112,28 +161,88 @@ final class PostgresTransaction: LogTransaction {
     /// The buffered events go in the same statement, as a data-modifying `WITH` (which
     /// PostgreSQL runs once whether or not the rest refers to it): a batch's events and its
     /// stream's row in one statement. With nothing buffered the arrays are empty. Sent
-    /// without waiting for its answer (nothing here reads it): the next statement that is
-    /// waited for, at the latest the `COMMIT`, throws its failure (`PinnedConnection.send`),
-    /// so a plain batch waits for two answers, its streams' rows and its `COMMIT`.
+    /// without waiting for its answer (nothing here reads it before the commit): the next
+    /// statement that is waited for, at the latest the `COMMIT`, throws its failure
+    /// (`PinnedConnection.send`), so a plain batch waits for two answers, its streams' rows
+    /// and its `COMMIT` (a cached one for the `COMMIT` alone). The last update of a batch
+    /// is held back for the commit's notification (`commit(notifying:)`).
     func updateStream(_ record: Catalog.Record) throws {
-        let info = record.info
-        let events = pending
+        var expected: Int64?
+        if case .cached = mode {
+            guard let version = versionsRead[record.id] else { throw NeedsLocks() }
+            expected = version
+        }
+        let update = HeldUpdate(record: record, events: pending, expectedVersion: expected)
         pending = PendingEvents()
-        session.send(
-            """
-            WITH inserted AS (
-                INSERT INTO event_log (stream_id, seq, time, payload)
-                SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[]))
-            UPDATE streams SET first_seq = \(Int64(info.firstSequence)), last_seq = \(Int64(info.lastSequence)),
-                event_count = \(info.eventCount), byte_count = \(info.byteCount), terminal = \(info.terminal?.kind),
-                terminal_message = \(info.terminal?.message), terminal_at = \(info.terminalAt.map(Timestamp.format)),
-                last_time = \(record.lastTime), writer_seq = \(info.writerSequence),
-                deleted_at = \(info.deletedAt.map(Timestamp.format))
-            WHERE id = \(record.id)
-            """)
+        sendHeldUpdate(notifying: nil)
+        heldUpdate = update
+    }
+
+    /// The held update, if any, with the notice folded into its statement.
+    ///
+    /// Its `WHERE` holds the row to the version expected (`Mode.cached`): PostgreSQL waits
+    /// for another transaction writing the row and then checks the version it committed,
+    /// so a row another daemon wrote meanwhile updates nothing, and
+    /// `replay_require_current` fails the transaction (SQLSTATE `RP001`). An event row that
+    /// another daemon stored under the same number fails it too, as a duplicate key.
+    private func sendHeldUpdate(notifying notice: String?) {
+        guard let update = heldUpdate else { return }
+        heldUpdate = nil
+        begin()
+        let info = update.record.info
+        let record = update.record
+        let events = update.events
+        let expected = update.expectedVersion.map(String.init)
+        rowWrites.append(
+            session.send(
+                """
+                WITH inserted AS (
+                    INSERT INTO event_log (stream_id, seq, time, payload)
+                    SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])),
+                updated AS (
+                    UPDATE streams SET first_seq = \(Int64(info.firstSequence)), last_seq = \(Int64(info.lastSequence)),
+                        event_count = \(info.eventCount), byte_count = \(info.byteCount), terminal = \(info.terminal?.kind),
+                        terminal_message = \(info.terminal?.message), terminal_at = \(info.terminalAt.map(Timestamp.format)),
+                        last_time = \(record.lastTime), writer_seq = \(info.writerSequence),
+                        deleted_at = \(info.deletedAt.map(Timestamp.format))
+                    WHERE id = \(record.id) AND (\(expected)::text IS NULL OR xmin = \(expected)::xid)
+                    RETURNING id, xmin::text::bigint AS version)
+                SELECT replay_require_current(\(expected == nil) OR count(*) = 1), max(id), max(version),
+                    (SELECT pg_notify(\(PostgresLog.channel), \(notice)) WHERE \(notice)::text IS NOT NULL)
+                FROM updated
+                """))
+    }
+
+    /// Sends what is still buffered, the notice for the other daemons (inside the
+    /// transaction, so it goes out with the commit and never before), and commits. Without
+    /// a statement sent, there is nothing to commit.
+    func commit(notifying notice: String?) throws {
+        try flush()
+        if heldUpdate != nil {
+            sendHeldUpdate(notifying: notice)
+        } else if let notice {
+            begin()
+            session.send("SELECT pg_notify(\(PostgresLog.channel), \(notice))")
+        }
+        guard began else { return }
+        try session.query("COMMIT")
+    }
+
+    /// The version of each stream row this transaction read or wrote, as it is once the
+    /// transaction committed (every statement sent has answered by then).
+    func rowVersions() -> [Int64: Int64] {
+        var versions = versionsRead
+        for write in rowWrites {
+            guard let row = (try? write.wait())?.rows.first?.makeRandomAccess(),
+                let id = try? row[1].decode(Int64?.self), let version = try? row[2].decode(Int64?.self)
+            else { continue }
+            versions[id] = version
+        }
+        return versions
     }
 
     func deleteStream(_ id: Int64) throws {
+        try requireLocks()
         try flush()
         try session.query("DELETE FROM streams WHERE id = \(id)")
     }
@@ -143,9 +252,12 @@ final class PostgresTransaction: LogTransaction {
         if pending.bytes > 4 << 20 { try flush() }
     }
 
-    /// Sends the buffered events (without waiting: see `updateStream`).
+    /// Sends the held stream update and the buffered events (without waiting: see
+    /// `updateStream`), before a statement that may read what they write.
     func flush() throws {
+        sendHeldUpdate(notifying: nil)
         guard !pending.isEmpty else { return }
+        begin()
         let events = pending
         pending = PendingEvents()
         session.send(
@@ -156,11 +268,13 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func deleteEvents(of stream: Int64) throws {
+        try requireLocks()
         try flush()
         try session.query("DELETE FROM event_log WHERE stream_id = \(stream)")
     }
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
+        try requireLocks()
         try flush()
         let rows = try session.query(
             """
@@ -172,6 +286,7 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
+        try requireLocks()
         try flush()
         var next = Int64(from)
         while true {
@@ -192,6 +307,7 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64) throws -> UInt64 {
+        try requireLocks()
         try flush()
         return try Self.firstSequence(of: stream, in: window, atOrAfter: millis, session)
     }
@@ -209,12 +325,14 @@ final class PostgresTransaction: LogTransaction {
         _ segments: LogSegments, limit: Int, byteBudget: Int,
         _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
     ) throws {
+        try requireLocks()
         try flush()
         try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
     }
 
     /// Writes, sent without waiting (see `updateStream`).
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws {
+        try requireLocks()
         try flush()
         session.send(
             """
@@ -226,6 +344,7 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func deleteConsumer(stream: Int64, name: String) throws {
+        try requireLocks()
         try flush()
         session.send("DELETE FROM consumers WHERE stream_id = \(stream) AND name = \(name)")
     }
@@ -233,6 +352,7 @@ final class PostgresTransaction: LogTransaction {
     /// Read fresh in every transaction: another daemon may have moved it (its stream's lock,
     /// held since `record`, keeps it still until this commit).
     func producerState(_ key: ProducerKey) throws -> ProducerState? {
+        try requireLocks()
         try flush()
         let rows = try session.query(
             """
@@ -245,6 +365,8 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func writeProducers(_ changes: [ProducerKey: ProducerState]) throws {
+        guard !changes.isEmpty else { return }
+        try requireLocks()
         try flush()
         for (key, state) in changes {
             try session.send(
@@ -258,16 +380,19 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func expireProducers(before millis: Int64) throws {
+        try requireLocks()
         try flush()
         try session.query("DELETE FROM producers WHERE updated_at < \(millis)")
     }
 
     func savepoint() throws {
+        try requireLocks()
         try flush()
         try session.query("SAVEPOINT atomic_send")
     }
 
     func rollbackToSavepoint() throws {
+        try requireLocks()
         pending = PendingEvents()
         try session.query("ROLLBACK TO SAVEPOINT atomic_send")
         try session.query("RELEASE SAVEPOINT atomic_send")
@@ -276,6 +401,7 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func releaseSavepoint() throws {
+        try requireLocks()
         try flush()
         try session.query("RELEASE SAVEPOINT atomic_send")
     }
@@ -302,7 +428,10 @@ final class PostgresTransaction: LogTransaction {
     /// name lock (`prepare`) in a statement before the one that reads its row, so a
     /// transaction that changed its consumers or groups has committed before that
     /// statement, and its snapshot, begins.
-    static func loadRecords(_ rows: [PostgresRow], _ session: some PostgresQuerying) throws -> [String: Catalog.Record] {
+    /// Each row's version (`RowVersions`) goes to `versions`.
+    static func loadRecords(
+        _ rows: [PostgresRow], _ session: some PostgresQuerying, versions: inout [Int64: Int64]
+    ) throws -> [String: Catalog.Record] {
         var records: [String: Catalog.Record] = [:]
         var (withConsumers, withGroups): ([Int64: String], [Int64: String]) = ([:], [:])
         for row in rows {
@@ -323,6 +452,7 @@ final class PostgresTransaction: LogTransaction {
                 keepUnacked: try c["keep_unacked"].decode(Int?.self),
                 forkSource: try c["fork_source"].decode(String?.self))
             records[stream.name] = try stream.record()
+            versions[stream.id] = try c["row_version"].decode(Int64.self)
             if try c["has_consumers"].decode(Bool.self) { withConsumers[stream.id] = stream.name }
             if try c["has_groups"].decode(Bool.self) { withGroups[stream.id] = stream.name }
         }
@@ -348,6 +478,14 @@ final class PostgresTransaction: LogTransaction {
                 name: name, ackedSequence: UInt64(acked), createdAt: Timestamp.date(millis: created), updatedAt: Timestamp.date(millis: updated))
         }
     }
+}
+
+/// A stream row's update waiting to be sent, with the events that go in its statement.
+private struct HeldUpdate {
+    let record: Catalog.Record
+    let events: PendingEvents
+    /// The row version it is written on (`Mode.cached`); `nil`: the row is locked.
+    let expectedVersion: Int64?
 }
 
 /// Events waiting for the batch's one INSERT, as the arrays `unnest` takes.
