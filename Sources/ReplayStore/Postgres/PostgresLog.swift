@@ -109,22 +109,18 @@ final class PostgresLog: LogDatabase {
                 logger.warning("commit failed: \(String(reflecting: error))")
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
-            let refreshed = rules.refreshed.values.compactMap { $0?.id }
-            rowVersions.withLock { versions in
-                versions.learn(transaction.rowVersions())
-                versions.contended(refreshed, at: .now)
-            }
             StoreMetrics.lockedRowCommits.increment()
-            return rules.committed(batch, started: started, listeners: listeners)
+            return committed(batch, transaction, rules, started: started)
         }
     }
 
     /// Requests a batch may run on the rows as this daemon last saw them
     /// (`RowVersions`): appends without a producer (a producer's state is a row of its
-    /// own, read under its stream's lock) to streams that exist.
+    /// own, read under its stream's lock) to streams that exist, and the reads of another
+    /// daemon's commits (which come with nearly every batch where two daemons publish).
     private static func mayRunOnCachedRows(_ request: WriteRequest) -> Bool {
         switch request {
-        case .appendWithCompletion, .barrier: true
+        case .appendWithCompletion, .barrier, .refresh: true
         case .appendToSink(_, _, let conditions, _, _): conditions.producer == nil
         case .streamWrite(let write, _): write.producer == nil && write.create == nil && write.creator == nil && write.fork == nil
         default: false
@@ -161,10 +157,23 @@ final class PostgresLog: LogDatabase {
             WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             return true
         }
-        rowVersions.withLock { $0.learn(transaction.rowVersions()) }
         if transaction.began { StoreMetrics.cachedRowCommits.increment() }
-        rules.committed(batch, started: started, listeners: listeners)
+        committed(batch, transaction, rules, started: started)
         return true
+    }
+
+    /// After a commit: the rows' versions as it left them (the streams another daemon
+    /// changed are contended), then the catalog, listeners and requests.
+    private func committed(
+        _ batch: [WriteRequest], _ transaction: PostgresTransaction, _ rules: WriterRules<PostgresTransaction>,
+        started: ContinuousClock.Instant
+    ) {
+        let refreshed = rules.refreshed.values.compactMap { $0?.id }
+        rowVersions.withLock { versions in
+            versions.learn(transaction.rowVersions())
+            versions.contended(refreshed, at: .now)
+        }
+        rules.committed(batch, started: started, listeners: listeners)
     }
 
     /// What the other daemons are told of the batch: the streams it changed.

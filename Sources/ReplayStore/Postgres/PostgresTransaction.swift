@@ -16,7 +16,8 @@ import ReplayModel
 ///   anything else reads or writes: a round trip per batch instead of one per event.
 /// - In `Mode.cached`, none of that: the rows are the catalog's, written only if they are
 ///   still the version this daemon saw (`RowVersions`), and anything that needs more than
-///   a stream's row and its new events throws `NeedsLocks` before a statement is sent.
+///   a stream's row and its new events (or reads of what is committed) throws `NeedsLocks`
+///   before a write is sent.
 final class PostgresTransaction: LogTransaction {
     /// How the batch holds its streams' rows.
     enum Mode {
@@ -107,8 +108,8 @@ final class PostgresTransaction: LogTransaction {
         return locked[name] ?? nil
     }
 
+    /// Also in `Mode.cached`: a read of what another daemon committed needs no lock.
     func committedRecord(_ name: String) throws -> Catalog.Record? {
-        try requireLocks()
         try flush()
         let rows = try session.query(
             """
@@ -217,7 +218,9 @@ final class PostgresTransaction: LogTransaction {
     /// transaction, so it goes out with the commit and never before), and commits. Without
     /// a statement sent, there is nothing to commit.
     func commit(notifying notice: String?) throws {
-        try flush()
+        // Events after the last update (none from the rules, which update every stream
+        // they touch last) go before it.
+        if !pending.isEmpty { try flush() }
         if heldUpdate != nil {
             sendHeldUpdate(notifying: notice)
         } else if let notice {
@@ -325,7 +328,6 @@ final class PostgresTransaction: LogTransaction {
         _ segments: LogSegments, limit: Int, byteBudget: Int,
         _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
     ) throws {
-        try requireLocks()
         try flush()
         try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
     }
