@@ -234,7 +234,6 @@ struct SharedPostgresTests {
     }
 }
 
-
 extension SharedPostgresTests {
     /// A stream one daemon writes alone is written on the row it last saw, without the
     /// locks; a row changed behind its back (here by hand, as another daemon's commit whose
