@@ -147,6 +147,8 @@ struct SharedPostgresTests {
             #expect(await runner.stop(SIGKILL) == SIGKILL)
             let survivor = try await ReplayClient.connect(to: other.socketPath)
             try await eventually("the other daemon to run it") { try await survivor.info("clock").source?.state == "running" }
+            // "running" is the process started; its shell writes its line a moment later.
+            try await eventually("the second run to write its line") { lineCount(runs) >= 2 }
             #expect(lineCount(runs) == 2, "one run at a time: the first daemon's, then the other's")
             await survivor.close()
         }

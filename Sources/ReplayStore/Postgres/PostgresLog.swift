@@ -39,6 +39,8 @@ final class PostgresLog: LogDatabase {
     private let listening = Locked<Task<Void, Never>?>(nil)
     /// The stream rows as this daemon last saw them (the writer's thread alone uses it).
     private let rowVersions = Locked(RowVersions())
+    /// The writer's connection on which its prepared statements are ready (`writerConnection`).
+    private let preparedOn = Locked<PostgresConnection.ID?>(nil)
 
     init(_ location: PostgresLocation, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         if let failure = location.failure { throw .invalidConfig(failure) }
@@ -92,7 +94,7 @@ final class PostgresLog: LogDatabase {
         for attempt in 1... {
             let connection: PinnedConnection
             do {
-                connection = PinnedConnection(try writerSession.connected(), logger: logger)
+                connection = try writerConnection()
             } catch {
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
@@ -114,6 +116,17 @@ final class PostgresLog: LogDatabase {
         }
     }
 
+    /// The writer's connection, with its prepared statements ready: on a new connection
+    /// they are prepared first, outside any transaction (see `StreamRowUpdate.preparation`).
+    private func writerConnection() throws -> PinnedConnection {
+        let connection = PinnedConnection(try writerSession.connected(), logger: logger)
+        if preparedOn.value != connection.connection.id {
+            try connection.query(StreamRowUpdate.preparation)
+            preparedOn.withLock { $0 = connection.connection.id }
+        }
+        return connection
+    }
+
     /// Requests a batch may run on the rows as this daemon last saw them
     /// (`RowVersions`): appends without a producer (a producer's state is a row of its
     /// own, read under its stream's lock) to streams that exist, and the reads of another
@@ -133,8 +146,7 @@ final class PostgresLog: LogDatabase {
     /// needs the locks (a stream it may not write so, found before anything was sent, or a
     /// row another daemon wrote meanwhile, found by PostgreSQL), and nothing of it stayed.
     private func commitOnCachedRows(_ batch: [WriteRequest], started: ContinuousClock.Instant) -> Bool {
-        guard let session = try? writerSession.connected() else { return false }
-        let connection = PinnedConnection(session, logger: logger)
+        guard let connection = try? writerConnection() else { return false }
         let transaction = PostgresTransaction(connection, mode: .cached(rowVersions.value, at: .now))
         var rules = WriterRules(
             catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)

@@ -73,7 +73,7 @@ final class PinnedConnection: PostgresQuerying {
     let connection: PostgresConnection
     let logger: Logger
     /// Statements sent without waiting, whose answers the next wait looks at.
-    private var unanswered: [EventLoopFuture<PostgresQueryResult>] = []
+    private var unanswered: [EventLoopFuture<Void>] = []
 
     init(_ connection: PostgresConnection, logger: Logger) {
         self.connection = connection
@@ -93,8 +93,43 @@ final class PinnedConnection: PostgresQuerying {
     @discardableResult
     func send(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
         let statement = connection.query(query, logger: logger)
-        unanswered.append(statement)
+        unanswered.append(statement.map { _ in })
         return statement
+    }
+
+    /// Sends a prepared statement (parsed and planned once per connection), as `send`.
+    ///
+    /// postgres-nio runs prepared statements from async code only. `Task.immediate` runs
+    /// the call on this thread up to its first suspension, and postgres-nio hands the
+    /// statement to its connection before that: so it is queued here, in order with the
+    /// statements sent before and after it, as a `send` is. Its rows are collected by the
+    /// task once they arrive.
+    @discardableResult
+    func send<Statement: PostgresPreparedStatement>(_ statement: Statement) -> EventLoopFuture<[Statement.Row]>
+    where Statement.Row: Sendable {
+        let promise = connection.eventLoop.makePromise(of: [Statement.Row].self)
+        Task.immediate { [connection, logger] in
+            do {
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                promise.succeed(rows)
+            } catch {
+                promise.fail(error)
+            }
+        }
+        unanswered.append(promise.futureResult.map { _ in })
+        return promise.futureResult
+    }
+
+    /// Runs a prepared statement and waits for its rows (and for anything sent before it).
+    @discardableResult
+    func query<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        let rows = send(statement)
+        let sent = unanswered
+        unanswered = []
+        for earlier in sent { _ = try answer(earlier) }
+        return try answer(rows)
     }
 
     /// Waits for the statement's result, or fails as soon as the connection is closed:
@@ -115,9 +150,9 @@ final class PinnedConnection: PostgresQuerying {
         return try answer(statement)
     }
 
-    private func answer(_ statement: EventLoopFuture<PostgresQueryResult>) throws -> PostgresQueryResult {
+    private func answer<T: Sendable>(_ statement: EventLoopFuture<T>) throws -> T {
         let ready = DispatchSemaphore(value: 0)
-        let answer = Locked<Result<PostgresQueryResult, any Error>?>(nil)
+        let answer = Locked<Result<T, any Error>?>(nil)
         statement.whenComplete { result in
             answer.withLock { $0 = result }
             ready.signal()

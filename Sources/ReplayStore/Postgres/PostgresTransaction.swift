@@ -37,11 +37,11 @@ final class PostgresTransaction: LogTransaction {
     private var pending = PendingEvents()
     /// The last stream row's update, held back so that the commit's notification can go
     /// in its statement rather than one of its own.
-    private var heldUpdate: HeldUpdate?
+    private var heldUpdate: StreamRowUpdate?
     /// The row versions read, and the statements that wrote rows (each answers its row's
     /// id and new version): what the rows are once this transaction commits.
     private var versionsRead: [Int64: Int64] = [:]
-    private var rowWrites: [EventLoopFuture<PostgresQueryResult>] = []
+    private var rowWrites: [EventLoopFuture<[StreamRowUpdate.Row]>] = []
     /// Whether `BEGIN` was sent.
     private(set) var began = false
 
@@ -173,7 +173,7 @@ final class PostgresTransaction: LogTransaction {
             guard let version = versionsRead[record.id] else { throw NeedsLocks() }
             expected = version
         }
-        let update = HeldUpdate(record: record, events: pending, expectedVersion: expected)
+        let update = StreamRowUpdate(record: record, events: pending, expectedVersion: expected)
         pending = PendingEvents()
         sendHeldUpdate(notifying: nil)
         heldUpdate = update
@@ -187,31 +187,11 @@ final class PostgresTransaction: LogTransaction {
     /// `replay_require_current` fails the transaction (SQLSTATE `RP001`). An event row that
     /// another daemon stored under the same number fails it too, as a duplicate key.
     private func sendHeldUpdate(notifying notice: String?) {
-        guard let update = heldUpdate else { return }
+        guard var update = heldUpdate else { return }
         heldUpdate = nil
         begin()
-        let info = update.record.info
-        let record = update.record
-        let events = update.events
-        let expected = update.expectedVersion.map(String.init)
-        rowWrites.append(
-            session.send(
-                """
-                WITH inserted AS (
-                    INSERT INTO event_log (stream_id, seq, time, payload)
-                    SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])),
-                updated AS (
-                    UPDATE streams SET first_seq = \(Int64(info.firstSequence)), last_seq = \(Int64(info.lastSequence)),
-                        event_count = \(info.eventCount), byte_count = \(info.byteCount), terminal = \(info.terminal?.kind),
-                        terminal_message = \(info.terminal?.message), terminal_at = \(info.terminalAt.map(Timestamp.format)),
-                        last_time = \(record.lastTime), writer_seq = \(info.writerSequence),
-                        deleted_at = \(info.deletedAt.map(Timestamp.format))
-                    WHERE id = \(record.id) AND (\(expected)::text IS NULL OR xmin = \(expected)::xid)
-                    RETURNING id, xmin::text::bigint AS version)
-                SELECT replay_require_current(\(expected == nil) OR count(*) = 1), max(id), max(version),
-                    (SELECT pg_notify(\(PostgresLog.channel), \(notice)) WHERE \(notice)::text IS NOT NULL)
-                FROM updated
-                """))
+        update.notice = notice
+        rowWrites.append(session.send(update))
     }
 
     /// Sends what is still buffered, the notice for the other daemons (inside the
@@ -236,9 +216,7 @@ final class PostgresTransaction: LogTransaction {
     func rowVersions() -> [Int64: Int64] {
         var versions = versionsRead
         for write in rowWrites {
-            guard let row = (try? write.wait())?.rows.first?.makeRandomAccess(),
-                let id = try? row[1].decode(Int64?.self), let version = try? row[2].decode(Int64?.self)
-            else { continue }
+            guard let row = (try? write.wait())?.first, let id = row.id, let version = row.version else { continue }
             versions[id] = version
         }
         return versions
@@ -482,16 +460,8 @@ final class PostgresTransaction: LogTransaction {
     }
 }
 
-/// A stream row's update waiting to be sent, with the events that go in its statement.
-private struct HeldUpdate {
-    let record: Catalog.Record
-    let events: PendingEvents
-    /// The row version it is written on (`Mode.cached`); `nil`: the row is locked.
-    let expectedVersion: Int64?
-}
-
 /// Events waiting for the batch's one INSERT, as the arrays `unnest` takes.
-private struct PendingEvents {
+struct PendingEvents: Sendable {
     var streams: [Int64] = []
     var sequences: [Int64] = []
     var times: [Int64] = []
