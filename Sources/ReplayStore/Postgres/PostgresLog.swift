@@ -99,12 +99,8 @@ final class PostgresLog: LogDatabase {
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
             let transaction = PostgresTransaction(connection)
-            var rules = WriterRules(
-                catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
-            do {
-                try rules.run(batch)
-                try transaction.commit(notifying: notice(rules))
-            } catch {
+            let (rules, failure) = run(batch, in: transaction)
+            if let error = failure {
                 if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
                 rowVersions.withLock { $0.forget(rules.streams.map(\.record.id)) }
                 if attempt < 5, let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) { continue }
@@ -148,12 +144,8 @@ final class PostgresLog: LogDatabase {
     private func commitOnCachedRows(_ batch: [WriteRequest], started: ContinuousClock.Instant) -> Bool {
         guard let connection = try? writerConnection() else { return false }
         let transaction = PostgresTransaction(connection, mode: .cached(rowVersions.value, at: .now))
-        var rules = WriterRules(
-            catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
-        do {
-            try rules.run(batch)
-            try transaction.commit(notifying: notice(rules))
-        } catch {
+        let (rules, failure) = run(batch, in: transaction)
+        if let error = failure {
             if transaction.began, !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
             if error is PostgresTransaction.NeedsLocks { return false }
             let streams = rules.streams.map(\.record.id)
@@ -172,6 +164,20 @@ final class PostgresLog: LogDatabase {
         if transaction.began { StoreMetrics.cachedRowCommits.increment() }
         committed(batch, transaction, rules, started: started)
         return true
+    }
+
+    /// The batch's rules run in `transaction`, and its commit: the rules as they ran, and
+    /// what failed (nothing: committed).
+    private func run(_ batch: [WriteRequest], in transaction: PostgresTransaction) -> (WriterRules<PostgresTransaction>, (any Error)?) {
+        var rules = WriterRules(
+            catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
+        do {
+            try rules.run(batch)
+            try transaction.commit(notifying: notice(rules))
+            return (rules, nil)
+        } catch {
+            return (rules, error)
+        }
     }
 
     /// After a commit: the rows' versions as it left them (the streams another daemon
