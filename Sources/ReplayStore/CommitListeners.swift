@@ -5,9 +5,19 @@ import ReplaySync
 /// subscribers), never block.
 final class CommitListeners: Sendable {
     private let listeners = Locked<[@Sendable (CommitBatch) -> Void]>([])
+    private let liveReaders = Locked<(@Sendable (String) -> Bool)?>(nil)
 
     func add(_ listener: @escaping @Sendable (CommitBatch) -> Void) {
         listeners.withLock { $0.append(listener) }
+    }
+
+    /// Whether this process has live readers of a stream (everything has, until told).
+    func haveLiveReaders(of stream: String) -> Bool {
+        liveReaders.value?(stream) ?? true
+    }
+
+    func setLiveReaders(_ body: @escaping @Sendable (String) -> Bool) {
+        liveReaders.withLock { $0 = body }
     }
 
     func notify(_ batch: CommitBatch) {

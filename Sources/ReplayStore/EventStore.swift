@@ -112,6 +112,15 @@ public final class EventStore: Sendable {
         listeners.add(listener)
     }
 
+    /// Tells the store whether this process reads a stream live. On a database several
+    /// daemons share, another daemon's new events are read back once for this daemon's
+    /// live readers (into the hubs' tail rings); a stream no one here reads is not read back
+    /// (its row is, for the catalog), and a reader that arrives later reads from the
+    /// database. Read on the writer's thread: must not block.
+    public func setLiveReaders(_ haveLiveReaders: @escaping @Sendable (String) -> Bool) {
+        listeners.setLiveReaders(haveLiveReaders)
+    }
+
     // MARK: Writes (group-committed; completions run on the writer's thread after commit)
 
     /// Appends an event; completes with its sequence number and time once committed.

@@ -35,4 +35,31 @@ struct PostgresNoticeTests {
             writer.close()
         }
     }
+
+    /// Another daemon's new events are read back (for the hubs' tail rings) only for a
+    /// stream someone here reads live; a stream no one here reads is learned from its row
+    /// alone, so that each daemon does not read back everything every other one writes.
+    @Test func anotherDaemonsEventsAreReadBackOnlyForStreamsReadHere() async throws {
+        try await TestPostgres.withDatabase { url in
+            let other = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { other.close() }
+            _ = try await other.append(Data("first".utf8), to: "watched")
+            _ = try await other.append(Data("first".utf8), to: "unwatched")
+            // A writer of its own (see above), started before the next events are appended.
+            let listeners = CommitListeners()
+            listeners.setLiveReaders { $0 == "watched" }
+            let heard = Locked<[String: CommitBatch.Change]>([:])
+            listeners.add { batch in heard.withLock { $0.merge(batch.changes) { $1 } } }
+            let writer = try PostgresLog(try #require(PostgresLocation(url)), options: .init(), listeners: listeners, now: Date.init)
+            defer { writer.close() }
+            _ = try await other.append(Data("second".utf8), to: "watched")
+            _ = try await other.append(Data("second".utf8), to: "unwatched")
+            writer.commit([.refresh(streams: ["watched", "unwatched"])])
+            let changes = heard.value
+            #expect(changes["watched"]?.info?.lastSequence == 2)
+            #expect(changes["watched"]?.appended.map { String(decoding: $0.payload, as: UTF8.self) } == ["second"])
+            #expect(changes["unwatched"]?.info?.lastSequence == 2, "its row is read: the catalog learns it")
+            #expect(changes["unwatched"]?.appended.isEmpty == true, "its events are not read back")
+        }
+    }
 }

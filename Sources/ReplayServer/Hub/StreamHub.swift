@@ -178,6 +178,10 @@ final class StreamHub: Sendable {
         }
     }
 
+    /// Whether anyone here reads the stream live: a subscriber or group member, or a reader
+    /// parked for the next commit.
+    var hasLiveReaders: Bool { state.withLock { $0.subscribers > 0 || !$0.waiters.isEmpty } }
+
     func subscriberJoined() {
         state.withLock { $0.subscribers += 1 }
         DaemonMetrics.subscriptions.increment()

@@ -23,6 +23,7 @@ final class StreamHubs: Sendable {
         self.tailEvents = tailEvents
         self.tailBytes = tailBytes
         store.onCommit { [weak self] batch in self?.apply(batch) }
+        store.setLiveReaders { [weak self] name in self?[name]?.hasLiveReaders ?? false }
         state.withLock { state in
             for info in store.streams { state.hubs[info.name] = self.makeHub(info) }
         }

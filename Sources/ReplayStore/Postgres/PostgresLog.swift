@@ -171,6 +171,7 @@ final class PostgresLog: LogDatabase {
     private func run(_ batch: [WriteRequest], in transaction: PostgresTransaction) -> (WriterRules<PostgresTransaction>, (any Error)?) {
         var rules = WriterRules(
             catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
+        rules.liveReaders = listeners.haveLiveReaders
         do {
             try rules.run(batch)
             try transaction.commit(notifying: notice(rules))

@@ -109,8 +109,11 @@ final class PostgresTransaction: LogTransaction {
     }
 
     /// Also in `Mode.cached`: a read of what another daemon committed needs no lock.
+    /// What this transaction buffered goes out first only if it writes that row: a refresh
+    /// reads streams the batch has not touched, and a flush there split a batch's events
+    /// from its row's statement.
     func committedRecord(_ name: String) throws -> Catalog.Record? {
-        try flush()
+        if heldUpdate?.record.info.name == name { try flush() }
         let rows = try session.query(
             """
             SELECT \(unescaped: Self.streamColumns) FROM streams s LEFT JOIN streams src ON src.id = s.fork_of WHERE s.name = \(name)
@@ -306,7 +309,12 @@ final class PostgresTransaction: LogTransaction {
         _ segments: LogSegments, limit: Int, byteBudget: Int,
         _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
     ) throws {
-        try flush()
+        // Only what this transaction buffered for the streams read goes out first (see
+        // `committedRecord`).
+        let read = Set(segments.segments.map(\.streamID))
+        if pending.streams.contains(where: read.contains) || heldUpdate?.events.streams.contains(where: read.contains) == true {
+            try flush()
+        }
         try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
     }
 

@@ -1,7 +1,9 @@
 import Foundation
 
 /// Another daemon's commits (a shared database): the streams it changed are read again
-/// and told to the catalog and the hubs with this commit, without being written.
+/// and told to the catalog and the hubs with this commit, without being written. Their new
+/// events are read too, once for every live reader here, only where there is one: with
+/// several daemons, each would otherwise read back everything every other one writes.
 extension WriterRules {
     /// At most this many events are read per refreshed stream; a larger step is left to
     /// the cursors' own paged reads.
@@ -11,7 +13,7 @@ extension WriterRules {
         for name in names where indexByName[name] == nil && !deleted.contains(name) {
             let record = try db.committedRecord(name)
             refreshed[name] = .some(record)
-            if let record, let known = catalog[name], known.id == record.id,
+            if let record, let known = catalog[name], known.id == record.id, liveReaders(name),
                 record.info.lastSequence > known.info.lastSequence,
                 record.info.lastSequence - known.info.lastSequence <= UInt64(Self.refreshEventLimit)
             {

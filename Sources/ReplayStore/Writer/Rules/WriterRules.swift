@@ -75,6 +75,9 @@ struct WriterRules<DB: LogTransaction> {
     /// every cursor of this daemon is served from the tail ring rather than each reading
     /// them from the database.
     var refreshedEvents: [String: [StoredEvent]] = [:]
+    /// Whether this process reads a stream live (`EventStore.setLiveReaders`): a refreshed
+    /// stream no one here reads is not read back.
+    var liveReaders: @Sendable (String) -> Bool = { _ in true }
     /// When producers idle past their lifetime were last forgotten.
     let producerExpiry: ProducerExpiry
     /// Whether this transaction forgot them (a cache of them is then stale).
