@@ -142,7 +142,14 @@ final class PostgresLog: LogDatabase {
     /// needs the locks (a stream it may not write so, found before anything was sent, or a
     /// row another daemon wrote meanwhile, found by PostgreSQL), and nothing of it stayed.
     private func commitOnCachedRows(_ batch: [WriteRequest], started: ContinuousClock.Instant) -> Bool {
-        guard let connection = try? writerConnection() else { return false }
+        let connection: PinnedConnection
+        do {
+            connection = try writerConnection()
+        } catch {
+            // The locked batch would connect again and fail the same way, twice as late.
+            WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
+            return true
+        }
         let transaction = PostgresTransaction(connection, mode: .cached(rowVersions.value, at: .now))
         let (rules, failure) = run(batch, in: transaction)
         if let error = failure {
