@@ -150,7 +150,7 @@ final class PostgresLog: LogDatabase {
             WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             return true
         }
-        let transaction = PostgresTransaction(connection, mode: .cached(rowVersions.value, at: .now))
+        let transaction = PostgresTransaction(connection, mode: .cached(rowVersions, at: .now))
         let (rules, failure) = run(batch, in: transaction)
         if let error = failure {
             if transaction.began, !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }

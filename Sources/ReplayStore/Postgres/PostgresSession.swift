@@ -125,11 +125,7 @@ final class PinnedConnection: PostgresQuerying {
     @discardableResult
     func query<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [Statement.Row]
     where Statement.Row: Sendable {
-        let rows = send(statement)
-        let sent = unanswered
-        unanswered = []
-        for earlier in sent { _ = try answer(earlier) }
-        return try answer(rows)
+        try answerAll(send(statement))
     }
 
     /// Waits for the statement's result, or fails as soon as the connection is closed:
@@ -142,12 +138,16 @@ final class PinnedConnection: PostgresQuerying {
     /// writer makes several statements.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        let statement = connection.query(query, logger: logger)
+        try answerAll(connection.query(query, logger: logger))
+    }
+
+    /// Waits for the statements sent before `last`, then for `last`'s answer.
+    private func answerAll<T: Sendable>(_ last: EventLoopFuture<T>) throws -> T {
         let sent = unanswered
         unanswered = []
         // In the order they ran: the first failure is the cause, what follows it only fails.
         for earlier in sent { _ = try answer(earlier) }
-        return try answer(statement)
+        return try answer(last)
     }
 
     private func answer<T: Sendable>(_ statement: EventLoopFuture<T>) throws -> T {

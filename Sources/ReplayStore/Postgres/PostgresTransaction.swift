@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import PostgresNIO
 import ReplayModel
+import ReplaySync
 
 /// The PostgreSQL side of `LogTransaction`, inside a transaction the writer opened on its
 /// session. Several daemons write the same rows, so nothing is taken from the catalog:
@@ -23,8 +24,11 @@ final class PostgresTransaction: LogTransaction {
     enum Mode {
         /// Locked by name and read fresh (`prepare`).
         case locked
-        /// As this daemon last saw them, each written only if still that version.
-        case cached(RowVersions, at: ContinuousClock.Instant)
+        /// As this daemon last saw them, each written only if still that version. The
+        /// writer's own table, looked up per stream rather than copied per batch: it is
+        /// changed after each commit while the batch's rules still hold this transaction,
+        /// and a copy would then be duplicated whole, a dictionary of every stream.
+        case cached(Locked<RowVersions>, at: ContinuousClock.Instant)
     }
 
     /// Thrown in `Mode.cached` by what needs the locks; the batch runs again with them.
@@ -99,7 +103,7 @@ final class PostgresTransaction: LogTransaction {
 
     func record(_ name: String, cached: Catalog.Record?) throws -> Catalog.Record? {
         if case .cached(let versions, let now) = mode {
-            guard let cached, let version = versions.version(for: cached, at: now) else { throw NeedsLocks() }
+            guard let cached, let version = versions.withLock({ $0.version(for: cached, at: now) }) else { throw NeedsLocks() }
             versionsRead[cached.id] = version
             return cached
         }
