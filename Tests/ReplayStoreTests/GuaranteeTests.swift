@@ -136,11 +136,14 @@ struct GuaranteeTests {
         }
         #expect(remembered.runs.count == 10)
         #expect(remembered.sequence(ofPseq: 0) == 15 && remembered.sequence(ofPseq: 99) == sequence)
-        #expect(ProducerState.unpack(remembered.packedRuns) == remembered.runs)
-        // The stored layout, which rows written by earlier builds have: little-endian triples.
-        var one = ProducerState(first: ProducerStamp(id: "p", epoch: 0, sequence: 0), now: 0)
-        one.runs = [.init(pseq: 1, sequence: 0x0203, count: 4)]
-        #expect([UInt8](one.packedRuns) == [1, 0, 0, 0, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0])
+        for format in [ProducerRunsFormat.triples, .deltas] {
+            #expect(format.unpack(format.pack(remembered.runs)) == remembered.runs)
+        }
+        // The stored layouts: little-endian triples (PostgreSQL's rows, and SQLite's from
+        // before schema 0009), and varints after the run before.
+        let one: [ProducerState.Run] = [.init(pseq: 1, sequence: 0x0203, count: 4)]
+        #expect([UInt8](ProducerRunsFormat.triples.pack(one)) == [1, 0, 0, 0, 0, 0, 0, 0, 3, 2, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0])
+        #expect([UInt8](ProducerRunsFormat.deltas.pack(one + [.init(pseq: 5, sequence: 0x0217, count: 1)])) == [1, 0x83, 0x04, 4, 0, 16, 1])
         #expect(ProducerState.judge(remembered, ProducerStamp(id: "p", epoch: 0, sequence: 42), stream: "s") == .duplicate(remembered.sequence(ofPseq: 42)))
 
         var long = remembered
@@ -151,6 +154,20 @@ struct GuaranteeTests {
         #expect(
             ProducerState.judge(long, ProducerStamp(id: "p", epoch: 0, sequence: 3), stream: "s") == .duplicate(nil),
             "a retry older than the window is still a duplicate, without its number")
+    }
+
+    /// Deltas wrap, so runs out of order (which `record` never makes) still round-trip; a
+    /// row cut short loses only its last, partial run.
+    @Test func deltaRunsRoundTripInAnyOrderAndACutRowKeepsItsWholeRuns() {
+        let runs: [ProducerState.Run] = [
+            .init(pseq: 10, sequence: 100, count: 1), .init(pseq: 2, sequence: .max, count: 3), .init(pseq: .max, sequence: 0, count: 0),
+        ]
+        let packed = ProducerRunsFormat.deltas.pack(runs)
+        #expect(ProducerRunsFormat.deltas.unpack(packed) == runs)
+        #expect(ProducerRunsFormat.deltas.unpack(packed.dropLast()) == Array(runs.prefix(2)))
+        #expect(ProducerRunsFormat.deltas.unpack(Data()) == [])
+        #expect(ProducerRunsFormat.deltas.unpack(Data(repeating: 0xFF, count: 40)) == [], "a varint longer than 64 bits is not a run")
+        #expect(ProducerRunsFormat.triples.unpack(ProducerRunsFormat.triples.pack(runs).dropLast()) == Array(runs.prefix(2)))
     }
 
     @Test(arguments: StoreKind.allCases) func anAtomicSendAcrossTwoStreamsWithOneFailingCheckStoresNothingInEither(_ kind: StoreKind) async throws {

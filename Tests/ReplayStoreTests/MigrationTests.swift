@@ -65,6 +65,45 @@ struct MigrationTests {
         }
     }
 
+    /// A producer row written before schema 0009 (its runs as triples) still answers a
+    /// retry with the original sequence number after the upgrade, and is rewritten as
+    /// deltas by the producer's next publish.
+    @Test func aProducerRowFromBeforeCompactRunsIsReadAfterTheUpgrade() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/replay.sqlite"
+            do {
+                let queue = try DatabaseQueue(path: path)
+                try Migrations.migrator(upTo: "0008_stream_creators").migrate(queue)
+                let runs: [ProducerState.Run] = [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 1)]
+                try await queue.write { db in
+                    try db.execute(
+                        sql: """
+                            INSERT INTO streams (id, name, created_at, first_seq, last_seq, event_count, byte_count)
+                            VALUES (1, 'pay', '2026-01-01T00:00:00.000Z', 1, 7, 7, 7);
+                            INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (1, 'billing', 0, 2, ?, ?)
+                            """,
+                        arguments: [ProducerRunsFormat.triples.pack(runs), Int64(Date().timeIntervalSince1970 * 1000)])
+                }
+                try queue.close()
+            }
+            let store = try openStore(directory)
+            defer { store.close() }
+            let stamp = { (pseq: UInt64) in AppendConditions(producer: ProducerStamp(id: "billing", epoch: 0, sequence: pseq)) }
+            let results = GuaranteeTests.Results()
+            for pseq in UInt64(1)...3 {
+                store.append(Data("p\(pseq)".utf8), to: "pay", conditions: stamp(pseq), sink: results, token: pseq)
+            }
+            let got = try await results.wait(for: 3)
+            #expect((1...3).map { got[$0]?.sequence } == [.success(2), .success(7), .success(8)])
+            let (runs, format) = try store.query { db in
+                let row = try #require(try Row.fetchOne(db, sql: "SELECT runs, runs_format FROM producers"))
+                return (row["runs"] as Data, row["runs_format"] as Int64)
+            }
+            #expect(format == ProducerRunsFormat.deltas.rawValue)
+            #expect(ProducerRunsFormat.deltas.unpack(runs) == [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 2)])
+        }
+    }
+
     static let schemaV2Database = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().appendingPathComponent("Fixtures/schema-v2-database.sqlite").path
 

@@ -79,29 +79,6 @@ struct ProducerState: Sendable, Equatable {
             }
         }
     }
-
-    /// The runs as stored: little-endian (pseq, sequence, count) triples. Written in place:
-    /// a producer's row is written with every batch it publishes in, and one publishing
-    /// among others has up to `maxRuns` runs (an array per value made this 7.6 % of the
-    /// daemon's CPU under 16 producers POSTing to one stream).
-    var packedRuns: Data {
-        var data = Data(count: runs.count * 24)
-        data.withUnsafeMutableBytes { bytes in
-            for (index, run) in runs.enumerated() {
-                bytes.storeBytes(of: run.pseq.littleEndian, toByteOffset: index * 24, as: UInt64.self)
-                bytes.storeBytes(of: run.sequence.littleEndian, toByteOffset: index * 24 + 8, as: UInt64.self)
-                bytes.storeBytes(of: run.count.littleEndian, toByteOffset: index * 24 + 16, as: UInt64.self)
-            }
-        }
-        return data
-    }
-
-    static func unpack(_ data: Data) -> [Run] {
-        let values = stride(from: data.startIndex, to: data.endIndex - 7, by: 8).map { offset in
-            data[offset..<offset + 8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        }
-        return stride(from: 0, to: values.count - 2, by: 3).map { Run(pseq: values[$0], sequence: values[$0 + 1], count: values[$0 + 2]) }
-    }
 }
 
 extension ProducerState {

@@ -352,7 +352,7 @@ final class PostgresTransaction: LogTransaction {
             """)
         return try rows.rows.first.map { row in
             let (epoch, lastPseq, runs, updatedAt) = try row.decode((Int64, Int64, Data, Int64).self)
-            return ProducerState(epoch: UInt64(epoch), lastPseq: UInt64(lastPseq), runs: ProducerState.unpack(runs), updatedAt: updatedAt)
+            return ProducerState(epoch: UInt64(epoch), lastPseq: UInt64(lastPseq), runs: ProducerRunsFormat.triples.unpack(runs), updatedAt: updatedAt)
         }
     }
 
@@ -364,7 +364,7 @@ final class PostgresTransaction: LogTransaction {
             try session.send(
                 """
                 INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at)
-                VALUES (\(key.stream), \(key.producer), \(Int64(state.epoch)), \(Int64(state.lastPseq)), \(state.packedRuns), \(state.updatedAt))
+                VALUES (\(key.stream), \(key.producer), \(Int64(state.epoch)), \(Int64(state.lastPseq)), \(ProducerRunsFormat.triples.pack(state.runs)), \(state.updatedAt))
                 ON CONFLICT (stream_id, producer) DO UPDATE SET
                     epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs, updated_at = excluded.updated_at
                 """)

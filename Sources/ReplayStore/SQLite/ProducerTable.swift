@@ -12,27 +12,31 @@ final class ProducerTable: @unchecked Sendable {
         if let cached = states[key] { return cached }
         if states.count > 100_000 { states = [:] }  // a cache: reloaded on demand
         let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT epoch, last_pseq, runs, updated_at FROM producers WHERE stream_id = ? AND producer = ?"),
+            db.cachedStatement(sql: "SELECT epoch, last_pseq, runs, runs_format, updated_at FROM producers WHERE stream_id = ? AND producer = ?"),
             arguments: [key.stream, key.producer])
         let state = row.map { row in
             ProducerState(
                 epoch: UInt64(row["epoch"] as Int64), lastPseq: UInt64(row["last_pseq"] as Int64),
-                runs: ProducerState.unpack(row["runs"]), updatedAt: row["updated_at"])
+                runs: (ProducerRunsFormat(rawValue: row["runs_format"] as Int64) ?? .triples).unpack(row["runs"]), updatedAt: row["updated_at"])
         }
         states[key] = .some(state)
         return state
     }
 
-    /// Writes the states a transaction changed (inside it).
+    /// Writes the states a transaction changed (inside it), their runs as deltas.
     static func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
         for (key, state) in changes {
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, runs_format, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (stream_id, producer) DO UPDATE SET
-                        epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs, updated_at = excluded.updated_at
+                        epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs,
+                        runs_format = excluded.runs_format, updated_at = excluded.updated_at
                     """
-            ).execute(arguments: [key.stream, key.producer, Int64(state.epoch), Int64(state.lastPseq), state.packedRuns, state.updatedAt])
+            ).execute(arguments: [
+                key.stream, key.producer, Int64(state.epoch), Int64(state.lastPseq), ProducerRunsFormat.deltas.pack(state.runs), ProducerRunsFormat.deltas.rawValue,
+                state.updatedAt,
+            ])
         }
     }
 

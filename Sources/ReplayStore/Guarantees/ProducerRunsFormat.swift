@@ -1,0 +1,113 @@
+import Foundation
+
+/// How a producer's runs (`ProducerState.runs`) are laid out in its row's `runs` bytes.
+///
+/// The row is written with every batch its producer publishes in, so its size is paid at
+/// every commit: SQLite writes each page a commit changed to its log, whole. Sixteen
+/// producers POSTing one event at a time to one stream each keep 64 runs of one pseq,
+/// 1,536 bytes a row as triples: two rows to a 4 KiB page, and a batch rewrote most of
+/// the table. As deltas, a run of that kind is three bytes, and the table is one page.
+enum ProducerRunsFormat: Int64, Sendable {
+    /// Little-endian (first pseq, first sequence, count) triples of 64-bit integers, 24
+    /// bytes a run. PostgreSQL's rows are in this layout (an update there writes a new
+    /// row version whatever its size, and daemons of the previous version may share the
+    /// database during a rolling upgrade), and so are SQLite rows written before schema
+    /// `0009`.
+    case triples = 0
+    /// Each run as three LEB128 varints: its first pseq and first sequence after where the
+    /// run before it ended (the first run's from 0), then its count. Differences wrap
+    /// (`&-`), so any list round-trips, in order or not; an ordered one is a few bytes a run.
+    case deltas = 1
+
+    func pack(_ runs: [ProducerState.Run]) -> Data {
+        switch self {
+        case .triples: Self.packTriples(runs)
+        case .deltas: Self.packDeltas(runs)
+        }
+    }
+
+    /// The runs in `data`; a truncated last run (a damaged row) is left out.
+    func unpack(_ data: Data) -> [ProducerState.Run] {
+        switch self {
+        case .triples: Self.unpackTriples(data)
+        case .deltas: Self.unpackDeltas(data)
+        }
+    }
+
+    private static func packTriples(_ runs: [ProducerState.Run]) -> Data {
+        var data = Data(count: runs.count * 24)
+        data.withUnsafeMutableBytes { bytes in
+            for (index, run) in runs.enumerated() {
+                bytes.storeBytes(of: run.pseq.littleEndian, toByteOffset: index * 24, as: UInt64.self)
+                bytes.storeBytes(of: run.sequence.littleEndian, toByteOffset: index * 24 + 8, as: UInt64.self)
+                bytes.storeBytes(of: run.count.littleEndian, toByteOffset: index * 24 + 16, as: UInt64.self)
+            }
+        }
+        return data
+    }
+
+    private static func unpackTriples(_ data: Data) -> [ProducerState.Run] {
+        data.withUnsafeBytes { bytes in
+            (0..<bytes.count / 24).map { index in
+                let value = { (field: Int) in UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index * 24 + field * 8, as: UInt64.self)) }
+                return ProducerState.Run(pseq: value(0), sequence: value(1), count: value(2))
+            }
+        }
+    }
+
+    /// Written into one buffer of the most a run can take (three varints of 10 bytes).
+    private static func packDeltas(_ runs: [ProducerState.Run]) -> Data {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(runs.count, 1) * 30) { buffer in
+            var length = 0
+            func put(_ value: UInt64) {
+                var rest = value
+                while rest >= 0x80 {
+                    buffer[length] = UInt8(truncatingIfNeeded: rest) | 0x80
+                    length += 1
+                    rest >>= 7
+                }
+                buffer[length] = UInt8(rest)
+                length += 1
+            }
+            var pseqEnd: UInt64 = 0
+            var sequenceEnd: UInt64 = 0
+            for run in runs {
+                put(run.pseq &- pseqEnd)
+                put(run.sequence &- sequenceEnd)
+                put(run.count)
+                pseqEnd = run.pseq &+ run.count
+                sequenceEnd = run.sequence &+ run.count
+            }
+            return Data(buffer[0..<length])
+        }
+    }
+
+    private static func unpackDeltas(_ data: Data) -> [ProducerState.Run] {
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            /// The next varint; `nil` at the end, or where one is cut short or too long.
+            func next() -> UInt64? {
+                var value: UInt64 = 0
+                var shift: UInt64 = 0
+                while offset < bytes.count, shift < 64 {
+                    let byte = bytes[offset]
+                    offset += 1
+                    value |= UInt64(byte & 0x7F) << shift
+                    if byte < 0x80 { return value }
+                    shift += 7
+                }
+                return nil
+            }
+            var runs: [ProducerState.Run] = []
+            var pseqEnd: UInt64 = 0
+            var sequenceEnd: UInt64 = 0
+            while let pseqGap = next(), let sequenceGap = next(), let count = next() {
+                let run = ProducerState.Run(pseq: pseqEnd &+ pseqGap, sequence: sequenceEnd &+ sequenceGap, count: count)
+                runs.append(run)
+                pseqEnd = run.pseq &+ run.count
+                sequenceEnd = run.sequence &+ run.count
+            }
+            return runs
+        }
+    }
+}
