@@ -34,8 +34,8 @@ final class ProducerTable: @unchecked Sendable {
                         runs_format = excluded.runs_format, updated_at = excluded.updated_at
                     """
             ).execute(arguments: [
-                key.stream, key.producer, Int64(state.epoch), Int64(state.lastPseq), ProducerRunsFormat.deltas.pack(state.runs), ProducerRunsFormat.deltas.rawValue,
-                state.updatedAt,
+                key.stream, key.producer, Int64(state.epoch), Int64(state.lastPseq),
+                ProducerRunsFormat.deltas.pack(state.runs), ProducerRunsFormat.deltas.rawValue, state.updatedAt,
             ])
         }
     }
