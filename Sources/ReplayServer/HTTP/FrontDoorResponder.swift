@@ -130,7 +130,7 @@ struct FrontDoorResponder: HTTPResponder {
     /// The security and CORS headers.
     @inline(never)
     private func addHeaders(to response: inout Response, for request: Request) {
-        let allowedOrigin = request.headers[.origin].flatMap(settings.corsValue(for:))
+        let allowedOrigin = request.headers.value(.origin).flatMap(settings.corsValue(for:))
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[.crossOriginResourcePolicy] = "cross-origin"
         if let allowedOrigin {
@@ -145,14 +145,14 @@ struct FrontDoorResponder: HTTPResponder {
     }
 
     private func isPreflight(_ request: Request) -> Bool {
-        request.method == .options && request.headers[.origin] != nil && request.headers[.accessControlRequestMethod] != nil
+        request.method == .options && request.headers.value(.origin) != nil && request.headers.value(.accessControlRequestMethod) != nil
     }
 
     /// The answer to a preflight: the protocol's methods and headers, cached for a day, for
     /// an allowed origin; 403 for another.
     @inline(never)
     private func preflight(_ request: Request) throws -> Response {
-        let origin = request.headers[.origin] ?? ""
+        let origin = request.headers.value(.origin) ?? ""
         guard settings.corsValue(for: origin) != nil else {
             throw HTTPError(
                 .forbidden, message: "pages from '\(origin)' may not call this server (replayd --http-cors-origin lists the origins that may)")
@@ -178,7 +178,7 @@ struct FrontDoorResponder: HTTPResponder {
         } else {
             client = "address \(context.remoteAddress?.ipAddress ?? "unknown")"
         }
-        let announced = request.headers[.contentLength].flatMap { Int($0) }
+        let announced = request.headers.value(.contentLength).flatMap { Int($0) }
         if let wait = limiter.admit(client, limits: limits, bytes: announced ?? 0) {
             let seconds = wait.retryAfterSeconds
             throw HTTPError(
@@ -199,7 +199,7 @@ struct FrontDoorResponder: HTTPResponder {
         }
         let access = RequestAccess.of(request)
         if access == .open || access == .wakeToken { return nil }
-        guard let token = request.headers[.authorization].flatMap(BearerToken.from(header:)) else {
+        guard let token = request.headers.value(.authorization).flatMap(BearerToken.from(header:)) else {
             throw refuse(.unauthorized, "this needs Authorization: Bearer <token>", who: "-", access)
         }
         // The daemon's own --http-token stays the simplest case: everything.
@@ -250,7 +250,7 @@ struct FrontDoorResponder: HTTPResponder {
         if SubscriptionRoutes.carriesWakeToken(request.uri.path) { return }
         let writes = [.put, .post, .delete].contains(request.method)
         guard writes || settings.tokenForReads else { return }
-        guard request.headers[.authorization] == "Bearer \(token)" else {
+        guard request.headers.value(.authorization) == "Bearer \(token)" else {
             throw HTTPError(
                 .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"replay\""], message: "this needs Authorization: Bearer <token> (--http-token)")
         }

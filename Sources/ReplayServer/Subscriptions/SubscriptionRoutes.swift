@@ -111,7 +111,7 @@ struct SubscriptionRoutes: Sendable {
 
     /// A worker's request for its wake: its token, wake id, generation, acks and `done`.
     private func wakeRequest(_ request: Request) async throws(SubscriptionProblem) -> Subscriptions.WakeRequest {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+        guard let header = request.headers.value(.authorization), header.hasPrefix("Bearer ") else {
             throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_INVALID", message: "this needs Authorization: Bearer <the wake's token>")
         }
         let body = try SubscriptionJSON.object(try await collect(request))

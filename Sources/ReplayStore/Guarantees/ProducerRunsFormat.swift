@@ -78,7 +78,7 @@ enum ProducerRunsFormat: Int64, Sendable {
                 pseqEnd = run.pseq &+ run.count
                 sequenceEnd = run.sequence &+ run.count
             }
-            return Data(buffer[0..<length])
+            return Data(bytes: buffer.baseAddress!, count: length)
         }
     }
 

@@ -23,20 +23,28 @@ final class ProducerTable: @unchecked Sendable {
         return state
     }
 
-    /// Writes the states a transaction changed (inside it), their runs as deltas.
+    /// Writes the states a transaction changed (inside it), their runs as deltas. Bound in
+    /// place (`RawStatement`): this runs for every producer in every batch it publishes in,
+    /// and GRDB's arguments were most of its cost.
     static func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
-        for (key, state) in changes {
+        guard !changes.isEmpty else { return }
+        let upsert = RawStatement(
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, runs_format, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs_format, updated_at, runs)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (stream_id, producer) DO UPDATE SET
                         epoch = excluded.epoch, last_pseq = excluded.last_pseq, runs = excluded.runs,
                         runs_format = excluded.runs_format, updated_at = excluded.updated_at
-                    """
-            ).execute(arguments: [
-                key.stream, key.producer, Int64(state.epoch), Int64(state.lastPseq),
-                ProducerRunsFormat.deltas.pack(state.runs), ProducerRunsFormat.deltas.rawValue, state.updatedAt,
-            ])
+                    """), in: db)
+        for (key, state) in changes {
+            upsert.bind(key.stream, at: 1)
+            upsert.bind(key.producer, at: 2)
+            upsert.bind(Int64(state.epoch), at: 3)
+            upsert.bind(Int64(state.lastPseq), at: 4)
+            upsert.bind(ProducerRunsFormat.deltas.rawValue, at: 5)
+            upsert.bind(state.updatedAt, at: 6)
+            try upsert.execute(blob: ProducerRunsFormat.deltas.pack(state.runs), at: 7)
         }
     }
 
