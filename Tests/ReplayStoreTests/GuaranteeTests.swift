@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GRDB
 import ReplayCore
 import ReplayModel
 import ReplaySync
@@ -154,6 +155,38 @@ struct GuaranteeTests {
         #expect(
             ProducerState.judge(long, ProducerStamp(id: "p", epoch: 0, sequence: 3), stream: "s") == .duplicate(nil),
             "a retry older than the window is still a duplicate, without its number")
+    }
+
+    /// A producer row the writer's cache holds is updated in place; one that went behind the
+    /// cache's back (as expiry deletes rows in the transaction that may write them again)
+    /// is written again, not lost to an update of nothing.
+    @Test func aProducerRowGoneBehindTheCacheIsWrittenAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
+            try Migrations.migrator().migrate(queue)
+            let table = ProducerTable()
+            let key = ProducerKey(stream: 1, producer: "billing")
+            var first = ProducerState(first: ProducerStamp(id: "billing", epoch: 2, sequence: 0), now: 5)
+            first.record(ProducerStamp(id: "billing", epoch: 2, sequence: 0), sequence: 7, now: 5)
+            var second = first
+            second.record(ProducerStamp(id: "billing", epoch: 2, sequence: 1), sequence: 8, now: 6)
+            let (known, updated, rewritten) = try await queue.write { [first, second] db in
+                try db.execute(sql: "INSERT INTO streams (id, name, created_at, first_seq, last_seq) VALUES (1, 's', '2026-01-01T00:00:00.000Z', 1, 7)")
+                try table.write([key: first], db)
+                table.apply([key: first], deletedStreams: [], expired: false)
+                let known = try table.state(key, db)
+                try table.write([key: second], db)  // in place
+                let updated = try Int64.fetchOne(db, sql: "SELECT last_pseq FROM producers")
+                try db.execute(sql: "DELETE FROM producers")
+                try table.write([key: second], db)  // gone: written again
+                let row = try Row.fetchOne(db, sql: "SELECT last_pseq, runs FROM producers")
+                return (known, updated, row.map { ($0["last_pseq"] as Int64, ProducerRunsFormat.deltas.unpack($0["runs"])) })
+            }
+            #expect(known == first)
+            #expect(updated == 1)
+            #expect(rewritten?.0 == 1)
+            #expect(rewritten?.1 == second.runs)
+        }
     }
 
     /// Deltas wrap, so runs out of order (which `record` never makes) still round-trip; a

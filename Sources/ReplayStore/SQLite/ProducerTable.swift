@@ -23,11 +23,19 @@ final class ProducerTable: @unchecked Sendable {
         return state
     }
 
-    /// Writes the states a transaction changed (inside it), their runs as deltas. Bound in
-    /// place (`RawStatement`): this runs for every producer in every batch it publishes in,
-    /// and GRDB's arguments were most of its cost.
-    static func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
+    /// Writes the states a transaction changed (inside it), their runs as deltas. A row the
+    /// cache knows is there is updated in place, one seek where an upsert takes two; if it
+    /// is gone after all (expired in this transaction), the upsert writes it again. Bound
+    /// in place (`RawStatement`): this runs for every producer in every batch it publishes
+    /// in, and GRDB's arguments were most of its cost.
+    func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
         guard !changes.isEmpty else { return }
+        let update = RawStatement(
+            try db.cachedStatement(
+                sql: """
+                    UPDATE producers SET epoch = ?3, last_pseq = ?4, runs_format = ?5, updated_at = ?6, runs = ?7
+                    WHERE stream_id = ?1 AND producer = ?2
+                    """), in: db)
         let upsert = RawStatement(
             try db.cachedStatement(
                 sql: """
@@ -38,14 +46,22 @@ final class ProducerTable: @unchecked Sendable {
                         runs_format = excluded.runs_format, updated_at = excluded.updated_at
                     """), in: db)
         for (key, state) in changes {
-            upsert.bind(key.stream, at: 1)
-            upsert.bind(key.producer, at: 2)
-            upsert.bind(Int64(state.epoch), at: 3)
-            upsert.bind(Int64(state.lastPseq), at: 4)
-            upsert.bind(ProducerRunsFormat.deltas.rawValue, at: 5)
-            upsert.bind(state.updatedAt, at: 6)
-            try upsert.execute(blob: ProducerRunsFormat.deltas.pack(state.runs), at: 7)
+            if case .some(.some) = states[key] {
+                try Self.run(update, key, state)
+                if db.changesCount == 1 { continue }
+            }
+            try Self.run(upsert, key, state)
         }
+    }
+
+    private static func run(_ statement: RawStatement, _ key: ProducerKey, _ state: ProducerState) throws {
+        statement.bind(key.stream, at: 1)
+        statement.bind(key.producer, at: 2)
+        statement.bind(Int64(state.epoch), at: 3)
+        statement.bind(Int64(state.lastPseq), at: 4)
+        statement.bind(ProducerRunsFormat.deltas.rawValue, at: 5)
+        statement.bind(state.updatedAt, at: 6)
+        try statement.execute(blob: ProducerRunsFormat.deltas.pack(state.runs), at: 7)
     }
 
     /// After the commit.

@@ -188,7 +188,7 @@ final class SQLiteTransaction: LogTransaction {
 
     func producerState(_ key: ProducerKey) throws -> ProducerState? { try producers.state(key, db) }
 
-    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws { try ProducerTable.write(changes, db) }
+    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws { try producers.write(changes, db) }
 
     func expireProducers(before millis: Int64) throws { try ProducerTable.expire(before: millis, db) }
 
