@@ -41,20 +41,13 @@ struct MigrationTests {
     /// A database made by the first schema version is upgraded in place, data kept.
     @Test func aFirstVersionDatabaseIsUpgradedInPlace() async throws {
         try await withTemporaryDirectory { directory in
-            let path = directory + "/replay.sqlite"
-            do {
-                let queue = try DatabaseQueue(path: path)
-                try Migrations.migrator(upTo: "0001_initial").migrate(queue)
-                try await queue.write { db in
-                    try db.execute(
-                        sql: """
-                            INSERT INTO streams (name, capacity, created_at, first_seq, last_seq, event_count, byte_count)
-                            VALUES ('old', 5, '2026-01-01T00:00:00.000Z', 1, 1, 1, 3);
-                            INSERT INTO event_log VALUES (1, 1, '2026-01-01T00:00:00.000Z', CAST('hey' AS BLOB));
-                            """)
-                }
-                try queue.close()
-            }
+            try await makeDatabase(
+                in: directory, upTo: "0001_initial",
+                """
+                INSERT INTO streams (name, capacity, created_at, first_seq, last_seq, event_count, byte_count)
+                VALUES ('old', 5, '2026-01-01T00:00:00.000Z', 1, 1, 1, 3);
+                INSERT INTO event_log VALUES (1, 1, '2026-01-01T00:00:00.000Z', CAST('hey' AS BLOB));
+                """)
             let store = try openStore(directory)
             defer { store.close() }
             #expect(store.info("old")?.config == StreamConfig(capacity: 5))
@@ -70,22 +63,15 @@ struct MigrationTests {
     /// deltas by the producer's next publish.
     @Test func aProducerRowFromBeforeCompactRunsIsReadAfterTheUpgrade() async throws {
         try await withTemporaryDirectory { directory in
-            let path = directory + "/replay.sqlite"
-            do {
-                let queue = try DatabaseQueue(path: path)
-                try Migrations.migrator(upTo: "0008_stream_creators").migrate(queue)
-                let runs: [ProducerState.Run] = [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 1)]
-                try await queue.write { db in
-                    try db.execute(
-                        sql: """
-                            INSERT INTO streams (id, name, created_at, first_seq, last_seq, event_count, byte_count)
-                            VALUES (1, 'pay', '2026-01-01T00:00:00.000Z', 1, 7, 7, 7);
-                            INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (1, 'billing', 0, 2, ?, ?)
-                            """,
-                        arguments: [ProducerRunsFormat.triples.pack(runs), Int64(Date().timeIntervalSince1970 * 1000)])
-                }
-                try queue.close()
-            }
+            let runs: [ProducerState.Run] = [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 1)]
+            try await makeDatabase(
+                in: directory, upTo: "0008_stream_creators",
+                """
+                INSERT INTO streams (id, name, created_at, first_seq, last_seq, event_count, byte_count)
+                VALUES (1, 'pay', '2026-01-01T00:00:00.000Z', 1, 7, 7, 7);
+                INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (1, 'billing', 0, 2, ?, ?)
+                """,
+                arguments: [ProducerRunsFormat.triples.pack(runs).databaseValue, Int64(Date().timeIntervalSince1970 * 1000).databaseValue])
             let store = try openStore(directory)
             defer { store.close() }
             let stamp = { (pseq: UInt64) in AppendConditions(producer: ProducerStamp(id: "billing", epoch: 0, sequence: pseq)) }
@@ -95,12 +81,12 @@ struct MigrationTests {
             }
             let got = try await results.wait(for: 3)
             #expect((1...3).map { got[$0]?.sequence } == [.success(2), .success(7), .success(8)])
-            let (runs, format) = try store.query { db in
+            let (stored, format) = try store.query { db in
                 let row = try #require(try Row.fetchOne(db, sql: "SELECT runs, runs_format FROM producers"))
                 return (row["runs"] as Data, row["runs_format"] as Int64)
             }
             #expect(format == ProducerRunsFormat.deltas.rawValue)
-            #expect(ProducerRunsFormat.deltas.unpack(runs) == [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 2)])
+            #expect(ProducerRunsFormat.deltas.unpack(stored) == [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 2)])
         }
     }
 
@@ -305,6 +291,15 @@ struct MigrationTests {
             }
         }
     }
+}
+
+/// A database file in `directory` at schema `migration` (as a build of that version left
+/// it), with `sql` run in it.
+private func makeDatabase(in directory: String, upTo migration: String, _ sql: String, arguments: [DatabaseValue] = []) async throws {
+    let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
+    try Migrations.migrator(upTo: migration).migrate(queue)
+    try await queue.write { db in try db.execute(sql: sql, arguments: StatementArguments(arguments)) }
+    try queue.close()
 }
 
 /// The descriptor of this process that has `path` open, found in /proc/self/fd.
