@@ -18,4 +18,8 @@ enum StoreMetrics {
     /// Batches tried on cached rows that met a row another writer had changed, and ran
     /// again under the locks.
     static let cachedRowConflicts = Counter(label: "replay_postgres_cached_conflicts_total")
+    /// Streams another daemon changed, learned from its notice alone (`from="notice"`:
+    /// only their bounds changed) or by reading their rows again (`from="row"`).
+    static let refreshesFromNotices = Counter(label: "replay_postgres_refreshes_total", dimensions: [("from", "notice")])
+    static let refreshesFromRows = Counter(label: "replay_postgres_refreshes_total", dimensions: [("from", "row")])
 }

@@ -245,11 +245,7 @@ extension SharedPostgresTests {
         try await TestPostgres.withDatabase { url in
             try await withTwoDaemons(on: url, arguments: ["--http", "127.0.0.1:0"]) { first, _ in
                 let http = try HTTPTestClient(address: try await first.httpAddress())
-                func metric(_ name: String) async throws -> Double {
-                    let text = try await http.request("GET", "/metrics").text
-                    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
-                    return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
-                }
+                func metric(_ name: String) async throws -> Double { try await metricValue(name, from: http) }
                 try await withWireClient(first.socketPath) { client in
                     for index in 1...20 {
                         #expect(try await client.tryPublish("solo", "e\(index)") == .success(UInt64(index)))
@@ -270,6 +266,41 @@ extension SharedPostgresTests {
             }
         }
     }
+
+    /// A stream one daemon only appends to is learned by the other from each commit's
+    /// notice, which carries its new bounds, without a read of its row per commit; and
+    /// what it learns is what is stored.
+    @Test func anotherDaemonLearnsAppendsFromTheNoticeWithoutReadingTheRow() async throws {
+        try await TestPostgres.withDatabase { url in
+            try await withTwoDaemons(on: url, arguments: ["--http", "127.0.0.1:0"]) { first, second in
+                try await withWireClient(first.socketPath) { client async throws in
+                    for index in 1...20 {
+                        #expect(try await client.tryPublish("solo", "e\(index)") == .success(UInt64(index)))
+                    }
+                }
+                let onSecond = try await ReplayClient.connect(to: second.socketPath)
+                try await eventually("the second daemon to learn the 20th event") { try await onSecond.info("solo").lastSeq == 20 }
+                #expect(try await onSecond.info("solo").bytes == (1...20).reduce(0) { $0 + "e\($1)".utf8.count })
+                let http = try HTTPTestClient(address: try await second.httpAddress())
+                let fromNotices = try await metricValue(#"replay_postgres_refreshes_total{from="notice"}"#, from: http)
+                let fromRows = try await metricValue(#"replay_postgres_refreshes_total{from="row"}"#, from: http)
+                #expect(fromNotices >= 15, "\(fromNotices)")
+                #expect(fromRows <= 3, "only the stream's creation is read: \(fromRows)")
+                try await withWireClient(second.socketPath) { reader in
+                    try await reader.subscribe("solo", sid: "r")
+                    #expect(try await reader.events(20).map(\.1) == (1...20).map { "e\($0)" })
+                }
+                await onSecond.close()
+            }
+        }
+    }
+}
+
+/// A value on a daemon's `/metrics` (0 if it is not there).
+func metricValue(_ name: String, from http: HTTPTestClient) async throws -> Double {
+    let text = try await http.request("GET", "/metrics").text
+    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+    return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
 }
 
 /// Lines in a file (0 if there is none).

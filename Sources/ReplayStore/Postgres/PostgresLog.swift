@@ -202,10 +202,17 @@ final class PostgresLog: LogDatabase {
         rules.committed(batch, started: started, listeners: listeners)
     }
 
-    /// What the other daemons are told of the batch: the streams it changed.
+    /// What the other daemons are told of the batch: the streams it changed, and the new
+    /// bounds of those whose rows it changed in nothing else (the catalog still holds the
+    /// rows as they were before the batch).
     private func notice(_ rules: WriterRules<PostgresTransaction>) -> String? {
         let changed = rules.announced
-        return changed.isEmpty ? nil : CommitNotice(origin: origin, streams: changed).payload
+        guard !changed.isEmpty else { return nil }
+        var bounds: [String: StreamBounds] = [:]
+        for (name, index) in rules.indexByName where !rules.deleted.contains(name) {
+            bounds[name] = StreamBounds.onlyChange(from: catalog[name], to: rules.streams[index].record)
+        }
+        return CommitNotice(origin: origin, streams: changed, bounds: bounds).payload
     }
 
     /// Starts following the other daemons' commits; their notifications become `refresh`
@@ -229,8 +236,8 @@ final class PostgresLog: LogDatabase {
                             backoff = .milliseconds(100)
                             for try await notification in notifications {
                                 guard let notice = CommitNotice(payload: notification.payload), notice.origin != origin else { continue }
-                                if let streams = notice.streams {
-                                    writer.submit(.refresh(streams: streams))
+                                if let streams = notice.streamsToRead {
+                                    writer.submit(.refresh(streams: streams, bounds: notice.bounds))
                                 } else {
                                     let stored = try await Self.streamNames(connection, logger)
                                     writer.submit(.refresh(streams: Set(catalog.all.map(\.info.name)).union(stored).sorted()))
@@ -342,27 +349,71 @@ final class PostgresLog: LogDatabase {
     }
 }
 
-/// What a commit tells the other daemons: who committed, and the streams it changed
-/// (`nil`: too many to list within NOTIFY's 8000 bytes, read them all).
+/// What a commit tells the other daemons: who committed, the streams it changed (`nil`:
+/// too many to list within NOTIFY's 8000 bytes, read them all), and the new bounds of
+/// those it changed in nothing else, which they need not read (`StreamBounds`).
+///
+/// The payload is lines: the origin, each stream's name, then a line per stream with
+/// bounds, `<name> <id> <first> <last> <bytes> <last time>`. Names hold no spaces, so the
+/// two kinds of line cannot be confused; and a daemon of the previous version, which
+/// takes every line after the first as a name, still reads each stream's row as it did
+/// (it also looks a bounds line up as a name, finds no such stream, and goes on).
 struct CommitNotice: Equatable {
     let origin: String
     let streams: [String]?
+    let bounds: [String: StreamBounds]
 
-    init(origin: String, streams: some Collection<String>) {
+    static let maxPayload = 7000
+
+    init(origin: String, streams: some Collection<String>, bounds: [String: StreamBounds] = [:]) {
         self.origin = origin
         let listed = streams.sorted()
-        self.streams = listed.reduce(0) { $0 + $1.utf8.count + 1 } < 7000 ? listed : nil
+        let size = listed.reduce(0) { $0 + $1.utf8.count + 1 }
+        self.streams = size < Self.maxPayload ? listed : nil
+        let boundsSize = bounds.reduce(0) { $0 + Self.line($1.key, $1.value).utf8.count + 1 }
+        self.bounds = self.streams != nil && size + boundsSize < Self.maxPayload ? bounds : [:]
     }
 
     var payload: String {
-        ([origin] + (streams ?? ["*"])).joined(separator: "\n")
+        let boundLines = bounds.keys.sorted().map { Self.line($0, bounds[$0]!) }
+        return ([origin] + (streams ?? ["*"]) + boundLines).joined(separator: "\n")
     }
 
     init?(payload: String) {
-        let lines = payload.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let lines = payload.split(separator: "\n", omittingEmptySubsequences: false)
         guard let origin = lines.first, !origin.isEmpty else { return nil }
-        self.origin = origin
-        streams = lines.dropFirst() == ["*"] ? nil : Array(lines.dropFirst())
+        self.origin = String(origin)
+        var names: [String] = []
+        var bounds: [String: StreamBounds] = [:]
+        for line in lines.dropFirst() {
+            if line.contains(" ") {
+                // A line this version cannot read is left out: the stream's row is read.
+                if let (name, parsed) = Self.bounds(line) { bounds[name] = parsed }
+            } else {
+                names.append(String(line))
+            }
+        }
+        let listed = names == ["*"] ? nil : names
+        streams = listed
+        self.bounds = bounds.filter { listed?.contains($0.key) == true }
+    }
+
+    /// The streams whose rows a daemon told of this notice must read: those listed without
+    /// their bounds.
+    var streamsToRead: [String]? {
+        streams.map { $0.filter { bounds[$0] == nil } }
+    }
+
+    private static func line(_ name: String, _ bounds: StreamBounds) -> String {
+        "\(name) \(bounds.id) \(bounds.firstSequence) \(bounds.lastSequence) \(bounds.byteCount) \(bounds.lastTime)"
+    }
+
+    private static func bounds(_ line: Substring) -> (String, StreamBounds)? {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 6, let id = Int64(fields[1]), let first = UInt64(fields[2]), let last = UInt64(fields[3]),
+            let bytes = Int(fields[4]), let lastTime = Int64(fields[5])
+        else { return nil }
+        return (String(fields[0]), StreamBounds(id: id, firstSequence: first, lastSequence: last, byteCount: bytes, lastTime: lastTime))
     }
 }
 

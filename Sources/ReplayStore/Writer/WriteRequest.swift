@@ -40,8 +40,9 @@ enum WriteRequest: Sendable {
     /// Serves the group members waiting for work whose groups' time came (a held event's
     /// time ran out, a given-back event's delay ended): `WaitingMembers`' alarm.
     case serveDueWaiters
-    /// Reads these streams' rows again: another daemon changed them (a shared database).
-    case refresh(streams: [String])
+    /// Another daemon changed these streams (a shared database): reads their rows again,
+    /// and takes the `bounds` its notice gave for others as they are.
+    case refresh(streams: [String], bounds: [String: StreamBounds] = [:])
     /// A subscription's row written or removed, if it is still as its writer read it.
     case subscription(SubscriptionWrite, Completion<SubscriptionWritten>)
     /// The daemon's signing key: `candidate` is kept if there is none yet; answered with

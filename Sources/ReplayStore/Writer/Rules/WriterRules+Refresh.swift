@@ -9,25 +9,43 @@ extension WriterRules {
     /// the cursors' own paged reads.
     static var refreshEventLimit: Int { 1024 }
 
-    mutating func refresh(_ names: [String]) throws {
-        for name in names where indexByName[name] == nil && !deleted.contains(name) {
+    /// `names` are read again; the streams in `bounds` are known as they are now from the
+    /// notice of the daemon that wrote them, unless this daemon has seen them since in a
+    /// later state, or not at all: then they are read too.
+    mutating func refresh(_ names: [String], bounds: [String: StreamBounds] = [:]) throws {
+        var toRead = names
+        for (name, bounds) in bounds.sorted(by: { $0.key < $1.key }) where indexByName[name] == nil && !deleted.contains(name) {
+            guard let known = catalog[name], let record = bounds.applied(to: known) else {
+                toRead.append(name)
+                continue
+            }
+            refreshed[name] = .some(record)
+            StoreMetrics.refreshesFromNotices.increment()
+            try readBack(name, known: known, now: record)
+        }
+        for name in toRead where indexByName[name] == nil && !deleted.contains(name) {
             let record = try db.committedRecord(name)
             refreshed[name] = .some(record)
-            if let record, let known = catalog[name], known.id == record.id, liveReaders(name),
-                record.info.lastSequence > known.info.lastSequence,
-                record.info.lastSequence - known.info.lastSequence <= UInt64(Self.refreshEventLimit)
-            {
-                let segments = LogSegments(of: record, from: known.info.lastSequence + 1, through: record.info.lastSequence) { catalog[$0] }
-                var events: [StoredEvent] = []
-                try db.forEachEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload in
-                    events.append(StoredEvent(sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload)))
-                }
-                // Only a complete, contiguous run can go to the ring (retention may have
-                // trimmed some already, or the byte budget stopped the read).
-                if events.first?.sequence == known.info.lastSequence + 1, events.last?.sequence == record.info.lastSequence {
-                    refreshedEvents[name] = events
-                }
-            }
+            StoreMetrics.refreshesFromRows.increment()
+            if let record, let known = catalog[name] { try readBack(name, known: known, now: record) }
+        }
+    }
+
+    /// Another daemon's new events in `name`, for the hubs' tail rings, if someone here
+    /// reads it live.
+    private mutating func readBack(_ name: String, known: Catalog.Record, now record: Catalog.Record) throws {
+        guard known.id == record.id, liveReaders(name), record.info.lastSequence > known.info.lastSequence,
+            record.info.lastSequence - known.info.lastSequence <= UInt64(Self.refreshEventLimit)
+        else { return }
+        let segments = LogSegments(of: record, from: known.info.lastSequence + 1, through: record.info.lastSequence) { catalog[$0] }
+        var events: [StoredEvent] = []
+        try db.forEachEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload in
+            events.append(StoredEvent(sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload)))
+        }
+        // Only a complete, contiguous run can go to the ring (retention may have
+        // trimmed some already, or the byte budget stopped the read).
+        if events.first?.sequence == known.info.lastSequence + 1, events.last?.sequence == record.info.lastSequence {
+            refreshedEvents[name] = events
         }
     }
 }

@@ -216,8 +216,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try reset(name, keepHistory: keepHistory))
         case .barrier(let done):
             complete(done, .success(()))
-        case .refresh(let names):
-            try refresh(names)
+        case .refresh(let names, let bounds):
+            try refresh(names, bounds: bounds)
         case .serveDueWaiters:
             servesDueWaiters = true
         case .enforceRetention(let done):
