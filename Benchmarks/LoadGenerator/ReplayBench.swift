@@ -54,13 +54,18 @@ struct ReplayBench: ParsableCommand {
         for scenario in scenarios.split(separator: ",").map(String.init) {
             // The restart and memory runs load 10 million events: once each is enough.
             let rounds = scenario == "restart-memory" ? 1 : max(1, self.rounds)
-            // The guarantees' cost is replay against itself: its variants take turns.
-            let turns =
-                scenario == "publish-checks"
-                ? ["checks-plain", "checks-expect", "checks-producer"].map { ($0, "replay") }
-                : systems.map { (scenario, $0) }
+            // The guarantees' cost is replay against itself: its variants take turns. HTTP
+            // appends plain and as producers each get a fresh server, in the opposite order
+            // every other round: run one after the other on one server, the second half met
+            // the first's log, and its ratio to the first moved by a tenth from run to run.
+            let turns: [(String, String)] =
+                switch scenario {
+                case "publish-checks": ["checks-plain", "checks-expect", "checks-producer"].map { ($0, "replay") }
+                case "publish-http": systems.flatMap { [("http-plain", $0), ("http-producer", $0)] }
+                default: systems.map { (scenario, $0) }
+                }
             for round in 1...rounds {
-                for (scenario, name) in turns {
+                for (scenario, name) in round % 2 == 0 && scenario == "publish-http" ? turns.reversed() : turns {
                     for figure in try measure(scenario, on: name) {
                         if results[figure.scenario] == nil { order.append(figure.scenario) }
                         results[figure.scenario, default: [:]][name, default: []].append(figure)
@@ -117,7 +122,8 @@ struct ReplayBench: ParsableCommand {
         case "restart-memory": return try run.restartAndMemory()
         case "work-queue": return try run.workQueue()
         // HTTP appends as `wrk` makes them: 16 keep-alive connections, one POST at a time each.
-        case "publish-http": return try run.publishHTTP(connections: 16, producer: false) + run.publishHTTP(connections: 16, producer: true)
+        case "http-plain": return try run.publishHTTP(connections: 16, producer: false)
+        case "http-producer": return try run.publishHTTP(connections: 16, producer: true)
         // Held SSE readers: 10,000 over 100 streams at 100 events/s, then 1,000 readers of one
         // stream at 1,000 events/s; `--scale` scales the readers.
         case "sse-readers":
