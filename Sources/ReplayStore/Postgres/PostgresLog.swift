@@ -393,9 +393,9 @@ struct CommitNotice: Equatable {
                 names.append(String(line))
             }
         }
-        let listed = names == ["*"] ? nil : names
-        streams = listed
-        self.bounds = bounds.filter { listed?.contains($0.key) == true }
+        streams = names == ["*"] ? nil : names
+        let listed = Set(streams ?? [])
+        self.bounds = bounds.filter { listed.contains($0.key) }
     }
 
     /// The streams whose rows a daemon told of this notice must read: those listed without

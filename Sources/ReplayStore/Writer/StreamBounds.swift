@@ -11,20 +11,6 @@ struct StreamBounds: Sendable, Equatable {
     /// The time (ms) of the stream's newest event (`Catalog.Record.lastTime`).
     let lastTime: Int64
 
-    init(id: Int64, firstSequence: UInt64, lastSequence: UInt64, byteCount: Int, lastTime: Int64) {
-        self.id = id
-        self.firstSequence = firstSequence
-        self.lastSequence = lastSequence
-        self.byteCount = byteCount
-        self.lastTime = lastTime
-    }
-
-    init(_ record: Catalog.Record) {
-        self.init(
-            id: record.id, firstSequence: record.info.firstSequence, lastSequence: record.info.lastSequence,
-            byteCount: record.info.byteCount, lastTime: record.lastTime)
-    }
-
     /// The bounds of `after`, if a commit that took the stream from `before` to `after`
     /// changed nothing else that another daemon's catalog holds; `nil` otherwise (that
     /// daemon reads the row). Streams with consumers or groups are left to the read: their
@@ -47,5 +33,14 @@ struct StreamBounds: Sendable, Equatable {
         record.info.byteCount = byteCount
         record.lastTime = lastTime
         return record
+    }
+}
+
+extension StreamBounds {
+    /// The bounds `record` has (an extension, so that the memberwise initializer stays).
+    init(_ record: Catalog.Record) {
+        self.init(
+            id: record.id, firstSequence: record.info.firstSequence, lastSequence: record.info.lastSequence,
+            byteCount: record.info.byteCount, lastTime: record.lastTime)
     }
 }

@@ -13,21 +13,18 @@ extension WriterRules {
     /// notice of the daemon that wrote them, unless this daemon has seen them since in a
     /// later state, or not at all: then they are read too.
     mutating func refresh(_ names: [String], bounds: [String: StreamBounds] = [:]) throws {
-        var toRead = names
-        for (name, bounds) in bounds.sorted(by: { $0.key < $1.key }) where indexByName[name] == nil && !deleted.contains(name) {
-            guard let known = catalog[name], let record = bounds.applied(to: known) else {
-                toRead.append(name)
-                continue
+        for name in names + bounds.keys where indexByName[name] == nil && !deleted.contains(name) {
+            let known = catalog[name]
+            let record: Catalog.Record?
+            if let known, let told = bounds[name]?.applied(to: known) {
+                record = told
+                StoreMetrics.refreshesFromNotices.increment()
+            } else {
+                record = try db.committedRecord(name)
+                StoreMetrics.refreshesFromRows.increment()
             }
             refreshed[name] = .some(record)
-            StoreMetrics.refreshesFromNotices.increment()
-            try readBack(name, known: known, now: record)
-        }
-        for name in toRead where indexByName[name] == nil && !deleted.contains(name) {
-            let record = try db.committedRecord(name)
-            refreshed[name] = .some(record)
-            StoreMetrics.refreshesFromRows.increment()
-            if let record, let known = catalog[name] { try readBack(name, known: known, now: record) }
+            if let record, let known { try readBack(name, known: known, now: record) }
         }
     }
 
