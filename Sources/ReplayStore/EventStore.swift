@@ -279,6 +279,13 @@ public final class EventStore: Sendable {
         return try sqlite.pool.read(body)
     }
 
+    /// The same on the writer's connection, whose settings (`synchronous`) are what a
+    /// commit's durability depends on.
+    func queryWriter<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws -> T {
+        guard let sqlite else { throw StoreError.invalidConfig("SQL diagnostics read SQLite stores only") }
+        return try sqlite.pool.writeWithoutTransaction(body)
+    }
+
     // MARK: Sources (one runner per stream)
 
     /// Claims the right to run `stream`'s source in this process: always granted on SQLite

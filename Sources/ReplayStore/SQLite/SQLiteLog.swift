@@ -36,6 +36,10 @@ final class SQLiteLog: LogDatabase {
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // Again on the writer, where it counts: GRDB's pool turns WAL mode on after
+            // `prepareDatabase` and sets `synchronous = NORMAL` with it, so a FULL asked
+            // above held on the readers only, and commits were not fsynced.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
             let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
             guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
             try Migrations.migrator().migrate(pool)
