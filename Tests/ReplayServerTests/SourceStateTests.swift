@@ -180,3 +180,26 @@ struct SourceStateTests {
         #expect(action == .askForClaim, "claimed again like a new one")
     }
 }
+
+/// Which commits the source registry takes to its queue: only those that can start,
+/// retire or reset a source.
+@Suite("SourceRegistry")
+struct SourceRegistryTests {
+    static func change(source: StreamSource?, deleted: Bool = false) -> CommitBatch.Change {
+        let info = StreamInfo(
+            name: "s", config: StreamConfig(capacity: nil, source: source), createdAt: Date(timeIntervalSince1970: 0),
+            firstSequence: 1, lastSequence: 1, byteCount: 1, terminal: nil, terminalAt: nil)
+        return CommitBatch.Change(info: deleted ? nil : info, appended: [])
+    }
+
+    @Test func commitsOfStreamsWithoutASourceAreNotHandedOn() {
+        let batch = CommitBatch(changes: ["a": Self.change(source: nil), "b": Self.change(source: nil)])
+        #expect(!SourceRegistry.concernsSources(batch))
+    }
+
+    @Test func aStreamWithASourceOrADeletionIsHandedOn() {
+        let source = StreamSource(command: "echo hi", connect: .eager)
+        #expect(SourceRegistry.concernsSources(CommitBatch(changes: ["a": Self.change(source: nil), "b": Self.change(source: source)])))
+        #expect(SourceRegistry.concernsSources(CommitBatch(changes: ["a": Self.change(source: nil, deleted: true)])))
+    }
+}

@@ -52,8 +52,19 @@ final class SourceRegistry: Service, Sendable {
             }
         }
         store.onCommit { [weak self] batch in
-            guard let self else { return }
+            guard let self, Self.concernsSources(batch) else { return }
             control.async { self.apply(batch) }
+        }
+    }
+
+    /// Whether a commit can start, retire or reset a source: it deleted a stream, or it
+    /// changed one that has a source (a stream's source is set when it is created, never
+    /// later). Most commits are neither; handing each of them to `control` woke a thread
+    /// per commit, a tenth of the writer's time in a work queue.
+    static func concernsSources(_ batch: CommitBatch) -> Bool {
+        batch.changes.values.contains { change in
+            guard let info = change.info else { return true }
+            return info.config.source != nil
         }
     }
 
