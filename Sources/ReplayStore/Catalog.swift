@@ -56,7 +56,7 @@ final class Catalog: Sendable {
         }
         for row in try Row.fetchAll(db, sql: "SELECT * FROM groups") {
             guard let stream = names[row["stream_id"]] else { continue }
-            let group = GroupRow.group(row)
+            let group = try GroupRow.group(row)
             records[stream]?.groups[group.name] = group
         }
         for row in try Row.fetchAll(db, sql: "SELECT * FROM group_pending") {

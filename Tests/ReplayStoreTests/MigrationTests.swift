@@ -295,7 +295,7 @@ struct MigrationTests {
 
 /// A database file in `directory` at schema `migration` (as a build of that version left
 /// it), with `sql` run in it.
-private func makeDatabase(in directory: String, upTo migration: String, _ sql: String, arguments: [DatabaseValue] = []) async throws {
+func makeDatabase(in directory: String, upTo migration: String, _ sql: String, arguments: [DatabaseValue] = []) async throws {
     let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
     try Migrations.migrator(upTo: migration).migrate(queue)
     try await queue.write { db in try db.execute(sql: sql, arguments: StatementArguments(arguments)) }

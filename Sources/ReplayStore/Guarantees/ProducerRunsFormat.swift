@@ -55,59 +55,31 @@ enum ProducerRunsFormat: Int64, Sendable {
         }
     }
 
-    /// Written into one buffer of the most a run can take (three varints of 10 bytes).
     private static func packDeltas(_ runs: [ProducerState.Run]) -> Data {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(runs.count, 1) * 30) { buffer in
-            var length = 0
-            func put(_ value: UInt64) {
-                var rest = value
-                while rest >= 0x80 {
-                    buffer[length] = UInt8(truncatingIfNeeded: rest) | 0x80
-                    length += 1
-                    rest >>= 7
-                }
-                buffer[length] = UInt8(rest)
-                length += 1
-            }
-            var pseqEnd: UInt64 = 0
-            var sequenceEnd: UInt64 = 0
-            for run in runs {
-                put(run.pseq &- pseqEnd)
-                put(run.sequence &- sequenceEnd)
-                put(run.count)
-                pseqEnd = run.pseq &+ run.count
-                sequenceEnd = run.sequence &+ run.count
-            }
-            return Data(bytes: buffer.baseAddress!, count: length)
+        var writer = VarintWriter(reservingCapacity: runs.count * 4)
+        var pseqEnd: UInt64 = 0
+        var sequenceEnd: UInt64 = 0
+        for run in runs {
+            writer.put(run.pseq &- pseqEnd)
+            writer.put(run.sequence &- sequenceEnd)
+            writer.put(run.count)
+            pseqEnd = run.pseq &+ run.count
+            sequenceEnd = run.sequence &+ run.count
         }
+        return Data(writer.bytes)
     }
 
     private static func unpackDeltas(_ data: Data) -> [ProducerState.Run] {
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            /// The next varint; `nil` at the end, or where one is cut short or too long.
-            func next() -> UInt64? {
-                var value: UInt64 = 0
-                var shift: UInt64 = 0
-                while offset < bytes.count, shift < 64 {
-                    let byte = bytes[offset]
-                    offset += 1
-                    value |= UInt64(byte & 0x7F) << shift
-                    if byte < 0x80 { return value }
-                    shift += 7
-                }
-                return nil
-            }
-            var runs: [ProducerState.Run] = []
-            var pseqEnd: UInt64 = 0
-            var sequenceEnd: UInt64 = 0
-            while let pseqGap = next(), let sequenceGap = next(), let count = next() {
-                let run = ProducerState.Run(pseq: pseqEnd &+ pseqGap, sequence: sequenceEnd &+ sequenceGap, count: count)
-                runs.append(run)
-                pseqEnd = run.pseq &+ run.count
-                sequenceEnd = run.sequence &+ run.count
-            }
-            return runs
+        var reader = VarintReader([UInt8](data))
+        var runs: [ProducerState.Run] = []
+        var pseqEnd: UInt64 = 0
+        var sequenceEnd: UInt64 = 0
+        while let pseqGap = reader.next(), let sequenceGap = reader.next(), let count = reader.next() {
+            let run = ProducerState.Run(pseq: pseqEnd &+ pseqGap, sequence: sequenceEnd &+ sequenceGap, count: count)
+            runs.append(run)
+            pseqEnd = run.pseq &+ run.count
+            sequenceEnd = run.sequence &+ run.count
         }
+        return runs
     }
 }

@@ -232,6 +232,15 @@ public struct ConsumerGroup: Sendable, Equatable {
         pending.values.map(\.due).min()
     }
 
+    /// The pending events that differ from `before`: each changed or new one, and `nil`
+    /// for each no longer pending.
+    public func pendingChanges(since before: [UInt64: PendingDelivery]) -> [UInt64: PendingDelivery?] {
+        var changes: [UInt64: PendingDelivery?] = [:]
+        for (sequence, delivery) in pending where before[sequence] != delivery { changes[sequence] = .some(delivery) }
+        for sequence in before.keys where pending[sequence] == nil { changes[sequence] = .some(nil) }
+        return changes
+    }
+
     /// How many events `member` holds (whose time has not run out at `now`).
     public func held(by member: String, now: Int64 = .min) -> Int {
         pending.values.reduce(0) { $0 + ($1.member == member && $1.due > now ? 1 : 0) }

@@ -4,7 +4,9 @@ import PostgresNIO
 /// group is read fresh with its stream, under the stream's lock, in every transaction that
 /// touches the stream: another daemon may have handed out or acknowledged its events.
 extension PostgresTransaction {
-    func writeGroup(stream: Int64, _ group: ConsumerGroup, pending changes: [UInt64: PendingDelivery?]) throws {
+    /// The group's row, and a `group_pending` row for each pending event that changed.
+    func writeGroup(stream: Int64, _ group: ConsumerGroup, before: [UInt64: PendingDelivery]) throws {
+        let changes = group.pendingChanges(since: before)
         try requireLocks()
         try flush()
         let settings = group.settings

@@ -43,6 +43,7 @@ final class SQLiteLog: LogDatabase {
             let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
             guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
             try Migrations.migrator().migrate(pool)
+            try pool.write { db in try SQLiteTransaction.moveHeldFirstDeliveriesToRuns(db) }
             catalog = try pool.read { db in try Catalog(loadingFrom: db) }
         } catch {
             lock.release()

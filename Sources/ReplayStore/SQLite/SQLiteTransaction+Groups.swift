@@ -1,51 +1,76 @@
+import Foundation
 import GRDB
 
 /// Consumer groups in SQLite: a row per group, a row per pending event, a row per dead
 /// letter (`migrations/0006_consumer_groups.sql`).
 extension SQLiteTransaction {
-    func writeGroup(stream: Int64, _ group: ConsumerGroup, pending changes: [UInt64: PendingDelivery?]) throws {
+    /// The group's row, with its held first deliveries as runs (`HeldRuns`), and a
+    /// `group_pending` row for each other pending event that changed since `before`.
+    func writeGroup(stream: Int64, _ group: ConsumerGroup, before: [UInt64: PendingDelivery]) throws {
+        let ackWait = group.settings.ackWaitMillis
         try db.cachedStatement(
             sql: """
                 INSERT INTO groups (stream_id, name, ack_wait_ms, max_deliver, dead_letter, delivered_seq,
-                                    delivered, redelivered, dead_lettered, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    delivered, redelivered, dead_lettered, created_at, held_runs)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (stream_id, name) DO UPDATE SET delivered_seq = excluded.delivered_seq,
-                    delivered = excluded.delivered, redelivered = excluded.redelivered, dead_lettered = excluded.dead_lettered
+                    delivered = excluded.delivered, redelivered = excluded.redelivered, dead_lettered = excluded.dead_lettered,
+                    held_runs = excluded.held_runs
                 """
         ).execute(arguments: [
-            stream, group.name, group.settings.ackWaitMillis, group.settings.maxDeliver, group.settings.deadLetter,
+            stream, group.name, ackWait, group.settings.maxDeliver, group.settings.deadLetter,
             Int64(group.deliveredSequence), Int64(group.delivered), Int64(group.redelivered), Int64(group.deadLettered), group.createdAt,
+            Data(HeldRuns.encode(group.pending, ackWait: ackWait)),
         ])
-        guard !changes.isEmpty else { return }
-        // A row per event handed out, acknowledged or given back: bound in place (see
-        // `RawStatement`), where GRDB's arguments were a fifth of the writer's time in a work queue.
-        let delete = RawStatement(try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
-        let upsert = RawStatement(
-            try db.cachedStatement(
-                sql: """
-                    INSERT OR REPLACE INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due,
-                                                          first_delivered, last_delivered)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """), in: db)
-        for (sequence, delivery) in changes {
-            guard let delivery else {
-                delete.bind(stream, at: 1)
-                delete.bind(group.name, at: 2)
-                delete.bind(Int64(sequence), at: 3)
-                try delete.execute()
-                continue
+        // A row per other pending event that changed: bound in place (see `RawStatement`),
+        // where GRDB's arguments were a fifth of the writer's time in a work queue.
+        let isRun = { (delivery: PendingDelivery) in HeldRuns.isHeldFirstDelivery(delivery, ackWait: ackWait) }
+        var delete: RawStatement?
+        var upsert: RawStatement?
+        for (sequence, delivery) in group.pending {
+            let old = before[sequence]
+            let hadRow = old.map { !isRun($0) } ?? false
+            if isRun(delivery) {
+                if hadRow { try deletePending(stream, group.name, sequence, &delete) }
+            } else if !hadRow || old != delivery {
+                try upsertPending(stream, group.name, sequence, delivery, &upsert)
             }
-            upsert.bind(stream, at: 1)
-            upsert.bind(group.name, at: 2)
-            upsert.bind(Int64(sequence), at: 3)
-            upsert.bind(delivery.member, at: 4)
-            upsert.bind(delivery.lastMember, at: 5)
-            upsert.bind(Int64(delivery.deliveries), at: 6)
-            upsert.bind(delivery.due, at: 7)
-            upsert.bind(delivery.firstDelivered, at: 8)
-            upsert.bind(delivery.lastDelivered, at: 9)
-            try upsert.execute()
         }
+        for (sequence, old) in before where group.pending[sequence] == nil && !isRun(old) {
+            try deletePending(stream, group.name, sequence, &delete)
+        }
+    }
+
+    private func deletePending(_ stream: Int64, _ name: String, _ sequence: UInt64, _ statement: inout RawStatement?) throws {
+        if statement == nil {
+            statement = RawStatement(try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
+        }
+        statement!.bind(stream, at: 1)
+        statement!.bind(name, at: 2)
+        statement!.bind(Int64(sequence), at: 3)
+        try statement!.execute()
+    }
+
+    private func upsertPending(_ stream: Int64, _ name: String, _ sequence: UInt64, _ delivery: PendingDelivery, _ statement: inout RawStatement?) throws {
+        if statement == nil {
+            statement = RawStatement(
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due,
+                                                              first_delivered, last_delivered)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """), in: db)
+        }
+        statement!.bind(stream, at: 1)
+        statement!.bind(name, at: 2)
+        statement!.bind(Int64(sequence), at: 3)
+        statement!.bind(delivery.member, at: 4)
+        statement!.bind(delivery.lastMember, at: 5)
+        statement!.bind(Int64(delivery.deliveries), at: 6)
+        statement!.bind(delivery.due, at: 7)
+        statement!.bind(delivery.firstDelivered, at: 8)
+        statement!.bind(delivery.lastDelivered, at: 9)
+        try statement!.execute()
     }
 
     func deleteGroup(stream: Int64, name: String) throws {
@@ -65,11 +90,30 @@ extension SQLiteTransaction {
             ])
     }
 
+    /// Groups written before schema `0010` keep every pending event as a row: their held
+    /// first deliveries move into runs, once, as the store opens. From then on a held first
+    /// delivery never has a row, which `writeGroup` relies on.
+    static func moveHeldFirstDeliveriesToRuns(_ db: Database) throws {
+        for group in try Row.fetchAll(db, sql: "SELECT stream_id, name, ack_wait_ms FROM groups WHERE held_runs IS NULL") {
+            let (stream, name, ackWait): (Int64, String, Int64) = (group["stream_id"], group["name"], group["ack_wait_ms"])
+            var pending: [UInt64: PendingDelivery] = [:]
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM group_pending WHERE stream_id = ? AND name = ?", arguments: [stream, name])
+            for row in rows { pending[UInt64(row["seq"] as Int64)] = GroupRow.pending(row) }
+            for (sequence, delivery) in pending where HeldRuns.isHeldFirstDelivery(delivery, ackWait: ackWait) {
+                try db.execute(
+                    sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?", arguments: [stream, name, Int64(sequence)])
+            }
+            try db.execute(
+                sql: "UPDATE groups SET held_runs = ? WHERE stream_id = ? AND name = ?",
+                arguments: [Data(HeldRuns.encode(pending, ackWait: ackWait)), stream, name])
+        }
+    }
+
     /// The stream's groups and their pending events, as committed.
     static func groups(of stream: Int64, _ db: Database) throws -> [String: ConsumerGroup] {
         var groups: [String: ConsumerGroup] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT * FROM groups WHERE stream_id = ?", arguments: [stream]) {
-            let group = GroupRow.group(row)
+            let group = try GroupRow.group(row)
             groups[group.name] = group
         }
         for row in try Row.fetchAll(db, sql: "SELECT * FROM group_pending WHERE stream_id = ?", arguments: [stream]) {
@@ -81,7 +125,9 @@ extension SQLiteTransaction {
 
 /// A group's and a pending event's SQLite rows, read.
 enum GroupRow {
-    static func group(_ row: Row) -> ConsumerGroup {
+    /// The group and its held first deliveries (`HeldRuns`); its other pending events are
+    /// `group_pending` rows, read apart.
+    static func group(_ row: Row) throws -> ConsumerGroup {
         var group = ConsumerGroup(
             name: row["name"],
             settings: GroupSettings(ackWaitMillis: row["ack_wait_ms"], maxDeliver: row["max_deliver"], deadLetter: row["dead_letter"]),
@@ -89,6 +135,13 @@ enum GroupRow {
         group.delivered = UInt64(row["delivered"] as Int64)
         group.redelivered = UInt64(row["redelivered"] as Int64)
         group.deadLettered = UInt64(row["dead_lettered"] as Int64)
+        if let runs = row["held_runs"] as Data? {
+            guard let held = HeldRuns.decode([UInt8](runs), ackWait: group.settings.ackWaitMillis) else {
+                let stream: Int64 = row["stream_id"]
+                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the held_runs of group '\(group.name)' (stream id \(stream)) are damaged")
+            }
+            group.pending = held
+        }
         return group
     }
 

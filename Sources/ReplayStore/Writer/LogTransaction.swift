@@ -59,9 +59,9 @@ protocol LogTransaction: AnyObject {
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws
     func deleteConsumer(stream: Int64, name: String) throws
 
-    /// A consumer group as this transaction leaves it: its row, and its pending events that
-    /// changed (`nil`: no longer pending).
-    func writeGroup(stream: Int64, _ group: ConsumerGroup, pending changes: [UInt64: PendingDelivery?]) throws
+    /// A consumer group as this transaction leaves it: its row, and what changed of its
+    /// pending events since `before` (as the transaction found them).
+    func writeGroup(stream: Int64, _ group: ConsumerGroup, before: [UInt64: PendingDelivery]) throws
     /// Removes the group and its pending events.
     func deleteGroup(stream: Int64, name: String) throws
     func insertDeadLetter(_ letter: DeadLetter) throws

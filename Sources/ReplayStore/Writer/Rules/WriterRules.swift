@@ -277,11 +277,7 @@ struct WriterRules<DB: LogTransaction> {
         }
         for name in touched.groupsWritten {
             guard let group = touched.record.groups[name] else { continue }
-            let before = touched.groupsBefore[name]?.pending ?? [:]
-            var changes: [UInt64: PendingDelivery?] = [:]
-            for (sequence, delivery) in group.pending where before[sequence] != delivery { changes[sequence] = .some(delivery) }
-            for sequence in before.keys where group.pending[sequence] == nil { changes[sequence] = .some(nil) }
-            try db.writeGroup(stream: id, group, pending: changes)
+            try db.writeGroup(stream: id, group, before: touched.groupsBefore[name]?.pending ?? [:])
         }
     }
 
