@@ -30,6 +30,12 @@ struct HeldRunsTests {
         #expect(HeldRuns.decode(HeldRuns.encode([:], ackWait: Self.ackWait), ackWait: Self.ackWait) == [:])
     }
 
+    @Test func manyMembersRoundTrip() {
+        var pending: [UInt64: PendingDelivery] = [:]
+        for sequence in UInt64(1)...300 { pending[sequence] = Self.held("member-\(sequence % 20)", at: 1_000 + Int64(sequence % 3)) }
+        #expect(HeldRuns.decode(HeldRuns.encode(pending, ackWait: Self.ackWait), ackWait: Self.ackWait) == pending)
+    }
+
     @Test func damagedRunsAreRefused() {
         let bytes = HeldRuns.encode([7: Self.held("a", at: 1_000)], ackWait: Self.ackWait)
         #expect(HeldRuns.decode(Array(bytes.dropLast()), ackWait: Self.ackWait) == nil)

@@ -23,16 +23,28 @@ enum HeldRuns {
             && delivery.due == delivery.firstDelivered &+ ackWait
     }
 
-    /// The held first deliveries of `pending`, as runs.
+    /// The held first deliveries of `pending`, as runs. Written with every batch that
+    /// changes the group, so it sorts plain numbers (a member's index, not its name), and
+    /// finds a name among the first few by comparison (a member's events share its name's
+    /// storage, so that is a pointer check) before hashing it.
     static func encode(_ pending: [UInt64: PendingDelivery], ackWait: Int64) -> [UInt8] {
-        var held = pending.filter { isHeldFirstDelivery($0.value, ackWait: ackWait) }.map { (sequence: $0.key, delivery: $0.value) }
-        held.sort { $0.sequence < $1.sequence }
-        var members: [String: UInt64] = [:]
         var names: [String] = []
-        for (_, delivery) in held where members[delivery.lastMember] == nil {
-            members[delivery.lastMember] = UInt64(names.count)
-            names.append(delivery.lastMember)
+        var indexes: [String: Int] = [:]
+        var held: [(sequence: UInt64, member: Int, time: Int64)] = []
+        held.reserveCapacity(pending.count)
+        for (sequence, delivery) in pending where isHeldFirstDelivery(delivery, ackWait: ackWait) {
+            let name = delivery.lastMember
+            let index: Int
+            if let found = names.prefix(8).firstIndex(of: name) ?? indexes[name] {
+                index = found
+            } else {
+                index = names.count
+                names.append(name)
+                if index >= 8 { indexes[name] = index }
+            }
+            held.append((sequence, index, delivery.firstDelivered))
         }
+        held.sort { $0.sequence < $1.sequence }
         var writer = VarintWriter(reservingCapacity: 16 + names.count * 8)
         writer.put(UInt64(names.count))
         for name in names {
@@ -44,20 +56,19 @@ enum HeldRuns {
         var index = 0
         while index < held.count {
             let first = held[index]
-            var last = index
-            while last + 1 < held.count, held[last + 1].sequence == held[last].sequence &+ 1,
-                held[last + 1].delivery.lastMember == first.delivery.lastMember,
-                held[last + 1].delivery.firstDelivered == first.delivery.firstDelivered
+            var next = index + 1
+            while next < held.count, held[next].sequence == held[next - 1].sequence &+ 1, held[next].member == first.member,
+                held[next].time == first.time
             {
-                last += 1
+                next += 1
             }
-            writer.put(members[first.delivery.lastMember]!)
+            writer.put(UInt64(first.member))
             writer.put(first.sequence &- end)
-            writer.put(UInt64(last - index))
-            writer.put(signed: first.delivery.firstDelivered &- time)
-            end = held[last].sequence &+ 1
-            time = first.delivery.firstDelivered
-            index = last + 1
+            writer.put(UInt64(next - 1 - index))
+            writer.put(signed: first.time &- time)
+            end = held[next - 1].sequence &+ 1
+            time = first.time
+            index = next
         }
         return writer.bytes
     }

@@ -139,8 +139,10 @@ extension WriterRules {
         _ group: String, of name: String, _ change: (inout ConsumerGroup) -> Result<T, StoreError>
     ) throws -> Result<T, StoreError> {
         guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
-        guard streams[index].record.groups[group] != nil else { return .failure(.unknownGroup(stream: name, name: group)) }
-        let result = change(&streams[index].record.groups[group]!)
+        // Through the dictionary's slot, not a copy of the group read out to test it.
+        guard let result = streams[index].record.groups[group].changeIfPresent(change) else {
+            return .failure(.unknownGroup(stream: name, name: group))
+        }
         if case .success = result { streams[index].groupsWritten.insert(group) }
         return result
     }
@@ -191,5 +193,13 @@ extension WriterRules {
             // leaves the group as it would without one, counted as dead-lettered.
             break
         }
+    }
+}
+
+extension Optional {
+    /// `change`'s result on the wrapped value, changed in place; `nil` if there is none.
+    fileprivate mutating func changeIfPresent<T>(_ change: (inout Wrapped) -> T) -> T? {
+        guard case .some = self else { return nil }
+        return change(&self!)
     }
 }
