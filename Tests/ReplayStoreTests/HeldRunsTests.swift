@@ -41,6 +41,7 @@ struct HeldRunsTests {
         #expect(HeldRuns.decode(Array(bytes.dropLast()), ackWait: Self.ackWait) == nil)
         #expect(HeldRuns.decode([5, 1], ackWait: Self.ackWait) == nil, "a name longer than the bytes")
         #expect(HeldRuns.decode([1, 1, 0x61, 3, 0, 0, 0], ackWait: Self.ackWait) == nil, "a member index out of range")
+        #expect(HeldRuns.decode([1, 1, 0x61, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0], ackWait: Self.ackWait) == nil, "a run too long")
     }
 
     /// Events handed out, one acknowledged, one given back: after the store reopens, the

@@ -56,7 +56,7 @@ enum ProducerRunsFormat: Int64, Sendable {
     }
 
     private static func packDeltas(_ runs: [ProducerState.Run]) -> Data {
-        var writer = VarintWriter(reservingCapacity: runs.count * 4)
+        var writer = VarintWriter(reservingCapacity: runs.count * 6)
         var pseqEnd: UInt64 = 0
         var sequenceEnd: UInt64 = 0
         for run in runs {

@@ -234,7 +234,7 @@ public struct ConsumerGroup: Sendable, Equatable {
 
     /// The pending events that differ from `before`: each changed or new one, and `nil`
     /// for each no longer pending.
-    public func pendingChanges(since before: [UInt64: PendingDelivery]) -> [UInt64: PendingDelivery?] {
+    func pendingChanges(since before: [UInt64: PendingDelivery]) -> [UInt64: PendingDelivery?] {
         var changes: [UInt64: PendingDelivery?] = [:]
         for (sequence, delivery) in pending where before[sequence] != delivery { changes[sequence] = .some(delivery) }
         for sequence in before.keys where pending[sequence] == nil { changes[sequence] = .some(nil) }

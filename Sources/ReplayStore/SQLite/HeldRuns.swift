@@ -73,6 +73,10 @@ enum HeldRuns {
         return writer.bytes
     }
 
+    /// More than any run a hand-out makes (it gives at most a member's `max_pending`,
+    /// 10,000): a longer one is damage, not a reason to fill memory.
+    static let maxRun: UInt64 = 1 << 20
+
     /// The held first deliveries `bytes` describe; `nil` if they are damaged.
     static func decode(_ bytes: [UInt8], ackWait: Int64) -> [UInt64: PendingDelivery]? {
         var reader = VarintReader(bytes)
@@ -87,7 +91,7 @@ enum HeldRuns {
         var time: Int64 = 0
         while !reader.isAtEnd {
             guard let member = reader.next(), member < UInt64(names.count), let gap = reader.next(), let extra = reader.next(),
-                let delta = reader.nextSigned(), extra < UInt64(Int32.max)
+                let delta = reader.nextSigned(), extra < maxRun, end &+ gap &+ extra >= end
             else { return nil }
             let first = end &+ gap
             time = time &+ delta
