@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOExtras
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 import ReplayTesting
 import Testing
 
@@ -34,6 +35,34 @@ struct CommandRouterTests {
             #expect(try channel.readInbound(as: RoutedCommand.self) == nil, "nothing reaches the connection's task")
             #expect(events.sawInputClosed)
             #expect(store.streams.isEmpty, "the refused PUB stored nothing")
+        }
+    }
+}
+
+extension CommandRouterTests {
+    /// A read burst's ACKs reach the connection's handler together at the burst's end (one
+    /// request to the writer for a worker's burst), and before any other command read
+    /// after them, so effects keep command order.
+    @Test func aBurstsAcknowledgementsAreHandedOnTogetherBeforeAnythingAfterThem() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try EventStore(path: directory + "/replay.sqlite")
+            defer { store.close() }
+            let router = CommandRouter(store: store, maxOwed: 64)
+            let channel = EmbeddedChannel()
+            try channel.pipeline.syncOperations.addHandlers([router, EventRecorder()])
+            let batches = Locked<[[InboundCommand]]>([])
+            router.acknowledge { batch in batches.withLock { $0.append(batch.map(\.command)) } }
+            let ack = { (sequence: UInt64) in InboundCommand.command(.ack(sid: "w", sequence: sequence, stream: nil)) }
+
+            for sequence in UInt64(1)...3 { channel.pipeline.fireChannelRead(ack(sequence)) }
+            #expect(batches.value.isEmpty, "held until the burst ends")
+            channel.pipeline.fireChannelReadComplete()
+            #expect(batches.value == [[ack(1), ack(2), ack(3)]])
+
+            channel.pipeline.fireChannelRead(ack(4))
+            channel.pipeline.fireChannelRead(InboundCommand.command(.list))
+            #expect(batches.value.count == 2 && batches.value.last == [ack(4)], "handed on before the LIST went on to the task")
+            #expect(try channel.readInbound(as: RoutedCommand.self)?.command == .command(.list))
         }
     }
 }

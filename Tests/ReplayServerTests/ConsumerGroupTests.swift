@@ -189,6 +189,33 @@ struct ConsumerGroupTests {
         }
     }
 
+    /// ACKs read in one burst go to the writer together, each still answered on its own
+    /// and in order: a refused one in the middle changes nothing for the others, and an
+    /// UNSUB sent right after them takes effect after them (they count; nothing of theirs is
+    /// handed out again).
+    @Test func aBurstOfAcknowledgementsIsAnsweredOneByOneInOrder() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                _ = try await client.publish("q", ["1", "2", "3", "4", "5"])
+                try await join(client, "q", sid: "s", GroupOptions(group: "g", member: "a", maxPending: 5))
+                #expect(try await client.events(5).map(\.0) == [1, 2, 3, 4, 5])
+                try await client.send("ACK s 1\r\nACK s 2\r\nACK s 9\r\nACK s 3\r\nACK s 2\r\nUNSUB s\r\n")
+                let replies = try await client.frames(6)
+                #expect(replies[0] == .ok && replies[1] == .ok && replies[3] == .ok && replies[5] == .ok)
+                for refused in [replies[2], replies[4]] {
+                    guard case .error(let error) = refused else { throw TestFailure("expected a refusal, got \(refused)") }
+                    #expect(error.code == .invalidAck && error.message.contains("not pending"))
+                }
+                let pending = try await json(client, .pending(stream: "q", group: "g"), as: [PendingEntry].self)
+                #expect(pending.map(\.seq) == [4, 5], "1, 2 and 3 acknowledged; 4 and 5 free again")
+            }
+        }
+    }
+
+    struct PendingEntry: Decodable {
+        let seq: UInt64
+    }
+
     @Test func badInputGetsAClearErrorAndChangesNothing() async throws {
         try await withDaemon { daemon in
             try await withWireClient(daemon.socketPath) { client in

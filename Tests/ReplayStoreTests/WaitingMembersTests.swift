@@ -105,6 +105,29 @@ struct WaitingMembersTests {
         }
     }
 
+    /// Several ACKs of one member in one request are decided one by one: a refused one
+    /// (not pending, or held by another) changes nothing, and the others count.
+    @Test(arguments: StoreKind.allCases)
+    func acknowledgementsTogetherAreDecidedOneByOne(kind: StoreKind) async throws {
+        try await withJobs(kind) { store in
+            _ = try await store.appendAll(["e1", "e2", "e3"], to: "jobs")
+            for (name, limit) in [("a", 2), ("b", 1)] {
+                let member = Member(name)
+                var answers = member.answers.makeAsyncIterator()
+                member.ask(store, limit: limit, ticket: WaitTicket())
+                _ = try #require(await answers.next()).get()
+            }
+            let results = try await withCheckedContinuation { continuation in
+                store.group(.acknowledgeAll(group: "g", member: "a", sequences: [2, 3, 1, 2]) { continuation.resume(returning: $0) }, of: "jobs")
+            }.get()
+            #expect(results.map { (try? $0.get()) != nil } == [true, false, true, false])
+            guard case .failure(.invalidAck(let message)) = results[1] else { throw TestFailure("expected a refusal, got \(results[1])") }
+            #expect(message.contains("'b' does"), "3 is held by b: \(message)")
+            let pending = try #require(store.groups(of: "jobs")?["g"]?.pending)
+            #expect(pending.keys.sorted() == [3] && pending[3]?.member == "b")
+        }
+    }
+
     @Test func aMemberThatStopsWaitingIsAnsweredWithNothingEvenBeforeItsRequestArrives() async throws {
         try await withJobs(.sqlite) { store in
             let member = Member("a")

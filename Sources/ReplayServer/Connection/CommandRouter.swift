@@ -40,7 +40,11 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     private var whenFlushed: [EventLoopPromise<Void>] = []
     private var principal = Principal.unrestricted
     /// The connection's ACK and NACK, taken on the event loop (`RouterState.acknowledge`).
-    private var acknowledge: (@Sendable (InboundCommand, ReplyOrder.Slot) -> Void)?
+    private var acknowledge: (@Sendable ([RoutedCommand]) -> Void)?
+    /// ACKs and NACKs of this read burst, handed on together at its end, or before any
+    /// other command so that effects keep command order: a worker's burst of ACKs then
+    /// reaches the writer as one request, not one each.
+    private var heldAcknowledgements: [RoutedCommand] = []
     /// The connection's request and byte rates (`nil`: unlimited): every command is
     /// checked here, in order, before it goes anywhere.
     private var allowance: ClientAllowance?
@@ -57,6 +61,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        handOnAcknowledgements()
         self.context = nil
         sink = nil  // the sink holds the router: let both go once pending commits are told
         acknowledge = nil  // it holds the connection, which holds the sink
@@ -85,7 +90,9 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         if allowance != nil, case .command(let command) = inbound, state.isServing, let refusal = overRate(command) {
             return fill(order.reserve(), with: .error(refusal))
         }
-        switch state.read(inbound) {
+        let action = state.read(inbound)
+        if action != .acknowledge { handOnAcknowledgements() }
+        switch action {
         case .discard:
             break
         case .reply(let frame):
@@ -99,16 +106,29 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
             }
             _ = store.submitPublish(command, sink: sink, token: order.reserve())
         case .acknowledge:
-            acknowledge?(inbound, order.reserve())
+            heldAcknowledgements.append(RoutedCommand(command: inbound, slot: order.reserve()))
         case .forward:
             context.fireChannelRead(wrapInboundOut(RoutedCommand(command: inbound, slot: order.reserve())))
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        handOnAcknowledgements()
+        context.fireChannelReadComplete()
+    }
+
+    private func handOnAcknowledgements() {
+        guard !heldAcknowledgements.isEmpty else { return }
+        let held = heldAcknowledgements
+        heldAcknowledgements = []
+        acknowledge?(held)
     }
 
     /// The end of the input, or the server's shutdown (`ChannelShouldQuiesceEvent`, from
     /// the listener's quiescing helper, passed on as the end of the input so the task's
     /// inbound stream ends too): answer what was read, read nothing more.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        handOnAcknowledgements()
         switch event {
         case ChannelEvent.inputClosed:
             state.inputEnded()
@@ -122,6 +142,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        handOnAcknowledgements()
         succeedFlushed()
         context.fireChannelInactive()
     }
@@ -168,9 +189,9 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// From now on ACK and NACK are handed to `handler` here, on the event loop, when no
-    /// earlier command is in the task: in a work queue, the trip through the connection's
-    /// task was a wake-up of a pool thread per burst of ACKs.
-    func acknowledge(with handler: @escaping @Sendable (InboundCommand, ReplyOrder.Slot) -> Void) {
+    /// earlier command is in the task, a read burst's together: in a work queue, the trip
+    /// through the connection's task was a wake-up of a pool thread per burst of ACKs.
+    func acknowledge(with handler: @escaping @Sendable ([RoutedCommand]) -> Void) {
         acknowledge = handler
         state.acknowledgementsOnLoop()
     }
@@ -319,7 +340,7 @@ struct ReplyChannel: Sendable {
     }
 
     /// ACK and NACK go to `handler` on the event loop from now on (see `CommandRouter`).
-    func acknowledge(with handler: @escaping @Sendable (InboundCommand, ReplyOrder.Slot) -> Void) {
+    func acknowledge(with handler: @escaping @Sendable ([RoutedCommand]) -> Void) {
         sink.onRouter { $0.acknowledge(with: handler) }
     }
 

@@ -9,23 +9,28 @@ extension Connection {
     /// ACK for a durable subscription (the consumer's position moves) or a group member
     /// (the event leaves the group's pending set), answered once committed.
     func acknowledge(sid: String, sequence: UInt64, stream: String?, slot: ReplyOrder.Slot) {
+        var run = AcknowledgementRun()
+        acknowledge(sid: sid, sequence: sequence, stream: stream, slot: slot, into: &run)
+        run.submit(to: context.store, replies: replies)
+    }
+
+    /// The same, a group member's ACK joining `run` (submitted when the next ACK is of
+    /// another member, or anything else must go first).
+    func acknowledge(sid: String, sequence: UInt64, stream: String?, slot: ReplyOrder.Slot, into run: inout AcknowledgementRun) {
         let running = state.withLock { $0.running(sid) }
         let replies = self.replies
-        let answer: @Sendable (Result<Void, StoreError>) -> Void = { result in
-            switch result {
-            case .success: replies.fill(slot, with: .ok)
-            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-            }
-        }
         if let running, let group = running.group {
             let target: String
             switch Self.eventStream(stream, running, "ACK") {
             case .success(let stream): target = stream
             case .failure(let refusal): return replies.fill(slot, with: .error(refusal))
             }
-            let request = GroupRequest.acknowledge(group: group.name, member: group.member, sequence: sequence, answer)
-            return context.store.group(request, of: target)
+            if !run.continues(stream: target, group: group.name, member: group.member) {
+                run.submit(to: context.store, replies: replies)
+            }
+            return run.add(sequence, slot: slot, stream: target, group: group.name, member: group.member)
         }
+        run.submit(to: context.store, replies: replies)
         guard let running, let consumer = running.consumer, stream == nil || stream == running.phase.stream else {
             let reason =
                 running == nil
@@ -35,7 +40,12 @@ extension Connection {
                     : "subscription '\(sid)' reads '\(running!.phase.stream)', not '\(stream ?? "")'"
             return replies.fill(slot, with: .error(ReplayError(.invalidAck, "\(reason); nothing changed")))
         }
-        context.store.acknowledge(sequence, consumer: consumer, of: running.phase.stream, completion: answer)
+        context.store.acknowledge(sequence, consumer: consumer, of: running.phase.stream) { result in
+            switch result {
+            case .success: replies.fill(slot, with: .ok)
+            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
+            }
+        }
     }
 
     /// NACK for a group member: the event goes back to the group, to be handed out again
@@ -197,5 +207,48 @@ extension GroupOptions {
     /// The group settings this SUB names, in the store's terms.
     var asked: GroupSettings.Asked {
         GroupSettings.Asked(ackWaitMillis: ackWait.map { Int64(($0 * 1000).rounded()) }, maxDeliver: maxDeliver, deadLetter: deadLetter)
+    }
+}
+
+/// Consecutive ACKs of one group member, read together, on their way to the writer as one
+/// request (`GroupRequest.acknowledgeAll`); each is answered in its own reply slot.
+struct AcknowledgementRun {
+    private var stream = ""
+    private var group = ""
+    private var member = ""
+    private var sequences: [UInt64] = []
+    private var slots: [ReplyOrder.Slot] = []
+
+    func continues(stream: String, group: String, member: String) -> Bool {
+        sequences.isEmpty || (self.stream == stream && self.group == group && self.member == member)
+    }
+
+    mutating func add(_ sequence: UInt64, slot: ReplyOrder.Slot, stream: String, group: String, member: String) {
+        (self.stream, self.group, self.member) = (stream, group, member)
+        sequences.append(sequence)
+        slots.append(slot)
+    }
+
+    /// Sends what was gathered (nothing if nothing was), and starts again.
+    mutating func submit(to store: EventStore, replies: ReplyChannel) {
+        guard !sequences.isEmpty else { return }
+        defer { self = AcknowledgementRun() }
+        let slots = self.slots
+        let answer = { @Sendable (slot: ReplyOrder.Slot, result: Result<Void, StoreError>) in
+            switch result {
+            case .success: replies.fill(slot, with: .ok)
+            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
+            }
+        }
+        guard sequences.count > 1 else {
+            return store.group(.acknowledge(group: group, member: member, sequence: sequences[0]) { answer(slots[0], $0) }, of: stream)
+        }
+        store.group(
+            .acknowledgeAll(group: group, member: member, sequences: sequences) { result in
+                switch result {
+                case .success(let each): for (slot, result) in zip(slots, each) { answer(slot, result) }
+                case .failure(let error): for slot in slots { answer(slot, .failure(error)) }
+                }
+            }, of: stream)
     }
 }

@@ -92,7 +92,7 @@ final class Connection: Sendable {
             replies.authorize(who)
         }
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
-        replies.acknowledge { [self] inbound, slot in acknowledgeOnLoop(inbound, slot: slot) }
+        replies.acknowledge { [self] batch in acknowledgeOnLoop(batch) }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 let output = SubscriberOutput(outbound: outbound)
@@ -134,21 +134,28 @@ final class Connection: Sendable {
         }
     }
 
-    /// An ACK or a NACK read on the event loop with no earlier command in this task: decided
-    /// by the same state machine, submitted to the writer from there (nothing here waits).
-    private func acknowledgeOnLoop(_ inbound: InboundCommand, slot: ReplyOrder.Slot) {
-        let (action, _) = state.withLock { $0.take(inbound) }
-        switch action {
-        case .reply(let frame): replies.fill(slot, with: frame)
-        case .close(let error): replies.fill(slot, with: .error(error))
-        case .perform(.ack(let sid, let sequence, let stream)):
-            acknowledge(sid: sid, sequence: sequence, stream: stream, slot: slot)
-        case .perform(.nack(let sid, let sequence, let stream, let delay)):
-            giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
-        case .perform(let other):
-            // The router hands over only ACK and NACK.
-            replies.fill(slot, with: .error(ReplayError(.badCommand, "\(other) is not taken on the event loop")))
+    /// The ACKs and NACKs of one read burst on the event loop, with no earlier command in
+    /// this task: decided by the same state machine, submitted to the writer from there
+    /// (nothing here waits), in order, consecutive ACKs of one member as one request.
+    private func acknowledgeOnLoop(_ batch: [RoutedCommand]) {
+        let actions = state.withLock { state in batch.map { state.take($0.command).0 } }
+        var run = AcknowledgementRun()
+        for (routed, action) in zip(batch, actions) {
+            let slot = routed.slot
+            switch action {
+            case .reply(let frame): replies.fill(slot, with: frame)
+            case .close(let error): replies.fill(slot, with: .error(error))
+            case .perform(.ack(let sid, let sequence, let stream)):
+                acknowledge(sid: sid, sequence: sequence, stream: stream, slot: slot, into: &run)
+            case .perform(.nack(let sid, let sequence, let stream, let delay)):
+                run.submit(to: context.store, replies: replies)
+                giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
+            case .perform(let other):
+                // The router hands over only ACK and NACK.
+                replies.fill(slot, with: .error(ReplayError(.badCommand, "\(other) is not taken on the event loop")))
+            }
         }
+        run.submit(to: context.store, replies: replies)
     }
 
     /// Acts on one command; its reply fills `slot`, now or when the work is done. Returns

@@ -28,6 +28,11 @@ extension WriterRules {
                 group.acknowledge(sequence, by: member).mapError { Self.ackRefusal($0, sequence, member, "ACK") }
             }
             completions.append { done(result) }
+        case .acknowledgeAll(let group, let member, let sequences, let done):
+            let result = try changeGroup(group, of: name) { group -> Result<[Result<Void, StoreError>], StoreError> in
+                .success(sequences.map { sequence in group.acknowledge(sequence, by: member).mapError { Self.ackRefusal($0, sequence, member, "ACK") } })
+            }
+            completions.append { done(result) }
         case .giveBack(let group, let member, let sequence, let delay, let config, let done):
             let result = try giveBack(sequence, group, of: name, by: member, delayMillis: delay, deadLetterConfig: config)
             completions.append { done(result) }
