@@ -212,6 +212,21 @@ struct ConsumerGroupTests {
         }
     }
 
+    /// A hand-out larger than a page: the writer reads the first events for the member,
+    /// and the member reads the rest itself; all arrive, in order, whole.
+    @Test func aHandOutLargerThanAPageArrivesWholeAndInOrder() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                let payloads = ["a", "b", "c"].map { String(repeating: $0, count: 600_000) }
+                _ = try await client.publish("big", payloads)
+                try await join(client, "big", sid: "s", GroupOptions(group: "g", member: "m", maxPending: 3))
+                let events = try await client.events(3)
+                #expect(events.map(\.0) == [1, 2, 3])
+                #expect(events.map(\.1) == payloads)
+            }
+        }
+    }
+
     struct PendingEntry: Decodable {
         let seq: UInt64
     }

@@ -128,6 +128,33 @@ struct WaitingMembersTests {
         }
     }
 
+    /// With a reader, SQLite's writer reads a hand-out's events for its member, in order, up
+    /// to the reader's byte budget (at least one); PostgreSQL's leaves them to the member.
+    @Test(arguments: StoreKind.allCases)
+    func aHandOutsEventsAreReadByTheWriterForItsMemberUpToABudget(kind: StoreKind) async throws {
+        try await withJobs(kind) { store in
+            _ = try await store.appendAll(["one", "two", "three", "four"], to: "jobs")
+            let taken = Locked<[(UInt64, String)]>([])
+            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload in
+                taken.withLock { $0.append((sequence, String(decoding: payload, as: UTF8.self))) }
+            }
+            let handout = try await withCheckedContinuation { continuation in
+                store.group(
+                    .handOut(group: "g", member: "a", limit: 4, deadLetterConfig: .unlimited, wait: nil, read: reader) {
+                        continuation.resume(returning: $0)
+                    }, of: "jobs")
+            }.get()
+            #expect(handout.given.map(\.sequence) == [1, 2, 3, 4])
+            switch kind {
+            case .sqlite:
+                #expect(handout.read == 2, "'one' and 'two' reach the budget of 6 bytes")
+                #expect(taken.value.map(\.0) == [1, 2] && taken.value.map(\.1) == ["one", "two"])
+            case .postgres:
+                #expect(handout.read == 0 && taken.value.isEmpty)
+            }
+        }
+    }
+
     @Test func aMemberThatStopsWaitingIsAnsweredWithNothingEvenBeforeItsRequestArrives() async throws {
         try await withJobs(.sqlite) { store in
             let member = Member("a")

@@ -1,7 +1,9 @@
 import Foundation
+import NIOCore
 import ReplayModel
 import ReplayProtocol
 import ReplayStore
+import ReplaySync
 
 /// One member of a consumer group (`SUB <stream> <sid> group=<name> …`): asks the writer
 /// for work, sends what it was given as EVENT frames, and asks again.
@@ -50,11 +52,13 @@ struct GroupMember: Sendable {
             }
         }
         let log = PooledStore(store: context.store, reads: context.reads)
+        let framed = FramedHandout(stream: stream, sid: sid)
         do {
             while !Task.isCancelled {
                 phase.enter(.parked(after: hub.info.lastSequence))
                 let handout: GroupHandout
-                switch await handOut() {
+                framed.clear()
+                switch await handOut(reader: framed.reader) {
                 case .success(let given): handout = given
                 case .failure(.unavailable):
                     // The store is away (PostgreSQL): ask again after a while, as a cursor would.
@@ -69,7 +73,13 @@ struct GroupMember: Sendable {
                     try await output.write(gap.bytes)
                 }
                 if !handout.given.isEmpty {
-                    guard try await send(handout.given.map(\.sequence), log: log) else { return }
+                    // What the writer read for this member first, then any rest read here.
+                    if handout.read > 0 {
+                        let (body, bytes) = framed.take()
+                        hub.delivered(events: handout.read, bytes: bytes)
+                        try await output.write(body)
+                    }
+                    guard try await send(handout.given.dropFirst(handout.read).map(\.sequence), log: log) else { return }
                     continue
                 }
                 // The stream ended and the group's work is done: so is this member's. (An
@@ -83,14 +93,14 @@ struct GroupMember: Sendable {
 
     /// Asks the writer for work; when there is none, the request waits there until there
     /// is (or this task is cancelled).
-    private func handOut() async -> Result<GroupHandout, StoreError> {
+    private func handOut(reader: HandoutReader) async -> Result<GroupHandout, StoreError> {
         let config = StreamConfig(capacity: context.configuration.defaultCapacity)
         let ticket = WaitTicket()
         let (store, stream) = (context.store, stream)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 store.group(
-                    .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config, wait: ticket) {
+                    .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config, wait: ticket, read: reader) {
                         continuation.resume(returning: $0)
                     },
                     of: stream, deadLetter: deadLetter)
@@ -152,5 +162,36 @@ struct GroupMember: Sendable {
             return
         }
         try await output.write(frame.bytes)
+    }
+}
+
+/// A member's hand-out as EVENT frames, written by the writer's thread as it reads the
+/// events (`HandoutReader`) and taken by the member once the hand-out is answered: up to a
+/// page of payload, the rest the member reads itself.
+final class FramedHandout: Sendable {
+    private let frames = Locked((body: ByteBuffer(), bytes: 0))
+    let reader: HandoutReader
+
+    init(stream: String, sid: String) {
+        let frames = self.frames
+        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload in
+            frames.withLock { frames in
+                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &frames.body)
+                frames.bytes += payload.count
+            }
+        }
+    }
+
+    /// Forgets a hand-out's frames (one that failed after the writer read for it).
+    func clear() {
+        frames.withLock { $0 = (ByteBuffer(), 0) }
+    }
+
+    /// The frames and their payload bytes.
+    func take() -> (ByteBuffer, Int) {
+        frames.withLock { frames in
+            defer { frames = (ByteBuffer(), 0) }
+            return frames
+        }
     }
 }

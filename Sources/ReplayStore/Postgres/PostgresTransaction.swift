@@ -20,6 +20,7 @@ import ReplaySync
 ///   a stream's row and its new events (or reads of what is committed) throws `NeedsLocks`
 ///   before a write is sent.
 final class PostgresTransaction: LogTransaction {
+    let readsInPlace = false
     /// How the batch holds its streams' rows.
     enum Mode {
         /// Locked by name and read fresh (`prepare`).

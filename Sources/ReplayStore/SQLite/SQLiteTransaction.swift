@@ -8,6 +8,7 @@ import ReplayModel
 final class SQLiteTransaction: LogTransaction {
     let db: Database
     let producers: ProducerTable
+    let readsInPlace = true
 
     init(_ db: Database, producers: ProducerTable) {
         self.db = db

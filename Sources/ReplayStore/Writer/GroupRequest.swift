@@ -15,7 +15,11 @@ public enum GroupRequest: Sendable {
     /// With a ticket, a hand-out that would give nothing waits instead (`WaitingMembers`)
     /// and is answered by the first commit that gives it something, or tells it that its
     /// stream ended and the group is drained; `stopWaiting` ends the wait.
-    case handOut(group: String, member: String, limit: Int, deadLetterConfig: StreamConfig, wait: WaitTicket?, Completion<GroupHandout>)
+    /// With a reader, a store that reads cheaply inside its transaction (SQLite) gives it
+    /// the given events too (`GroupHandout.read`), so the member need not read them again.
+    case handOut(
+        group: String, member: String, limit: Int, deadLetterConfig: StreamConfig, wait: WaitTicket?, read: HandoutReader? = nil,
+        Completion<GroupHandout>)
     /// The member waiting with this ticket is gone (its subscription ended): its hand-out is
     /// answered with nothing, if it is still waiting.
     case stopWaiting(WaitTicket)
@@ -33,7 +37,7 @@ public enum GroupRequest: Sendable {
     func fail(_ error: StoreError) {
         switch self {
         case .join(_, _, _, let done): done(.failure(error))
-        case .handOut(_, _, _, _, _, let done): done(.failure(error))
+        case .handOut(_, _, _, _, _, _, let done): done(.failure(error))
         case .stopWaiting: break
         case .acknowledgeAll(_, _, _, let done): done(.failure(error))
         case .acknowledge(_, _, _, let done), .giveBack(_, _, _, _, _, let done), .leave(_, _, let done), .delete(_, let done):
@@ -63,6 +67,8 @@ public struct GroupHandout: Sendable {
     /// Whether the stream has ended and the group has handed out all of it and has nothing
     /// pending: its members' work is done.
     public let finished: Bool
+    /// How many of `given`, from the first, went to the hand-out's reader.
+    public var read = 0
 
     /// The answer to a member that stopped waiting: nothing.
     static let nothing = GroupHandout(given: [], held: 0, skipped: nil, nextDue: nil, finished: false)
@@ -80,5 +86,23 @@ public struct WaitTicket: Hashable, Sendable {
 
     public init() {
         id = Self.last.add(1, ordering: .relaxed).newValue
+    }
+}
+
+/// Takes a hand-out's events as the writer reads them, on the writer's thread, before the
+/// commit (a failed commit answers the hand-out with its error: what was read then goes
+/// nowhere): each event's sequence number, time text and payload, in sequence order, up to
+/// `byteBudget` bytes of payload (at least one event). A member then sends events from the
+/// pages its hand-out's own commit just wrote, where reading them again was a read
+/// transaction on a reader thread and two more thread hops per hand-out.
+public struct HandoutReader: Sendable {
+    public let byteBudget: Int
+    public let take: @Sendable (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+
+    public init(
+        byteBudget: Int, take: @escaping @Sendable (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+    ) {
+        self.byteBudget = byteBudget
+        self.take = take
     }
 }

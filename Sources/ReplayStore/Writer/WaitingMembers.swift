@@ -25,6 +25,7 @@ final class WaitingMembers: Sendable {
         let limit: Int
         let deadLetter: String?
         let deadLetterConfig: StreamConfig
+        let reader: HandoutReader?
         let done: GroupRequest.Completion<GroupHandout>
         /// When its group changes by itself next (`ConsumerGroup.nextDue`), as of the last
         /// time it was tried: the batch after that serves it again.

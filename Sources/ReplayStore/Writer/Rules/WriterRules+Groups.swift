@@ -12,14 +12,14 @@ extension WriterRules {
         case .join(let group, let asked, let first, let done):
             let result = try join(group, of: name, asked: asked, first: first)
             completions.append { done(result) }
-        case .handOut(let group, let member, let limit, let config, let ticket, let done):
+        case .handOut(let group, let member, let limit, let config, let ticket, let reader, let done):
             guard let ticket else {
-                let result = try handOut(group, of: name, to: member, limit: limit, deadLetterConfig: config)
+                let result = try handOut(group, of: name, to: member, limit: limit, deadLetterConfig: config, reader: reader)
                 return completions.append { done(result) }
             }
             let waiter = WaitingMembers.Waiter(
                 ticket: ticket, stream: name, group: group, member: member, limit: limit, deadLetter: deadLetter, deadLetterConfig: config,
-                done: done)
+                reader: reader, done: done)
             try handOutOrWait(waiter)
         case .stopWaiting(let ticket):
             stopWaiting(ticket)
@@ -71,7 +71,7 @@ extension WriterRules {
     }
 
     mutating func handOut(
-        _ group: String, of name: String, to member: String, limit: Int, deadLetterConfig: StreamConfig
+        _ group: String, of name: String, to member: String, limit: Int, deadLetterConfig: StreamConfig, reader: HandoutReader?
     ) throws -> Result<GroupHandout, StoreError> {
         if let index = indexByName[name], !streams[index].record.info.isSoftDeleted {
             // Already brought into this batch: decided in place, with no copy of the group.
@@ -79,7 +79,7 @@ extension WriterRules {
             let (first, last) = (streams[index].record.info.firstSequence, streams[index].record.info.lastSequence)
             let handout = streams[index].record.groups[group]!.handOut(
                 to: member, limit: limit, now: millis, firstSequence: first, lastSequence: last)
-            return try handedOut(handout, group, of: index, to: member, deadLetterConfig: deadLetterConfig)
+            return try handedOut(handout, group, of: index, to: member, deadLetterConfig: deadLetterConfig, reader: reader)
         }
         guard let record = try record(name), !record.info.isSoftDeleted else { return .failure(.unknownStream(name)) }
         guard var working = record.groups[group] else { return .failure(.unknownGroup(stream: name, name: group)) }
@@ -96,22 +96,51 @@ extension WriterRules {
         }
         guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
         streams[index].record.groups[group] = working
-        return try handedOut(handout, group, of: index, to: member, deadLetterConfig: deadLetterConfig)
+        return try handedOut(handout, group, of: index, to: member, deadLetterConfig: deadLetterConfig, reader: reader)
     }
 
     /// After a hand-out decided on the working copy: the dead letters it made, and its answer.
     private mutating func handedOut(
-        _ handout: ConsumerGroup.Handout, _ group: String, of index: Int, to member: String, deadLetterConfig: StreamConfig
+        _ handout: ConsumerGroup.Handout, _ group: String, of index: Int, to member: String, deadLetterConfig: StreamConfig,
+        reader: HandoutReader?
     ) throws -> Result<GroupHandout, StoreError> {
         if !handout.given.isEmpty || !handout.deadLetters.isEmpty || handout.skipped != nil { streams[index].groupsWritten.insert(group) }
         for (sequence, delivery) in handout.deadLetters {
             try deadLetter(sequence, delivery, of: index, group: streams[index].record.groups[group]!, config: deadLetterConfig)
         }
         let working = streams[index].record.groups[group]!
-        return .success(
-            GroupHandout(
-                given: handout.given, held: working.held(by: member, now: millis), skipped: handout.skipped, nextDue: working.nextDue,
-                finished: Self.isFinished(working, streams[index].record.info)))
+        var answer = GroupHandout(
+            given: handout.given, held: working.held(by: member, now: millis), skipped: handout.skipped, nextDue: working.nextDue,
+            finished: Self.isFinished(working, streams[index].record.info))
+        if let reader, db.readsInPlace, !handout.given.isEmpty {
+            answer.read = try read(handout.given.map(\.sequence), of: streams[index].record, into: reader)
+        }
+        return .success(answer)
+    }
+
+    /// Gives `reader` the events of `sequences` (ascending), a run of consecutive numbers at
+    /// a time, up to its byte budget: how many of them, from the first, it was given. It
+    /// stops at the first one missing, which its member then reads as a gap.
+    private func read(_ sequences: [UInt64], of record: Catalog.Record, into reader: HandoutReader) throws -> Int {
+        var read = 0
+        var bytes = 0
+        var index = 0
+        while index < sequences.count, bytes < reader.byteBudget {
+            var last = index
+            while last + 1 < sequences.count, sequences[last + 1] == sequences[last] + 1 { last += 1 }
+            var expected = sequences[index]
+            let segments = LogSegments(of: record, from: sequences[index], through: sequences[last]) { catalog[$0] }
+            try db.forEachEvent(segments, limit: last - index + 1, byteBudget: reader.byteBudget - bytes) { sequence, time, payload in
+                guard sequence == expected else { return }
+                reader.take(sequence, time, payload)
+                expected += 1
+                bytes += payload.count
+            }
+            read += Int(expected - sequences[index])
+            guard expected > sequences[last] else { return read }
+            index = last + 1
+        }
+        return read
     }
 
     /// The stream ended, and everything in it was handed out and acknowledged.

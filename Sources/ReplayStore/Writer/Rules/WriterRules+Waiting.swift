@@ -10,7 +10,9 @@ extension WriterRules {
     mutating func handOutOrWait(_ waiter: WaitingMembers.Waiter) throws {
         // Its member stopped waiting before the writer saw it: nothing is handed out.
         guard !waiting.takeCancelled(waiter.ticket) else { return completions.append { waiter.done(.success(.nothing)) } }
-        let result = try handOut(waiter.group, of: waiter.stream, to: waiter.member, limit: waiter.limit, deadLetterConfig: waiter.deadLetterConfig)
+        let result = try handOut(
+            waiter.group, of: waiter.stream, to: waiter.member, limit: waiter.limit, deadLetterConfig: waiter.deadLetterConfig,
+            reader: waiter.reader)
         guard case .success(let handout) = result, !handout.answersWaiter else { return completions.append { waiter.done(result) } }
         var waiter = waiter
         waiter.due = handout.nextDue
@@ -50,7 +52,8 @@ extension WriterRules {
                     result = .success(GroupHandout(given: [], held: 0, skipped: nil, nextDue: group.nextDue, finished: false))
                 } else {
                     result = try handOut(
-                        waiter.group, of: name, to: waiter.member, limit: waiter.limit, deadLetterConfig: waiter.deadLetterConfig)
+                        waiter.group, of: name, to: waiter.member, limit: waiter.limit, deadLetterConfig: waiter.deadLetterConfig,
+                        reader: waiter.reader)
                 }
                 if case .success(let handout) = result, !handout.answersWaiter {
                     if handout.held < waiter.limit { exhausted.insert(waiter.group) }
