@@ -65,13 +65,21 @@ final class SQLiteLog: LogDatabase {
         var committed: WriterRules<SQLiteTransaction>?
         do {
             try pool.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
+                // BEGIN and COMMIT as cached statements: GRDB's `inTransaction` parses both
+                // again for every transaction, and the writer commits thousands a second.
+                try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+                do {
                     var rules = WriterRules(
                         catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(), autoCreate: autoCreate,
                         producerExpiry: producers.expiry, waiting: waiting)
                     try rules.run(batch)
+                    try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
                     committed = rules
-                    return .commit
+                } catch {
+                    // A failed statement, or a COMMIT that could not write (a full disk):
+                    // nothing of the batch stays.
+                    if db.isInsideTransaction { try? db.rollback() }
+                    throw error
                 }
             }
         } catch {
