@@ -331,6 +331,14 @@ struct ReplyChannel: Sendable {
         sink.fill(slot, with: frame, afterWrite: afterWrite)
     }
 
+    /// A store request's outcome as its reply: `+OK`, or the error.
+    func fill(_ slot: ReplyOrder.Slot, with result: Result<Void, StoreError>) {
+        switch result {
+        case .success: fill(slot, with: .ok)
+        case .failure(let error): fill(slot, with: .error(ReplayError(error)))
+        }
+    }
+
     func send(_ frame: ServerFrame) {
         sink.onRouter { $0.send(frame) }
     }

@@ -40,12 +40,7 @@ extension Connection {
                     : "subscription '\(sid)' reads '\(running!.phase.stream)', not '\(stream ?? "")'"
             return replies.fill(slot, with: .error(ReplayError(.invalidAck, "\(reason); nothing changed")))
         }
-        context.store.acknowledge(sequence, consumer: consumer, of: running.phase.stream) { result in
-            switch result {
-            case .success: replies.fill(slot, with: .ok)
-            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-            }
-        }
+        context.store.acknowledge(sequence, consumer: consumer, of: running.phase.stream) { replies.fill(slot, with: $0) }
     }
 
     /// NACK for a group member: the event goes back to the group, to be handed out again
@@ -66,12 +61,7 @@ extension Connection {
         let request = GroupRequest.giveBack(
             group: group.name, member: group.member, sequence: sequence, delayMillis: Int64((delay * 1000).rounded()),
             deadLetterConfig: config
-        ) { result in
-            switch result {
-            case .success: replies.fill(slot, with: .ok)
-            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-            }
-        }
+        ) { replies.fill(slot, with: $0) }
         context.store.group(request, of: target, deadLetter: group.deadLetter)
     }
 
@@ -234,20 +224,14 @@ struct AcknowledgementRun {
         guard !sequences.isEmpty else { return }
         defer { self = AcknowledgementRun() }
         let slots = self.slots
-        let answer = { @Sendable (slot: ReplyOrder.Slot, result: Result<Void, StoreError>) in
-            switch result {
-            case .success: replies.fill(slot, with: .ok)
-            case .failure(let error): replies.fill(slot, with: .error(ReplayError(error)))
-            }
-        }
         guard sequences.count > 1 else {
-            return store.group(.acknowledge(group: group, member: member, sequence: sequences[0]) { answer(slots[0], $0) }, of: stream)
+            return store.group(.acknowledge(group: group, member: member, sequence: sequences[0]) { replies.fill(slots[0], with: $0) }, of: stream)
         }
         store.group(
             .acknowledgeAll(group: group, member: member, sequences: sequences) { result in
                 switch result {
-                case .success(let each): for (slot, result) in zip(slots, each) { answer(slot, result) }
-                case .failure(let error): for slot in slots { answer(slot, .failure(error)) }
+                case .success(let each): for (slot, result) in zip(slots, each) { replies.fill(slot, with: result) }
+                case .failure(let error): for slot in slots { replies.fill(slot, with: .failure(error)) }
                 }
             }, of: stream)
     }

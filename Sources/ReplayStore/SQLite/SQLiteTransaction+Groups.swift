@@ -25,52 +25,46 @@ extension SQLiteTransaction {
         // A row per other pending event that changed: bound in place (see `RawStatement`),
         // where GRDB's arguments were a fifth of the writer's time in a work queue.
         let isRun = { (delivery: PendingDelivery) in HeldRuns.isHeldFirstDelivery(delivery, ackWait: ackWait) }
-        var delete: RawStatement?
-        var upsert: RawStatement?
         for (sequence, delivery) in group.pending {
             let old = before[sequence]
             let hadRow = old.map { !isRun($0) } ?? false
             if isRun(delivery) {
-                if hadRow { try deletePending(stream, group.name, sequence, &delete) }
+                if hadRow { try deletePending(stream, group.name, sequence) }
             } else if !hadRow || old != delivery {
-                try upsertPending(stream, group.name, sequence, delivery, &upsert)
+                try upsertPending(stream, group.name, sequence, delivery)
             }
         }
         for (sequence, old) in before where group.pending[sequence] == nil && !isRun(old) {
-            try deletePending(stream, group.name, sequence, &delete)
+            try deletePending(stream, group.name, sequence)
         }
     }
 
-    private func deletePending(_ stream: Int64, _ name: String, _ sequence: UInt64, _ statement: inout RawStatement?) throws {
-        if statement == nil {
-            statement = RawStatement(try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
-        }
-        statement!.bind(stream, at: 1)
-        statement!.bind(name, at: 2)
-        statement!.bind(Int64(sequence), at: 3)
-        try statement!.execute()
+    private func deletePending(_ stream: Int64, _ name: String, _ sequence: UInt64) throws {
+        let statement = RawStatement(try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
+        statement.bind(stream, at: 1)
+        statement.bind(name, at: 2)
+        statement.bind(Int64(sequence), at: 3)
+        try statement.execute()
     }
 
-    private func upsertPending(_ stream: Int64, _ name: String, _ sequence: UInt64, _ delivery: PendingDelivery, _ statement: inout RawStatement?) throws {
-        if statement == nil {
-            statement = RawStatement(
-                try db.cachedStatement(
-                    sql: """
-                        INSERT OR REPLACE INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due,
-                                                              first_delivered, last_delivered)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """), in: db)
-        }
-        statement!.bind(stream, at: 1)
-        statement!.bind(name, at: 2)
-        statement!.bind(Int64(sequence), at: 3)
-        statement!.bind(delivery.member, at: 4)
-        statement!.bind(delivery.lastMember, at: 5)
-        statement!.bind(Int64(delivery.deliveries), at: 6)
-        statement!.bind(delivery.due, at: 7)
-        statement!.bind(delivery.firstDelivered, at: 8)
-        statement!.bind(delivery.lastDelivered, at: 9)
-        try statement!.execute()
+    private func upsertPending(_ stream: Int64, _ name: String, _ sequence: UInt64, _ delivery: PendingDelivery) throws {
+        let statement = RawStatement(
+            try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due,
+                                                          first_delivered, last_delivered)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """), in: db)
+        statement.bind(stream, at: 1)
+        statement.bind(name, at: 2)
+        statement.bind(Int64(sequence), at: 3)
+        statement.bind(delivery.member, at: 4)
+        statement.bind(delivery.lastMember, at: 5)
+        statement.bind(Int64(delivery.deliveries), at: 6)
+        statement.bind(delivery.due, at: 7)
+        statement.bind(delivery.firstDelivered, at: 8)
+        statement.bind(delivery.lastDelivered, at: 9)
+        try statement.execute()
     }
 
     func deleteGroup(stream: Int64, name: String) throws {
