@@ -57,7 +57,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        sink = RouterHandle(router: NIOLoopBound(self, eventLoop: context.eventLoop))
+        sink = RouterHandle(router: NIOLoopBound(self, eventLoop: context.eventLoop), channel: context.channel)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -210,6 +210,17 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
         writeReady()
     }
 
+    /// Frames that answer no command (a group member's EVENTs): written now, in the order
+    /// they reach the event loop, beside the replies. `promise` succeeds once written.
+    func write(frames: [ByteBuffer], promise: EventLoopPromise<Void>?) {
+        guard let context, let last = frames.last else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        for buffer in frames.dropLast() { context.write(wrapOutboundOut(buffer), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(last), promise: promise)
+    }
+
     /// Succeeds once every reply owed has been written (or can no longer be).
     func flushed(_ promise: EventLoopPromise<Void>) {
         if order.owed == 0 || context == nil { return promise.succeed() }
@@ -256,13 +267,23 @@ final class RouterHandle: AppendSink {
     }
 
     private let router: NIOLoopBound<CommandRouter>
+    private let channel: any NIOCore.Channel
     /// Replies filled and not yet taken to the event loop: the writer answers a batch's
     /// ACKs one by one, and each its own hop and write was most of the event loop's time
     /// in a work queue. The first reply queued schedules the hop; the rest ride on it.
     private let queued = Locked<[Reply]>([])
 
-    init(router: NIOLoopBound<CommandRouter>) {
+    init(router: NIOLoopBound<CommandRouter>, channel: any NIOCore.Channel) {
         self.router = router
+        self.channel = channel
+    }
+
+    /// Whether the socket takes more now (readable from any thread).
+    var isWritable: Bool { channel.isWritable }
+
+    /// Writes frames that answer no command, from any thread (`CommandRouter.write(frames:)`).
+    func write(_ frames: [ByteBuffer], promise: EventLoopPromise<Void>?) {
+        onRouter { $0.write(frames: frames, promise: promise) }
     }
 
     func appended(_ results: [AppendResult]) {

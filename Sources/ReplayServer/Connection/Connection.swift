@@ -177,9 +177,9 @@ final class Connection: Sendable {
         case .nack(let sid, let sequence, let stream, let delay):
             giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
         case .subscribeGroup(let stream, let sid, let start, let options):
-            join(stream, sid: sid, start: start, options: options, slot: slot, output: output)
+            join(stream, sid: sid, start: start, options: options, slot: slot)
         case .subscribePatternGroup(let pattern, let sid, let start, let options):
-            join(pattern, sid: sid, start: start, options: options, slot: slot, output: output)
+            join(pattern, sid: sid, start: start, options: options, slot: slot)
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)

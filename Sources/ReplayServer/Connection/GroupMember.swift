@@ -29,7 +29,7 @@ struct GroupMember: Sendable {
     let hub: StreamHub
     let context: ServerContext
     let phase: SubscriptionPhase
-    let output: SubscriberOutput
+    let output: MemberOutput
 
     /// Delivers until the task is cancelled (UNSUB, the connection's end), the stream is
     /// deleted or ends with nothing left to hand out, or the connection fails.
@@ -56,15 +56,16 @@ struct GroupMember: Sendable {
         do {
             while !Task.isCancelled {
                 phase.enter(.parked(after: hub.info.lastSequence))
-                let handout: GroupHandout
                 framed.clear()
-                switch await handOut(reader: framed.reader) {
-                case .success(let given): handout = given
-                case .failure(.unavailable):
+                let handout: GroupHandout
+                switch await handOut(framed) {
+                case nil: continue  // sent from the writer's thread, then cancelled
+                case .success(let given)?: handout = given
+                case .failure(.unavailable)?:
                     // The store is away (PostgreSQL): ask again after a while, as a cursor would.
                     try await Task.sleep(for: .seconds(1))
                     continue
-                case .failure(let error):
+                case .failure(let error)?:
                     return try await end(error)
                 }
                 phase.enter(.delivering)
@@ -93,21 +94,53 @@ struct GroupMember: Sendable {
 
     /// Asks the writer for work; when there is none, the request waits there until there
     /// is (or this task is cancelled).
-    private func handOut(reader: HandoutReader) async -> Result<GroupHandout, StoreError> {
-        let config = StreamConfig(capacity: context.configuration.defaultCapacity)
+    ///
+    /// A hand-out the writer framed in full (`FramedHandout`) is sent from the writer's
+    /// thread, and the next one asked for from there too (`relay`): a member that keeps
+    /// getting work costs no wake-up of its task per hand-out, and its events reach the
+    /// socket one thread hop after their commit. The task hears of the rest: a gap, events
+    /// it must read itself, its work done, an error, a socket without room. `nil`: sent
+    /// from the writer's thread, and not asked again because the task was cancelled.
+    private func handOut(_ framed: FramedHandout) async -> Result<GroupHandout, StoreError>? {
         let ticket = WaitTicket()
+        let stopped = Locked(false)
         let (store, stream) = (context.store, stream)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                store.group(
-                    .handOut(group: group, member: member, limit: maxPending, deadLetterConfig: config, wait: ticket, read: reader) {
-                        continuation.resume(returning: $0)
-                    },
-                    of: stream, deadLetter: deadLetter)
+                relay(ticket: ticket, framed: framed, stopped: stopped) { continuation.resume(returning: $0) }
             }
         } onCancel: {
+            stopped.withLock { $0 = true }
             store.group(.stopWaiting(ticket), of: stream)
         }
+    }
+
+    /// One hand-out, under the member's one ticket; sent and asked again from the writer's
+    /// thread while it can be (see `handOut`), else answered.
+    private func relay(
+        ticket: WaitTicket, framed: FramedHandout, stopped: Locked<Bool>,
+        answer: @escaping @Sendable (Result<GroupHandout, StoreError>?) -> Void
+    ) {
+        let config = StreamConfig(capacity: context.configuration.defaultCapacity)
+        let request = GroupRequest.handOut(
+            group: group, member: member, limit: maxPending, deadLetterConfig: config, wait: ticket, read: framed.reader
+        ) { [self] result in
+            guard case .success(let handout) = result, handout.skipped == nil, !handout.given.isEmpty,
+                handout.read == handout.given.count, output.isWritable
+            else { return answer(result) }
+            let (body, bytes) = framed.take()
+            hub.delivered(events: handout.read, bytes: bytes)
+            output.send(body)
+            phase.enter(.parked(after: hub.info.lastSequence))
+            // Asked again under the lock that cancellation takes first: the next request is
+            // either in the writer's queue before `stopWaiting`, or not asked at all.
+            let relayed = stopped.withLock { isStopped in
+                if !isStopped { relay(ticket: ticket, framed: framed, stopped: stopped, answer: answer) }
+                return !isStopped
+            }
+            if !relayed { answer(nil) }
+        }
+        context.store.group(request, of: stream, deadLetter: deadLetter)
     }
 
     /// Sends the given events as EVENT frames, each run of consecutive sequence numbers

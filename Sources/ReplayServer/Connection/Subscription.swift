@@ -2,21 +2,6 @@ import NIOCore
 import ReplayProtocol
 import ReplayStore
 
-/// Where a connection's subscriptions write: through NIO's async writer, so a write
-/// suspends while the socket is not writable.
-struct SubscriberOutput: Sendable {
-    let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
-
-    func write(_ buffer: ByteBuffer) async throws {
-        try await outbound.write(buffer)
-    }
-
-    /// Several buffers in one write (one `writev` where they fit).
-    func writeMany(_ buffers: [ByteBuffer]) async throws {
-        try await outbound.write(contentsOf: buffers)
-    }
-}
-
 /// One subscription: a `LogCursor` over its stream, framed as EVENT, GAP, COMPLETED and
 /// FAILED lines.
 ///
@@ -110,7 +95,7 @@ struct Subscription: Sendable {
 
     /// Frames events from the ring: one buffer of this subscriber's lines (and small
     /// payloads, copied), interleaved with the events' shared payload buffers.
-    static func send(_ entries: [TailRing.Entry], stream: String, sid: String, output: SubscriberOutput, hub: StreamHub) async throws {
+    static func send(_ entries: [TailRing.Entry], stream: String, sid: String, output: some FrameOutput, hub: StreamHub) async throws {
         hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()
