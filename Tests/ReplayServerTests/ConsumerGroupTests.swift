@@ -227,6 +227,69 @@ struct ConsumerGroupTests {
         }
     }
 
+    /// A member that leaves while its work keeps coming: its hand-outs were being sent and
+    /// asked again from the writer's thread (`GroupMember.relay`), and leaving stops that,
+    /// so what it held goes to the next member at once and every event is acknowledged once.
+    @Test func aMemberThatLeavesWhileItsWorkKeepsComingIsHandedNothingMore() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                let (total, rounds, perRound) = (400, 15, 20)
+                _ = try await publisher.publish("flow", (1...total).map { "job \($0)" })
+                let ledger = Ledger()
+                // Member after member takes a share and leaves, its last ACK and its UNSUB in
+                // one write: the ACK frees room, so the writer may answer the member's relayed
+                // hand-out in the very batch its UNSUB's stop joins (a race this cannot force).
+                for round in 0..<rounds {
+                    let name = "a\(round)"
+                    try await withWireClient(daemon.socketPath) { a in
+                        try await join(a, "flow", sid: "w", GroupOptions(group: "g", member: name, ackWait: 3600, maxPending: 2))
+                        var (sent, confirmed) = (0, 0)
+                        var owed: [UInt64] = []
+                        while confirmed < perRound + 1 {
+                            switch try await a.expectFrame() {
+                            case .event(_, _, let sequence, _, _) where sent < perRound:
+                                owed.append(sequence)
+                                sent += 1
+                                if sent < perRound {
+                                    try await a.send(.ack(sid: "w", sequence: sequence))
+                                } else {
+                                    try await a.send(.ack(sid: "w", sequence: sequence), .unsubscribe(sid: "w"))
+                                }
+                            case .event:
+                                break  // handed out before the UNSUB took effect: given back by it
+                            case .ok:
+                                if confirmed < perRound { ledger.acked.withLock { $0[owed.removeFirst(), default: []].append(name) } }
+                                confirmed += 1
+                            case let other:
+                                throw TestFailure("\(name): unexpected \(other)")
+                            }
+                        }
+                        // Its task ends after its UNSUB is answered, and gives back what it held.
+                        try await eventually(within: 10, "\(name) holds nothing") {
+                            try await json(publisher, .pending(stream: "flow", group: "g"), as: [PendingDescription].self).allSatisfy {
+                                $0.member != name
+                            }
+                        }
+                    }
+                }
+                try await withWireClient(daemon.socketPath) { b in
+                    try await join(b, "flow", sid: "w", GroupOptions(group: "g", member: "b", ackWait: 3600, maxPending: 5))
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { try await work(b, name: "b", sid: "w", ledger: ledger) }
+                        try await eventually("\(total) acknowledgements") { ledger.ackedCount >= total }
+                        try await b.send(.ping)
+                        try await group.waitForAll()
+                    }
+                }
+                let acked = ledger.acked.withLock { $0 }
+                #expect(acked.keys.sorted() == Array(1...UInt64(total)))
+                #expect(acked.values.allSatisfy { $0.count == 1 })
+                let groups = try await json(publisher, .groups(stream: "flow"), as: [GroupDescription].self)
+                #expect(groups.first?.pending == 0)
+            }
+        }
+    }
+
     struct PendingEntry: Decodable {
         let seq: UInt64
     }
