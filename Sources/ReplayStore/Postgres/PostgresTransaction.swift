@@ -79,6 +79,7 @@ final class PostgresTransaction: LogTransaction {
         """
 
     static var locksStreamsUpFront: Bool { true }
+    static var writesEveryTouchedRow: Bool { true }
 
     func prepare(streams: Set<String>) throws {
         if case .cached = mode { return }

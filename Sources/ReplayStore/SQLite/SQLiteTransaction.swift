@@ -17,6 +17,7 @@ final class SQLiteTransaction: LogTransaction {
 
     /// One process writes the file (its lock says so): nothing to lock up front.
     static var locksStreamsUpFront: Bool { false }
+    static var writesEveryTouchedRow: Bool { false }
 
     func prepare(streams: Set<String>) {}
 

@@ -37,6 +37,11 @@ protocol LogTransaction: AnyObject {
     /// Whether a new stream still gets an id its events can be stored under.
     func roomForAStream() throws -> StoreError?
     func updateStream(_ record: Catalog.Record) throws
+    /// Whether every batch that touches a stream writes its row, changed or not: a database
+    /// shared by several writers versions the row with each write, which is how a batch of
+    /// another daemon on the same stream (its groups included) is noticed. Where this
+    /// process is the only writer, a row left as it was is not written again.
+    static var writesEveryTouchedRow: Bool { get }
     /// Removes the stream's row (its producers and consumers go with it).
     func deleteStream(_ id: Int64) throws
 

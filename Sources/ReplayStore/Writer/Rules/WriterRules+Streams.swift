@@ -23,7 +23,7 @@ extension WriterRules {
                 name: name, config: config, createdAt: time, firstSequence: 1, lastSequence: 0,
                 byteCount: 0, terminal: nil, terminalAt: nil, fork: fork?.0))
         deleted.remove(name)
-        return add(record)
+        return add(record, inserted: true)
     }
 
     mutating func create(_ name: String, _ config: StreamConfig) throws -> Result<StreamInfo, StoreError> {

@@ -26,10 +26,21 @@ struct WriterRules<DB: LogTransaction> {
         var groupsWritten: Set<String> = []
         var groupsRemoved: Set<String> = []
         let groupsBefore: [String: ConsumerGroup]
+        /// The stream's row as the transaction found it (`nil`: inserted by it). A batch of
+        /// a work queue's ACKs and hand-outs changes the groups only: rewriting the row
+        /// anyway cost a page in the WAL per commit.
+        let rowBefore: (info: StreamInfo, lastTime: Int64)?
 
-        init(record: Catalog.Record) {
+        init(record: Catalog.Record, inserted: Bool) {
             self.record = record
             self.groupsBefore = record.groups
+            self.rowBefore = inserted ? nil : (record.info, record.lastTime)
+        }
+
+        /// Whether the stream's row must be written.
+        var rowChanged: Bool {
+            guard let rowBefore else { return true }
+            return rowBefore.info != record.info || rowBefore.lastTime != record.lastTime
         }
     }
 
@@ -147,8 +158,8 @@ struct WriterRules<DB: LogTransaction> {
         return found
     }
 
-    mutating func add(_ record: Catalog.Record) -> Int {
-        streams.append(Touched(record: record))
+    mutating func add(_ record: Catalog.Record, inserted: Bool = false) -> Int {
+        streams.append(Touched(record: record, inserted: inserted))
         indexByName[record.info.name] = streams.count - 1
         return streams.count - 1
     }
@@ -246,7 +257,7 @@ struct WriterRules<DB: LogTransaction> {
         try serveWaiting()
         for index in indexByName.values {
             let record = streams[index].record
-            try db.updateStream(record)
+            if DB.writesEveryTouchedRow || streams[index].rowChanged { try db.updateStream(record) }
             for name in streams[index].consumersWritten {
                 guard let consumer = record.consumers[name] else { continue }
                 try db.writeConsumer(stream: record.id, consumer)
