@@ -83,6 +83,40 @@ struct HeldRunsTests {
         }
     }
 
+    /// A batch that changes a stream's groups only (a join, a hand-out, an ACK) leaves the
+    /// stream's row alone; one that appends writes it. Counted by a trigger on the
+    /// writer's own connection, where the batches run.
+    @Test func groupChangesAloneDoNotRewriteTheStreamsRow() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try openStore(directory)
+            defer { store.close() }
+            _ = try await store.create("jobs", config: .unlimited)
+            _ = try await store.appendAll(["job 1", "job 2"], to: "jobs")
+            try store.queryWriter { db in
+                try db.execute(
+                    sql: """
+                        CREATE TEMP TABLE row_writes (n INTEGER NOT NULL); INSERT INTO row_writes VALUES (0);
+                        CREATE TEMP TRIGGER count_row_writes AFTER UPDATE ON main.streams
+                        BEGIN UPDATE row_writes SET n = n + 1; END
+                        """)
+            }
+            let rowWrites = { try store.queryWriter { db in try Int.fetchOne(db, sql: "SELECT n FROM temp.row_writes") ?? -1 } }
+            let waiting = WaitingMembersTests()
+            try await waiting.join(store, ackWaitMillis: 60_000)
+            let given = try await withCheckedContinuation { continuation in
+                store.group(
+                    .handOut(group: "g", member: "a", limit: 2, deadLetterConfig: .unlimited, wait: nil) { continuation.resume(returning: $0) },
+                    of: "jobs")
+            }.get()
+            #expect(given.given.map(\.sequence) == [1, 2])
+            try await waiting.acknowledge(store, 1, by: "a")
+            #expect(try rowWrites() == 0, "a join, a hand-out and an ACK leave the stream's row as it was")
+            _ = try await store.append(Data("job 3".utf8), to: "jobs")
+            #expect(try rowWrites() == 1)
+            #expect(store.groups(of: "jobs")?["g"]?.pending.keys.sorted() == [2])
+        }
+    }
+
     /// A held first delivery written as a row before schema 0010 moves into the group's
     /// runs when the store opens, and is still pending, held by its member.
     @Test func aHeldRowFromBeforeTheRunsMovesIntoThemWhenTheStoreOpens() async throws {
