@@ -147,11 +147,8 @@ struct GroupMember: Sendable {
     /// through the cursor core. Events retention removed meanwhile are a GAP (they left the
     /// group's pending set with it). `false`: the stream was deleted, and said so.
     private func send(_ sequences: [UInt64], log: PooledStore) async throws -> Bool {
-        var index = 0
-        while index < sequences.count {
-            var last = index
-            while last + 1 < sequences.count, sequences[last + 1] == sequences[last] + 1 { last += 1 }
-            let (first, through) = (sequences[index], sequences[last])
+        for run in sequences.consecutiveRuns {
+            let (first, through) = (run.lowerBound, run.upperBound)
             var cursor = LogCursor(
                 hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid), from: first, liveAfter: .max, retry: .untilCancelled)
             while cursor.next <= through {
@@ -172,7 +169,6 @@ struct GroupMember: Sendable {
                     return false
                 }
             }
-            index = last + 1
         }
         return true
     }

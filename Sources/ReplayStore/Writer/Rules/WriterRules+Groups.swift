@@ -124,21 +124,18 @@ extension WriterRules {
     private func read(_ sequences: [UInt64], of record: Catalog.Record, into reader: HandoutReader) throws -> Int {
         var read = 0
         var bytes = 0
-        var index = 0
-        while index < sequences.count, bytes < reader.byteBudget {
-            var last = index
-            while last + 1 < sequences.count, sequences[last + 1] == sequences[last] + 1 { last += 1 }
-            var expected = sequences[index]
-            let segments = LogSegments(of: record, from: sequences[index], through: sequences[last]) { catalog[$0] }
-            try db.forEachEvent(segments, limit: last - index + 1, byteBudget: reader.byteBudget - bytes) { sequence, time, payload in
+        for run in sequences.consecutiveRuns {
+            guard bytes < reader.byteBudget else { break }
+            var expected = run.lowerBound
+            let segments = LogSegments(of: record, from: run.lowerBound, through: run.upperBound) { catalog[$0] }
+            try db.forEachEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload in
                 guard sequence == expected else { return }
                 reader.take(sequence, time, payload)
                 expected += 1
                 bytes += payload.count
             }
-            read += Int(expected - sequences[index])
-            guard expected > sequences[last] else { return read }
-            index = last + 1
+            read += Int(expected - run.lowerBound)
+            guard expected > run.upperBound else { return read }
         }
         return read
     }
