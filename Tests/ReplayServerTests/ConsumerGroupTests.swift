@@ -290,6 +290,59 @@ struct ConsumerGroupTests {
         }
     }
 
+    /// A member that acknowledges what it is given without reading its socket (it knows
+    /// the numbers) cannot make the daemon buffer its stream: once the socket has no room,
+    /// hand-outs stop being sent from the writer's thread, and the member's task waits for
+    /// the socket before asking for more. Then everything arrives, in order.
+    @Test func aMemberThatDoesNotReadIsHandedNoMoreThanItsSocketHolds() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { publisher in
+                let total = 1_000
+                let payload = String(repeating: "x", count: 16_384)
+                for first in stride(from: 0, to: total, by: 100) {
+                    _ = try await publisher.publish("big", Array(repeating: payload, count: min(100, total - first)))
+                }
+                try await withWireClient(daemon.socketPath) { member in
+                    try await join(member, "big", sid: "s", GroupOptions(group: "g", member: "m", ackWait: 3600, maxPending: 1))
+                    // Acknowledge each event once it is handed out, as the group's PENDING
+                    // shows it, never reading the member's socket; stop when no more comes.
+                    var acknowledged: UInt64 = 0
+                    while acknowledged < UInt64(total) {
+                        let next = acknowledged + 1
+                        var handedOut = false
+                        for _ in 0..<200 {
+                            let pending = try await json(publisher, .pending(stream: "big", group: "g"), as: [PendingDescription].self)
+                            if pending.contains(where: { $0.seq == next && $0.member == "m" }) {
+                                handedOut = true
+                                break
+                            }
+                            try await Task.sleep(for: .milliseconds(10))
+                        }
+                        guard handedOut else { break }
+                        try await member.send(.ack(sid: "s", sequence: next))
+                        acknowledged = next
+                    }
+                    // 16 KiB a frame: the two sockets' buffers hold some tens of them.
+                    #expect(acknowledged < 200, "\(acknowledged) events handed out to a member that read none")
+                    var expected: UInt64 = 1
+                    var replies = 0
+                    while expected <= acknowledged || replies < Int(acknowledged) {
+                        switch try await member.expectFrame() {
+                        case .event(_, _, let sequence, _, let body):
+                            #expect(sequence == expected)
+                            #expect(body.readableBytes == payload.utf8.count)
+                            expected += 1
+                        case .ok:
+                            replies += 1
+                        case let other:
+                            throw TestFailure("unexpected \(other)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     struct PendingEntry: Decodable {
         let seq: UInt64
     }
