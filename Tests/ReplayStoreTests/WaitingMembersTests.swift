@@ -55,7 +55,9 @@ struct WaitingMembersTests {
 
     func acknowledge(_ store: EventStore, _ sequence: UInt64, by member: String) async throws {
         try await withCheckedContinuation { continuation in
-            store.group(.acknowledge(group: "g", member: member, sequence: sequence) { continuation.resume(returning: $0) }, of: "jobs")
+            store.group(
+                .acknowledge(group: "g", member: member, sequences: [sequence]) { continuation.resume(returning: $0.flatMap { $0[0] }) },
+                of: "jobs")
         }.get()
     }
 
@@ -118,7 +120,7 @@ struct WaitingMembersTests {
                 _ = try #require(await answers.next()).get()
             }
             let results = try await withCheckedContinuation { continuation in
-                store.group(.acknowledgeAll(group: "g", member: "a", sequences: [2, 3, 1, 2]) { continuation.resume(returning: $0) }, of: "jobs")
+                store.group(.acknowledge(group: "g", member: "a", sequences: [2, 3, 1, 2]) { continuation.resume(returning: $0) }, of: "jobs")
             }.get()
             #expect(results.map { (try? $0.get()) != nil } == [true, false, true, false])
             guard case .failure(.invalidAck(let message)) = results[1] else { throw TestFailure("expected a refusal, got \(results[1])") }

@@ -197,7 +197,7 @@ extension GroupOptions {
 }
 
 /// Consecutive ACKs of one group member, read together, on their way to the writer as one
-/// request (`GroupRequest.acknowledgeAll`); each is answered in its own reply slot.
+/// request (`GroupRequest.acknowledge`); each is answered in its own reply slot.
 struct AcknowledgementRun {
     private var stream = ""
     private var group = ""
@@ -220,11 +220,8 @@ struct AcknowledgementRun {
         guard !sequences.isEmpty else { return }
         defer { self = AcknowledgementRun() }
         let slots = self.slots
-        guard sequences.count > 1 else {
-            return store.group(.acknowledge(group: group, member: member, sequence: sequences[0]) { replies.fill(slots[0], with: $0) }, of: stream)
-        }
         store.group(
-            .acknowledgeAll(group: group, member: member, sequences: sequences) { result in
+            .acknowledge(group: group, member: member, sequences: sequences) { result in
                 switch result {
                 case .success(let each): for (slot, result) in zip(slots, each) { replies.fill(slot, with: result) }
                 case .failure(let error): for slot in slots { replies.fill(slot, with: .failure(error)) }

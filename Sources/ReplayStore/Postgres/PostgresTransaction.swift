@@ -20,7 +20,6 @@ import ReplaySync
 ///   a stream's row and its new events (or reads of what is committed) throws `NeedsLocks`
 ///   before a write is sent.
 final class PostgresTransaction: LogTransaction {
-    let readsInPlace = false
     /// How the batch holds its streams' rows.
     enum Mode {
         /// Locked by name and read fresh (`prepare`).
@@ -80,6 +79,7 @@ final class PostgresTransaction: LogTransaction {
 
     static var locksStreamsUpFront: Bool { true }
     static var writesEveryTouchedRow: Bool { true }
+    static var readsInPlace: Bool { false }
 
     func prepare(streams: Set<String>) throws {
         if case .cached = mode { return }

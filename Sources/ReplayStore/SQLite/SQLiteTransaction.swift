@@ -8,7 +8,6 @@ import ReplayModel
 final class SQLiteTransaction: LogTransaction {
     let db: Database
     let producers: ProducerTable
-    let readsInPlace = true
 
     init(_ db: Database, producers: ProducerTable) {
         self.db = db
@@ -18,6 +17,7 @@ final class SQLiteTransaction: LogTransaction {
     /// One process writes the file (its lock says so): nothing to lock up front.
     static var locksStreamsUpFront: Bool { false }
     static var writesEveryTouchedRow: Bool { false }
+    static var readsInPlace: Bool { true }
 
     func prepare(streams: Set<String>) {}
 

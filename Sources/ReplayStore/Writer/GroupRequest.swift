@@ -23,12 +23,11 @@ public enum GroupRequest: Sendable {
     /// The member waiting with this ticket is gone (its subscription ended): its hand-out is
     /// answered with nothing, if it is still waiting.
     case stopWaiting(WaitTicket)
-    case acknowledge(group: String, member: String, sequence: UInt64, Completion<Void>)
-    /// Several ACKs of one member, read together: each is decided on its own (a refused one
-    /// changes nothing and the rest still count), answered with one result per sequence
-    /// number, in order. A worker acknowledges a burst of events at once, and as one
-    /// request they cost the writer one lookup of the group instead of one each.
-    case acknowledgeAll(group: String, member: String, sequences: [UInt64], Completion<[Result<Void, StoreError>]>)
+    /// ACKs of one member, one or a burst read together: each is decided on its own (a
+    /// refused one changes nothing and the rest still count), answered with one result per
+    /// sequence number, in order. A worker acknowledges a burst of events at once, and as
+    /// one request they cost the writer one lookup of the group instead of one each.
+    case acknowledge(group: String, member: String, sequences: [UInt64], Completion<[Result<Void, StoreError>]>)
     case giveBack(group: String, member: String, sequence: UInt64, delayMillis: Int64, deadLetterConfig: StreamConfig, Completion<Void>)
     /// The member left: what it held is free for the others at once.
     case leave(group: String, member: String, Completion<Void>)
@@ -39,8 +38,8 @@ public enum GroupRequest: Sendable {
         case .join(_, _, _, let done): done(.failure(error))
         case .handOut(_, _, _, _, _, _, let done): done(.failure(error))
         case .stopWaiting: break
-        case .acknowledgeAll(_, _, _, let done): done(.failure(error))
-        case .acknowledge(_, _, _, let done), .giveBack(_, _, _, _, _, let done), .leave(_, _, let done), .delete(_, let done):
+        case .acknowledge(_, _, _, let done): done(.failure(error))
+        case .giveBack(_, _, _, _, _, let done), .leave(_, _, let done), .delete(_, let done):
             done(.failure(error))
         }
     }

@@ -64,7 +64,7 @@ protocol LogTransaction: AnyObject {
     /// Whether reading events inside the transaction costs no more than a read elsewhere
     /// (SQLite: the same process, the pages just written), so a hand-out's events are read
     /// by the writer for its member; PostgreSQL's would be a round trip in the writer's batch.
-    var readsInPlace: Bool { get }
+    static var readsInPlace: Bool { get }
 
     func writeConsumer(stream: Int64, _ consumer: ConsumerInfo) throws
     func deleteConsumer(stream: Int64, name: String) throws

@@ -23,12 +23,7 @@ extension WriterRules {
             try handOutOrWait(waiter)
         case .stopWaiting(let ticket):
             stopWaiting(ticket)
-        case .acknowledge(let group, let member, let sequence, let done):
-            let result = try changeGroup(group, of: name) { group in
-                group.acknowledge(sequence, by: member).mapError { Self.ackRefusal($0, sequence, member, "ACK") }
-            }
-            completions.append { done(result) }
-        case .acknowledgeAll(let group, let member, let sequences, let done):
+        case .acknowledge(let group, let member, let sequences, let done):
             let result = try changeGroup(group, of: name) { group -> Result<[Result<Void, StoreError>], StoreError> in
                 .success(sequences.map { sequence in group.acknowledge(sequence, by: member).mapError { Self.ackRefusal($0, sequence, member, "ACK") } })
             }
@@ -112,7 +107,7 @@ extension WriterRules {
         var answer = GroupHandout(
             given: handout.given, held: working.held(by: member, now: millis), skipped: handout.skipped, nextDue: working.nextDue,
             finished: Self.isFinished(working, streams[index].record.info))
-        if let reader, db.readsInPlace, !handout.given.isEmpty {
+        if let reader, DB.readsInPlace, !handout.given.isEmpty {
             answer.read = try read(handout.given.map(\.sequence), of: streams[index].record, into: reader)
         }
         return .success(answer)
