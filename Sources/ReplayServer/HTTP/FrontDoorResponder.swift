@@ -130,19 +130,27 @@ struct FrontDoorResponder: HTTPResponder {
     /// The security and CORS headers.
     @inline(never)
     private func addHeaders(to response: inout Response, for request: Request) {
-        let allowedOrigin = request.headers.value(.origin).flatMap(settings.corsValue(for:))
-        response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.crossOriginResourcePolicy] = "cross-origin"
+        Self.addHeaders(to: &response.headers, origin: request.headers.value(.origin), settings: settings)
+    }
+
+    /// The security and CORS headers of every answer, for a request from `origin`; also
+    /// what a POST answered on its event loop gets (`InlineAppendHandler`).
+    static func addHeaders(to headers: inout HTTPFields, origin: String?, settings: HTTPSettings) {
+        let allowedOrigin = origin.flatMap(settings.corsValue(for:))
+        headers[.xContentTypeOptions] = "nosniff"
+        headers[.crossOriginResourcePolicy] = "cross-origin"
         if let allowedOrigin {
-            response.headers[.accessControlAllowOrigin] = allowedOrigin
-            response.headers[.accessControlExposeHeaders] = Self.exposed.joined(separator: ", ")
+            headers[.accessControlAllowOrigin] = allowedOrigin
+            headers[.accessControlExposeHeaders] = exposedList
         } else if settings.allowedOrigins.contains("*") {
             // Any origin: the same headers whether or not the request says where it is from.
-            response.headers[.accessControlAllowOrigin] = "*"
-            response.headers[.accessControlExposeHeaders] = Self.exposed.joined(separator: ", ")
+            headers[.accessControlAllowOrigin] = "*"
+            headers[.accessControlExposeHeaders] = exposedList
         }
-        if allowedOrigin != nil, allowedOrigin != "*" { response.headers[.vary] = "Origin" }
+        if allowedOrigin != nil, allowedOrigin != "*" { headers[.vary] = "Origin" }
     }
+
+    private static let exposedList = exposed.joined(separator: ", ")
 
     private func isPreflight(_ request: Request) -> Bool {
         request.method == .options && request.headers.value(.origin) != nil && request.headers.value(.accessControlRequestMethod) != nil

@@ -81,7 +81,14 @@ public struct HTTPFrontDoor: Service {
                 configured: settings.maxConnections, descriptors: FileLimits.current, socketConnections: socketConnections),
             logger: logger)
         let headerTimeout = TimeAmount(settings.headerTimeout)
+        let requestMetrics = metrics.map { _ in RequestMetrics() }
         let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)])
+        // Plain HTTP/1.1 serves a stream's POSTs on their event loop (`InlineAppendHandler`),
+        // unless tokens or client rates are checked: those checks are the front door's.
+        let inline = InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics)
+        let inlineAppends = settings.tokenKeys == nil && !settings.clientLimits.limitsRates
+        let plainStreams = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)] + (inlineAppends ? [InlineAppendHandler(inline)] : []))
         let server: HTTPServerBuilder
         let reloads: Task<Void, Never>?
         if let tls = settings.tls {
@@ -95,7 +102,7 @@ public struct HTTPFrontDoor: Service {
             reloads = Self.reloadOnHangup(tls, logger: logger)
         } else {
             server = HTTPServerBuilder { responder in
-                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: streams), budget: budget)
+                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: plainStreams), budget: budget)
             }
             reloads = nil
         }
@@ -103,7 +110,7 @@ public struct HTTPFrontDoor: Service {
         defer { reloads?.cancel() }
         let responder = FrontDoorResponder(
             router: router.buildResponder(), settings: settings, logger: logger, limiter: ClientRateLimiter(logger: logger),
-            metrics: metrics.map { _ in RequestMetrics() })
+            metrics: requestMetrics)
         let app = Application(
             responder: responder,
             server: server,

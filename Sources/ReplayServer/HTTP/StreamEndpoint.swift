@@ -35,9 +35,13 @@ struct StreamEndpoint: Sendable {
     /// components would drop an empty segment), percent-decoded, by the stream-name rule.
     @inline(never)  // else its messages take every route's async frame
     private func streamName<Context: RequestContext>(_ context: Context) throws -> String {
-        guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)), let name = raw.removingPercentEncoding else {
-            throw HTTPError(.notFound)
-        }
+        guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) else { throw HTTPError(.notFound) }
+        return try Self.streamName(raw: raw)
+    }
+
+    /// The stream's name from the path after the prefix, percent-decoded and checked.
+    static func streamName(raw: some StringProtocol) throws -> String {
+        guard let name = raw.removingPercentEncoding else { throw HTTPError(.notFound) }
         if let problem = StreamName.problem(with: name) {
             throw HTTPError(.badRequest, message: "'\(name)' is not a valid stream name (\(problem)): \(StreamName.rule)")
         }
@@ -212,7 +216,7 @@ struct StreamEndpoint: Sendable {
     }
 
     /// The write a POST asks for, or why it is refused.
-    private func appendWrite(_ name: String, headers: RequestHeaders, producer: ProducerStamp?, body: Data, info: StreamInfo) throws -> StreamWrite {
+    func appendWrite(_ name: String, headers: RequestHeaders, producer: ProducerStamp?, body: Data, info: StreamInfo) throws -> StreamWrite {
         let closes = headers.closes
         if body.isEmpty, !closes {
             throw HTTPError(.badRequest, message: "an append needs a body (an empty one only with Stream-Closed: true)")
@@ -232,7 +236,7 @@ struct StreamEndpoint: Sendable {
     }
 
     /// The answer to a POST that was written.
-    private func appended(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool) -> Response {
+    func appended(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool) -> Response {
         var fields = HTTPFields()
         let status: HTTPResponse.Status
         switch outcome {

@@ -16,6 +16,9 @@ enum DaemonMetrics {
     static let httpConnections = Meter(label: "replay_http_connections")
     static let httpConnectionsShed = Counter(label: "replay_http_connections_shed_total")
     static let httpHeaderTimeouts = Counter(label: "replay_http_header_timeouts_total")
+    /// POSTs to a stream answered on their connection's event loop (`InlineAppendHandler`),
+    /// of all those `hb_requests` counts: what is left went through the router.
+    static let inlineAppends = Counter(label: "replay_http_appends_inline_total")
     /// Socket commands refused by the access rules.
     static let socketDenied = Counter(label: "replay_socket_denied_total")
     /// HTTP requests refused by the token rules (401 and 403).

@@ -57,14 +57,21 @@ final class RequestMetrics: Sendable {
         let figures = figures(Route(path: route ?? "Unknown", method: started.method, status: response.status))
         let body = response.body
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
-            defer {
-                figures.requests.increment()
-                figures.errors?.increment()
-                figures.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.nanoseconds)
-                started.active.decrement()
-            }
+            defer { Self.record(figures, started) }
             try await body.write(writer)
         }
+    }
+
+    /// An answer written without hummingbird (`InlineAppendHandler`): counted and timed now.
+    func answered(_ status: HTTPResponse.Status, _ started: Started, route: String) {
+        Self.record(figures(Route(path: route, method: started.method, status: status)), started)
+    }
+
+    private static func record(_ figures: Figures, _ started: Started) {
+        figures.requests.increment()
+        figures.errors?.increment()
+        figures.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started.nanoseconds)
+        started.active.decrement()
     }
 
     /// An error no one answered: the router and the front door answer every

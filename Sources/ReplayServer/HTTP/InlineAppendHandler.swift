@@ -1,0 +1,279 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOHTTPTypes
+import ReplayModel
+import ReplayStore
+
+/// A POST to a stream, served on its connection's event loop: the request is handed to the
+/// store's writer from here, and the writer's completion writes the answer from here.
+///
+/// Why: through hummingbird, a POST crosses threads four times (the event loop hands it to
+/// the connection's task in the cooperative pool, the task to the writer, the commit
+/// resumes the task, and the task hands the answer back to the event loop), and a profile
+/// of appends put most of the daemon's CPU in waking and switching those threads and in
+/// the task's bookkeeping. Here it crosses twice, as the socket door's PUB does
+/// (`CommandRouter`).
+///
+/// Only the plain case is taken: a POST to a valid stream name with its length known
+/// within `--max-payload`, no `Expect` header or `Connection` other than `keep-alive` or
+/// `close` (the connection then closes after the answer), on a connection with no
+/// request of hummingbird's unanswered, and a stream that is there and takes the body.
+/// Everything else goes on to hummingbird's router, unchanged, and so does a taken POST
+/// whose write the store refused: the router answers it as it answers any POST (a refused
+/// write changed nothing, so writing it again there gives the same refusal, with the
+/// same body and headers, from the one place that words them). Doors with token rules or
+/// client rates (`--http-token-key`, `--http-rate`) do not install this handler: their
+/// checks live in the front door (`FrontDoorResponder`).
+///
+/// Order on the connection is kept: a POST is taken only when every request before it has
+/// been answered, and while its write is at the store, what else arrives waits here and
+/// reading stops, so the next request goes wherever it goes only after this answer.
+final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum State {
+        /// Requests go on to hummingbird; `unanswered` of them have not had their answer's end.
+        case routing(unanswered: Int)
+        /// A POST taken here, its body arriving.
+        case collecting(Taken)
+        /// A taken POST's write at the store.
+        case writing(Taken)
+    }
+
+    private struct Taken {
+        let head: HTTPRequest
+        let name: String
+        var body: ByteBuffer?
+
+        var bodyBytes: Int { body?.readableBytes ?? 0 }
+    }
+
+    private let appends: InlineAppends
+    private var state = State.routing(unanswered: 0)
+    private var context: ChannelHandlerContext?
+    /// What arrived while a write was at the store, in order.
+    private var waiting: [HTTPRequestPart] = []
+    /// A `read` asked for while a write was at the store.
+    private var readHeld = false
+    /// A graceful shutdown's quiesce, held while a taken POST is unanswered: hummingbird's
+    /// connection handler, behind this one, would see an idle connection and close it.
+    private var heldQuiesce: ChannelShouldQuiesceEvent?
+
+    init(_ appends: InlineAppends) {
+        self.appends = appends
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        take(unwrapInboundIn(data), context: context)
+    }
+
+    private func take(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch state {
+        case .routing(let unanswered):
+            if case .head(let head) = part {
+                if unanswered == 0, let name = appends.accepts(head) {
+                    state = .collecting(Taken(head: head, name: name))
+                    return
+                }
+                state = .routing(unanswered: unanswered + 1)
+            }
+            context.fireChannelRead(wrapInboundOut(part))
+        case .collecting(var taken):
+            switch part {
+            case .head:
+                // Not after a head without its end; the decoder does not send it. Kept in order.
+                route(taken, ended: false, context: context)
+                take(part, context: context)
+            case .body(let chunk):
+                if taken.body == nil {
+                    taken.body = chunk
+                } else {
+                    taken.body!.writeImmutableBuffer(chunk)
+                }
+                state = .collecting(taken)
+                // Over the bound (a body longer than its announced length): the router
+                // answers 413, as for any POST.
+                if taken.bodyBytes > appends.maxPayload { route(taken, ended: false, context: context) }
+            case .end:
+                write(taken, context: context)
+            }
+        case .writing:
+            waiting.append(part)
+        }
+    }
+
+    /// Hands a taken request on to hummingbird, as it arrived.
+    private func route(_ taken: Taken, ended: Bool, context: ChannelHandlerContext) {
+        state = .routing(unanswered: 1)
+        context.fireChannelRead(wrapInboundOut(.head(taken.head)))
+        if let body = taken.body { context.fireChannelRead(wrapInboundOut(.body(body))) }
+        if ended { context.fireChannelRead(wrapInboundOut(.end(nil))) }
+        releaseQuiesce(context: context)
+    }
+
+    private func write(_ taken: Taken, context: ChannelHandlerContext) {
+        guard let write = appends.write(taken.name, head: taken.head, body: taken.body) else {
+            route(taken, ended: true, context: context)
+            return
+        }
+        state = .writing(taken)
+        let started = appends.metrics?.start(.post)
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        appends.endpoint.store.write(write.write) { result in
+            handler.eventLoop.execute { handler.value.written(result, write, started: started) }
+        }
+    }
+
+    /// On the event loop: the store's answer, then what waited.
+    private func written(_ result: Result<StreamWriteOutcome, StoreError>, _ write: InlineAppends.Write, started: RequestMetrics.Started?) {
+        guard let context, case .writing(let taken) = state else { return }
+        switch result {
+        case .success(let outcome):
+            let status = appends.answer(outcome, write, head: taken.head, context: context)
+            if let metrics = appends.metrics, let started { metrics.answered(status, started, route: InlineAppends.route) }
+            DaemonMetrics.inlineAppends.increment()
+            state = .routing(unanswered: 0)
+            releaseQuiesce(context: context)
+            if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
+        case .failure:
+            if let started { started.active.decrement() }
+            route(taken, ended: true, context: context)
+        }
+        let arrived = waiting
+        waiting = []
+        for part in arrived { take(part, context: context) }
+        // Outside a read from the socket: hummingbird's async channel hands on what it was
+        // given at the end of a read, so say that this one ended.
+        context.fireChannelReadComplete()
+        if readHeld, !isWriting {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    private var isWriting: Bool {
+        if case .writing = state { return true }
+        return false
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let quiesce = event as? ChannelShouldQuiesceEvent {
+            switch state {
+            case .collecting, .writing:
+                heldQuiesce = quiesce
+                return
+            case .routing: break
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func releaseQuiesce(context: ChannelHandlerContext) {
+        guard let quiesce = heldQuiesce else { return }
+        heldQuiesce = nil
+        context.fireUserInboundEventTriggered(quiesce)
+    }
+
+    // MARK: Outbound
+
+    func read(context: ChannelHandlerContext) {
+        if isWriting {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// Hummingbird's answers pass here; each one's end answers one routed request.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), case .routing(let unanswered) = state, unanswered > 0 {
+            state = .routing(unanswered: unanswered - 1)
+        }
+        context.write(data, promise: promise)
+    }
+}
+
+/// What every connection's `InlineAppendHandler` shares: which POSTs it takes, the write
+/// each asks for (with `StreamEndpoint`'s own checks) and the answer to a written one.
+struct InlineAppends: Sendable {
+    /// The route the request figures name a POST to a stream by, as hummingbird's router does.
+    static let route = StreamEndpoint.prefix + "**"
+
+    let endpoint: StreamEndpoint
+    let settings: HTTPSettings
+    let metrics: RequestMetrics?
+    var maxPayload: Int { endpoint.maxPayload }
+
+    /// A taken POST's write, with what its answer needs.
+    struct Write {
+        let write: StreamWrite
+        let producer: ProducerStamp?
+    }
+
+    /// The stream a POST appends to, if this is a POST taken here (see `InlineAppendHandler`).
+    func accepts(_ head: HTTPRequest) -> String? {
+        guard head.method == .post, let path = head.path, path.hasPrefix(StreamEndpoint.prefix),
+            !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.contains("?")
+        else { return nil }
+        let fields = head.headerFields
+        guard fields[.expect] == nil, Self.closes(head) || fields[.connection] == nil || fields[.connection]?.lowercased() == "keep-alive",
+            let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
+        else { return nil }
+        if let token = settings.token, fields.value(.authorization) != "Bearer \(token)" { return nil }
+        return try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count))
+    }
+
+    /// `Connection: close`: the connection ends with this request's answer.
+    static func closes(_ head: HTTPRequest) -> Bool {
+        head.headerFields[.connection]?.lowercased() == "close"
+    }
+
+    /// The write the POST asks for; `nil` if anything about it is not plain (the router
+    /// then answers it, refusal and all).
+    func write(_ name: String, head: HTTPRequest, body: ByteBuffer?) -> Write? {
+        let headers = RequestHeaders(fields: head.headerFields)
+        do {
+            let producer = try headers.producer()
+            guard let hub = try endpoint.liveHub(name) else { return nil }
+            let data = body.map { Data($0.readableBytesView) } ?? Data()
+            let write = try endpoint.appendWrite(name, headers: headers, producer: producer, body: data, info: hub.info)
+            return Write(write: write, producer: producer)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Writes the answer to a written POST; returns its status.
+    func answer(_ outcome: StreamWriteOutcome, _ write: Write, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
+        let response = endpoint.appended(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+        var fields = response.headers
+        FrontDoorResponder.addHeaders(to: &fields, origin: head.headerFields.value(.origin), settings: settings)
+        fields[HTTPField.Name.date] = HTTPDate.now
+        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: response.status, headerFields: fields))), promise: nil)
+        guard Self.closes(head) else {
+            context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)
+            return response.status
+        }
+        // As hummingbird does for `Connection: close`: no more requests on this connection.
+        let channel = context.channel
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: written)
+        return response.status
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import ReplayTesting
+import Testing
+
+/// POSTs answered on their event loop (`InlineAppendHandler`), beside the requests
+/// hummingbird's router answers, on one keep-alive connection, over real HTTP.
+@Suite("replayd: POSTs answered on their event loop", .timeLimit(.minutes(3)))
+struct InlineAppendTests {
+    static let path = "/v1/stream/inline"
+
+    static func post(_ body: String, _ extra: String = "", to path: String = path) -> String {
+        "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    }
+
+    /// The requests of both tests: some the event loop takes, some it hands to the router
+    /// (a GET, a chunked POST, a POST to no stream, a POST the store refuses), the last
+    /// one's `Connection: close` ending the connection after its answer.
+    static let requests = [
+        post("a"),
+        "GET \(path)?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n",
+        post("c", "Origin: http://elsewhere.example\r\n"),
+        post("z", to: "/v1/stream/missing"),
+        // A new producer must start at 0: the store refuses it, and the router answers.
+        post("y", "Producer-Id: p\r\nProducer-Epoch: 0\r\nProducer-Seq: 5\r\n"),
+        post("d", "Producer-Id: p\r\nProducer-Epoch: 0\r\nProducer-Seq: 0\r\n"),
+        post("e", "Connection: close\r\n"),
+    ]
+
+    /// Each answer is the router's, whichever path took the request.
+    static func check(_ answers: [RawHTTP.Answer]) {
+        #expect(answers.map(\.status) == [204, 200, 204, 204, 404, 400, 200, 204])
+        guard answers.count == 8 else { return }
+        #expect(answers[0].headers["stream-next-offset"] == "0000000000000001_0000000000000000")
+        #expect(answers[1].body == "a")
+        #expect(answers[2].headers["stream-next-offset"] == "0000000000000002_0000000000000000")
+        #expect(answers[3].headers["stream-next-offset"] == "0000000000000003_0000000000000000")
+        #expect(answers[3].headers["access-control-allow-origin"] == nil, "an origin not allowed gets no CORS headers")
+        #expect(answers[4].body.contains("no stream named 'missing'"))
+        #expect(answers[5].body.contains("expects pseq=0, got pseq=5"))
+        #expect(answers[6].headers["producer-seq"] == "0")
+        #expect(answers[6].headers["producer-epoch"] == "0")
+        #expect(answers[7].headers["stream-next-offset"] == "0000000000000005_0000000000000000")
+        for answer in answers {
+            #expect(answer.headers["x-content-type-options"] == "nosniff")
+            #expect(answer.headers["date"]?.hasSuffix(" GMT") == true)
+        }
+    }
+
+    static func metric(_ http: HTTPTestClient, _ name: String) async throws -> Double? {
+        try await http.request("GET", "/metrics").text.split(separator: "\n")
+            .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last!) }
+    }
+
+    /// One request at a time on a keep-alive connection: the plain POSTs (a, c, d and e)
+    /// are taken on the event loop, counted and timed as the router's are.
+    @Test func plainPostsAreAnsweredOnTheEventLoopAndTheRestByTheRouter() async throws {
+        try await withHTTP { _, http in
+            #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
+            let connection = try RawHTTP(port: http.port)
+            var answers: [RawHTTP.Answer] = []
+            for request in Self.requests {
+                try connection.send(request)
+                answers.append(try connection.answer())
+            }
+            #expect(try connection.isClosed())
+            Self.check(answers)
+            #expect(try await http.request("GET", Self.path + "?offset=-1").text == "abcde")
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 4)
+            let route = #"hb_requests{http_route="/v1/stream/**",http_request_method="POST",http_response_status_code=""#
+            #expect(try await Self.metric(http, route + #"204"}"#) == 4)
+            #expect(try await Self.metric(http, route + #"200"}"#) == 1)
+        }
+    }
+
+    /// All the requests in one write: the first POST is taken on the event loop, what
+    /// arrives meanwhile waits for its answer, and every answer comes in the order asked.
+    @Test func pipelinedRequestsAreAnsweredInOrderWhicheverPathTakesThem() async throws {
+        try await withHTTP { _, http in
+            #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
+            let connection = try RawHTTP(port: http.port)
+            try connection.send(Self.requests.joined())
+            var answers: [RawHTTP.Answer] = []
+            for _ in Self.requests { answers.append(try connection.answer()) }
+            #expect(try connection.isClosed())
+            Self.check(answers)
+            #expect(try await http.request("GET", Self.path + "?offset=-1").text == "abcde")
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 1)
+        }
+    }
+
+    /// With client rates the front door checks every request, so no POST is taken early.
+    @Test func aDoorWithClientRatesAnswersEveryPostThroughTheRouter() async throws {
+        try await withHTTP(arguments: ["--rate-limit-requests", "1000/s"]) { (_: TestDaemon, http: HTTPTestClient) async throws in
+            #expect(try await http.request("PUT", "/v1/stream/r", headers: [("Content-Type", "text/plain")]).status == 201)
+            #expect(try await http.request("POST", "/v1/stream/r", headers: [("Content-Type", "text/plain")], body: "x").status == 204)
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 == 0)
+            let route = #"hb_requests{http_route="/v1/stream/**",http_request_method="POST",http_response_status_code="204"}"#
+            #expect(try await Self.metric(http, route) == 1)
+        }
+    }
+}
+
+/// HTTP/1.1 by hand over a blocking socket: requests written as given, answers read one
+/// at a time (each body by its `Content-Length`).
+final class RawHTTP {
+    struct Answer {
+        let status: Int
+        /// Lowercased names.
+        let headers: [String: String]
+        let body: String
+    }
+
+    private let fd: Int32
+    private var received: [UInt8] = []
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw TestFailure("connect: \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw TestFailure("send: \(errno)") }
+    }
+
+    /// The next answer, read as far as it needs.
+    func answer() throws -> Answer {
+        while true {
+            if let (answer, used) = try Self.parse(received[...]) {
+                received.removeFirst(used)
+                return answer
+            }
+            guard try receive() else { throw TestFailure("closed after \(received.count) bytes of an answer") }
+        }
+    }
+
+    /// Whether the server closed the connection, with nothing more sent.
+    func isClosed() throws -> Bool {
+        try !receive() && received.isEmpty
+    }
+
+    private func receive() throws -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        guard count >= 0 else { throw TestFailure("recv: \(errno), with \(received.count) bytes unparsed") }
+        received += buffer[..<count]
+        return count > 0
+    }
+
+    /// One whole answer at the start of `bytes` and the bytes it took, or `nil` if it has
+    /// not all arrived.
+    private static func parse(_ bytes: ArraySlice<UInt8>) throws -> (Answer, Int)? {
+        let separator = Array("\r\n\r\n".utf8)
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else { return nil }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+            throw TestFailure("not a status line: \(lines.first ?? "")")
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = headers["content-length"].flatMap { Int($0) } ?? 0
+        let bodyStart = end + separator.count
+        guard bytes.endIndex - bodyStart >= length else { return nil }
+        let body = String(decoding: bytes[bodyStart..<bodyStart + length], as: UTF8.self)
+        return (Answer(status: status, headers: headers, body: body), bodyStart + length - bytes.startIndex)
+    }
+}
