@@ -12,34 +12,37 @@ struct InlineAppendTests {
         "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
-    /// The requests of both tests: some the event loop takes, some it hands to the router
-    /// (a GET, a chunked POST, a POST to no stream, a POST the store refuses), the last
-    /// one's `Connection: close` ending the connection after its answer.
+    /// The requests of both tests: plain POSTs, which the event loop takes, then the ones it
+    /// hands to the router (a GET, a chunked POST, a POST to no stream, a POST the store
+    /// refuses), and last a POST whose `Connection: close` ends the connection after its
+    /// answer.
     static let requests = [
         post("a"),
+        post("c", "Origin: http://elsewhere.example\r\n"),
+        post("d", "Producer-Id: p\r\nProducer-Epoch: 0\r\nProducer-Seq: 0\r\n"),
         "GET \(path)?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n",
         "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n",
-        post("c", "Origin: http://elsewhere.example\r\n"),
         post("z", to: "/v1/stream/missing"),
-        // A new producer must start at 0: the store refuses it, and the router answers.
+        // Out of the producer's order: the store refuses it, and the router answers.
         post("y", "Producer-Id: p\r\nProducer-Epoch: 0\r\nProducer-Seq: 5\r\n"),
-        post("d", "Producer-Id: p\r\nProducer-Epoch: 0\r\nProducer-Seq: 0\r\n"),
         post("e", "Connection: close\r\n"),
     ]
 
     /// Each answer is the router's, whichever path took the request.
     static func check(_ answers: [RawHTTP.Answer]) {
-        #expect(answers.map(\.status) == [204, 200, 204, 204, 404, 400, 200, 204])
+        #expect(answers.map(\.status) == [204, 204, 200, 200, 204, 404, 409, 204])
         guard answers.count == 8 else { return }
         #expect(answers[0].headers["stream-next-offset"] == "0000000000000001_0000000000000000")
-        #expect(answers[1].body == "a")
-        #expect(answers[2].headers["stream-next-offset"] == "0000000000000002_0000000000000000")
-        #expect(answers[3].headers["stream-next-offset"] == "0000000000000003_0000000000000000")
-        #expect(answers[3].headers["access-control-allow-origin"] == nil, "an origin not allowed gets no CORS headers")
-        #expect(answers[4].body.contains("no stream named 'missing'"))
-        #expect(answers[5].body.contains("expects pseq=0, got pseq=5"))
-        #expect(answers[6].headers["producer-seq"] == "0")
-        #expect(answers[6].headers["producer-epoch"] == "0")
+        #expect(answers[1].headers["stream-next-offset"] == "0000000000000002_0000000000000000")
+        #expect(answers[1].headers["access-control-allow-origin"] == nil, "an origin not allowed gets no CORS headers")
+        #expect(answers[2].headers["producer-seq"] == "0")
+        #expect(answers[2].headers["producer-epoch"] == "0")
+        #expect(answers[2].headers["stream-next-offset"] == "0000000000000003_0000000000000000")
+        #expect(answers[3].body == "acd")
+        #expect(answers[4].headers["stream-next-offset"] == "0000000000000004_0000000000000000")
+        #expect(answers[5].body.contains("no stream named 'missing'"))
+        #expect(answers[6].headers["producer-expected-seq"] == "1")
+        #expect(answers[6].body.contains("expects pseq=1, got pseq=5"))
         #expect(answers[7].headers["stream-next-offset"] == "0000000000000005_0000000000000000")
         for answer in answers {
             #expect(answer.headers["x-content-type-options"] == "nosniff")
@@ -52,8 +55,11 @@ struct InlineAppendTests {
             .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last!) }
     }
 
-    /// One request at a time on a keep-alive connection: the plain POSTs (a, c, d and e)
-    /// are taken on the event loop, counted and timed as the router's are.
+    /// One request at a time on a keep-alive connection: the plain POSTs are taken on the
+    /// event loop, counted and timed as the router's are. (a, c and d surely: each follows
+    /// an answer of the event loop's. e follows the router's answer to y, which the client
+    /// can read whole before the router's end of it has passed the handler: then e goes to
+    /// the router too, as anything does that comes before the end of the answer before it.)
     @Test func plainPostsAreAnsweredOnTheEventLoopAndTheRestByTheRouter() async throws {
         try await withHTTP { _, http in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
@@ -65,8 +71,8 @@ struct InlineAppendTests {
             }
             #expect(try connection.isClosed())
             Self.check(answers)
-            #expect(try await http.request("GET", Self.path + "?offset=-1").text == "abcde")
-            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 4)
+            #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 3)
             let route = #"hb_requests{http_route="/v1/stream/**",http_request_method="POST",http_response_status_code=""#
             #expect(try await Self.metric(http, route + #"204"}"#) == 4)
             #expect(try await Self.metric(http, route + #"200"}"#) == 1)
@@ -84,7 +90,7 @@ struct InlineAppendTests {
             for _ in Self.requests { answers.append(try connection.answer()) }
             #expect(try connection.isClosed())
             Self.check(answers)
-            #expect(try await http.request("GET", Self.path + "?offset=-1").text == "abcde")
+            #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
             #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 1)
         }
     }

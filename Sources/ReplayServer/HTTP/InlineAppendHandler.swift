@@ -228,7 +228,7 @@ struct InlineAppends: Sendable {
     /// The stream a POST appends to, if this is a POST taken here (see `InlineAppendHandler`).
     func accepts(_ head: HTTPRequest) -> String? {
         guard head.method == .post, let path = head.path, path.hasPrefix(StreamEndpoint.prefix),
-            !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.contains("?")
+            !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.utf8.contains(UInt8(ascii: "?"))
         else { return nil }
         let fields = head.headerFields
         guard fields[.expect] == nil, Self.closes(head) || fields[.connection] == nil || fields[.connection]?.lowercased() == "keep-alive",
