@@ -156,6 +156,42 @@ struct TLSTests {
         }
     }
 
+    /// POSTs multiplexed on one HTTP/2 connection, and one over HTTP/1.1 with TLS, are each
+    /// taken on their event loop (`InlineAppendHandler`, in each HTTP/2 stream's pipeline)
+    /// and answered as the router would; one to no stream is the router's 404.
+    @Test func postsOverHTTP2AreAnsweredOnTheirEventLoop() async throws {
+        try await Self.withTLS { _, certificates, base in
+            _ = try await curl(["--cacert", certificates.ca, "-X", "PUT", "-H", "Content-Type: text/plain", base + "/v1/stream/h2"])
+            let posts = 6
+            let urls = (0..<posts).flatMap { _ in ["-o", "/dev/null", base + "/v1/stream/h2"] }
+            let sent = try await curl(
+                [
+                    "--cacert", certificates.ca, "--http2", "--parallel", "-X", "POST", "-H", "Content-Type: text/plain", "--data", "x", "-w",
+                    "%{http_code} %{http_version} %{num_connects}\n",
+                ]
+                    + urls)
+            #expect(sent.status == 0, "\(sent.stderr)")
+            let answers = sent.stdout.split(separator: "\n").map { $0.split(separator: " ") }
+            #expect(answers.count == posts)
+            #expect(answers.allSatisfy { $0.first == "204" && $0.dropFirst().first == "2" }, "\(answers)")
+            #expect(answers.compactMap { $0.last.flatMap { Int($0) } }.reduce(0, +) == 1, "one connection for all")
+            let http1 = try await curl([
+                "--cacert", certificates.ca, "--http1.1", "-X", "POST", "-H", "Content-Type: text/plain", "--data", "y", "-o", "/dev/null", "-w",
+                "%{http_code}",
+                base + "/v1/stream/h2",
+            ])
+            #expect(http1.stdout == "204")
+            let missing = try await curl([
+                "--cacert", certificates.ca, "--http2", "-X", "POST", "-H", "Content-Type: text/plain", "--data", "z", base + "/v1/stream/missing",
+            ])
+            #expect(missing.stdout.contains("no stream named 'missing'"))
+            let all = try await curl(["--cacert", certificates.ca, base + "/v1/stream/h2?offset=-1"])
+            #expect(all.stdout == String(repeating: "x", count: posts) + "y")
+            let metrics = try await curl(["--cacert", certificates.ca, base + "/metrics"]).stdout
+            #expect(metrics.contains("replay_http_appends_inline_total \(posts + 1)"), "every plain POST taken on its event loop")
+        }
+    }
+
     @Test func sighupServesARenewedCertificateWhileAReaderStaysConnected() async throws {
         try await Self.withTLS { daemon, certificates, base in
             let port = Int(base.split(separator: ":").last ?? "") ?? 0

@@ -82,12 +82,12 @@ public struct HTTPFrontDoor: Service {
             logger: logger)
         let headerTimeout = TimeAmount(settings.headerTimeout)
         let requestMetrics = metrics.map { _ in RequestMetrics() }
-        let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)])
-        // Plain HTTP/1.1 serves a stream's POSTs on their event loop (`InlineAppendHandler`),
-        // unless tokens or client rates are checked: those checks are the front door's.
+        // A stream's plain POSTs are served on their event loop (`InlineAppendHandler`), on
+        // HTTP/1.1 and on each HTTP/2 stream, unless tokens or client rates are checked:
+        // those checks are the front door's.
         let inline = InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics)
         let inlineAppends = settings.tokenKeys == nil && !settings.clientLimits.limitsRates
-        let plainStreams = HTTP1Channel.Configuration(
+        let streams = HTTP1Channel.Configuration(
             additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)] + (inlineAppends ? [InlineAppendHandler(inline)] : []))
         let server: HTTPServerBuilder
         let reloads: Task<Void, Never>?
@@ -102,7 +102,7 @@ public struct HTTPFrontDoor: Service {
             reloads = Self.reloadOnHangup(tls, logger: logger)
         } else {
             server = HTTPServerBuilder { responder in
-                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: plainStreams), budget: budget)
+                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: streams), budget: budget)
             }
             reloads = nil
         }
