@@ -22,4 +22,26 @@ struct RequestHeadersTests {
         #expect(!RequestHeaders(fields: fields).closes, "a repeated Stream-Closed is not `true`")
         #expect(throws: HTTPError.self) { try RequestHeaders(fields: fields).producer() }
     }
+
+    /// Media types compare as the protocol says: case aside, parameters and the spaces
+    /// around them aside; built or compared in place, the same answer.
+    @Test func mediaTypesCompareWithoutTheirParameters() {
+        #expect(RequestHeaders.mediaType(" Application/JSON ; charset=utf-8") == "application/json")
+        #expect(RequestHeaders.sameMediaType(" Application/JSON ; charset=utf-8", "application/json"))
+        #expect(RequestHeaders.sameMediaType("application/vnd.api+json", "APPLICATION/VND.API+JSON;x=1"))
+        #expect(!RequestHeaders.sameMediaType("application/json", "application/jsonx"))
+        #expect(!RequestHeaders.sameMediaType("text/plain", "text/html"))
+        #expect(!RequestHeaders.sameMediaType("text/plain", ""))
+        #expect(RequestHeaders.sameMediaType(";a=b", " "), "two empty media types")
+    }
+
+    /// An offset is two 16-digit numbers; a sequence number too long for 16 digits keeps
+    /// all of its own.
+    @Test func offsetsAreTwoPaddedNumbers() {
+        #expect(StreamOffset.text(after: 0) == "0000000000000000_0000000000000000")
+        #expect(StreamOffset.text(after: 42) == "0000000000000042_0000000000000000")
+        #expect(StreamOffset.text(after: 9_999_999_999_999_999) == "9999999999999999_0000000000000000")
+        #expect(StreamOffset.text(after: 10_000_000_000_000_000) == "10000000000000000_0000000000000000")
+        #expect(StreamOffset.parse("0000000000000042_0000000000000000") == .after(42))
+    }
 }

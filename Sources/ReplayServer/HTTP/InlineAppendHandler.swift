@@ -231,7 +231,7 @@ struct InlineAppends: Sendable {
             !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.utf8.contains(UInt8(ascii: "?"))
         else { return nil }
         let fields = head.headerFields
-        guard fields[.expect] == nil, Self.closes(head) || fields[.connection] == nil || fields[.connection]?.lowercased() == "keep-alive",
+        guard fields.value(.expect) == nil, Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
             let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
         else { return nil }
         if let token = settings.token, fields.value(.authorization) != "Bearer \(token)" { return nil }
@@ -240,7 +240,7 @@ struct InlineAppends: Sendable {
 
     /// `Connection: close`: the connection ends with this request's answer.
     static func closes(_ head: HTTPRequest) -> Bool {
-        head.headerFields[.connection]?.lowercased() == "close"
+        head.headerFields.value(.connection)?.lowercased() == "close"
     }
 
     /// The write the POST asks for; `nil` if anything about it is not plain (the router

@@ -25,15 +25,36 @@ struct RequestHeaders {
     /// in a profile of appends) and hummingbird's `MediaType` does not parse what
     /// clients send: it stops at a `.` (`application/vnd.api+json`) and keeps spaces.
     static func mediaType(_ contentType: String) -> String {
+        String(decoding: mediaTypeBytes(contentType).lazy.map(lowercased), as: UTF8.self)
+    }
+
+    /// Whether two content types have the same media type, without building either (a POST
+    /// compares its own with its stream's).
+    static func sameMediaType(_ one: String, _ other: String) -> Bool {
+        let (first, second) = (mediaTypeBytes(one), mediaTypeBytes(other))
+        return first.count == second.count && zip(first, second).allSatisfy { lowercased($0) == lowercased($1) }
+    }
+
+    /// The media type's bytes: before any `;`, without the spaces and tabs around it.
+    private static func mediaTypeBytes(_ contentType: String) -> Substring.UTF8View {
         var bytes = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
         while let first = bytes.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { bytes = bytes.dropFirst() }
         while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { bytes = bytes.dropLast() }
-        return String(decoding: bytes.lazy.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
+        return Substring(bytes).utf8
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (0x41...0x5A).contains(byte) ? byte + 0x20 : byte
     }
 
     /// The media type of the request's body; `nil` without one.
     var contentType: String? {
         fields.value(.contentType).map { Self.mediaType($0) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The request's `Content-Type` as sent, if it names a media type.
+    var givenContentType: String? {
+        fields.value(.contentType).flatMap { Self.mediaTypeBytes($0).isEmpty ? nil : $0 }
     }
 
     /// The content type a PUT declares, as sent (a stream without one holds bytes).

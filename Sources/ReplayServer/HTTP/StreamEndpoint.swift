@@ -232,11 +232,11 @@ struct StreamEndpoint: Sendable {
         if !body.isEmpty {
             // A closed stream is said first, so the client sees Stream-Closed (§5.2).
             if info.terminal != nil, producer == nil { throw closedConflict(info) }
-            guard let contentType = headers.contentType else {
+            guard let contentType = headers.givenContentType else {
                 throw HTTPError(.badRequest, message: "an append with a body needs a Content-Type")
             }
-            if let declared = info.config.contentType, RequestHeaders.mediaType(declared) != contentType {
-                throw HTTPError(.conflict, message: "stream '\(name)' holds \(declared), not \(contentType)")
+            if let declared = info.config.contentType, !RequestHeaders.sameMediaType(declared, contentType) {
+                throw HTTPError(.conflict, message: "stream '\(name)' holds \(declared), not \(RequestHeaders.mediaType(contentType))")
             }
         }
         let payloads = try messages(body, json: info.isJSON, creating: false)

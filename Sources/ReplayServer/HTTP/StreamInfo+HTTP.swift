@@ -9,7 +9,7 @@ extension StreamInfo {
     var httpContentType: String { config.contentType ?? "application/octet-stream" }
 
     /// JSON mode (Durable Streams PROTOCOL.md §9.1): messages kept apart, reads answered as an array.
-    var isJSON: Bool { RequestHeaders.mediaType(httpContentType) == "application/json" }
+    var isJSON: Bool { config.contentType.map { RequestHeaders.sameMediaType($0, "application/json") } ?? false }
 
     /// SSE carries `text/*` and JSON as text, everything else as base64 (§5.8).
     var isText: Bool {
@@ -43,7 +43,7 @@ extension StreamInfo {
     /// Whether a PUT of these settings re-declares this stream (Durable Streams PROTOCOL.md §5.1: content
     /// type, expiry and closure must match, or it is a conflict).
     func matches(contentType: String, expiry: StreamExpiry?, closed: Bool) -> Bool {
-        RequestHeaders.mediaType(httpContentType) == RequestHeaders.mediaType(contentType)
+        RequestHeaders.sameMediaType(httpContentType, contentType)
             && config.expiry == expiry && (terminal != nil) == closed
     }
 }

@@ -18,8 +18,20 @@ enum StreamOffset {
 
     static let digits = 16
 
+    /// Written into the string's own storage: every answer to a POST or a read carries one,
+    /// and built from padded pieces it was five strings (2 % of the daemon's CPU under POSTs).
     static func text(after sequence: UInt64) -> String {
-        padded(sequence) + "_" + padded(0)
+        guard sequence < 10_000_000_000_000_000 else { return padded(sequence) + "_" + padded(0) }
+        return String(unsafeUninitializedCapacity: 2 * digits + 1) { text in
+            var rest = sequence
+            for index in (0..<digits).reversed() {
+                text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            text[digits] = UInt8(ascii: "_")
+            for index in (digits + 1)...(2 * digits) { text[index] = UInt8(ascii: "0") }
+            return 2 * digits + 1
+        }
     }
 
     private static func padded(_ number: UInt64) -> String {
