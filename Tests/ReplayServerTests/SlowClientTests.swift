@@ -11,19 +11,7 @@ import Testing
 struct SlowClientTests {
     /// A TCP connection to 127.0.0.1:`port` that sent `text` and holds.
     static func halfRequest(port: Int, _ text: String) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            return nil
-        }
+        guard let fd = loopbackSocket(port: port) else { return nil }
         _ = text.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         return fd
     }
