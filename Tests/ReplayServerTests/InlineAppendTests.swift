@@ -95,6 +95,21 @@ struct InlineAppendTests {
         }
     }
 
+    /// A body of many reads is appended whole; one over `--max-payload` is not taken, and
+    /// the router answers 413 as for any POST.
+    @Test func aLargeBodyIsAppendedWholeAndOneOverTheBoundIsTheRouters() async throws {
+        try await withHTTP(arguments: ["--max-payload", "1000000"]) { (_: TestDaemon, http: HTTPTestClient) async throws in
+            #expect(try await http.request("PUT", "/v1/stream/big", headers: [("Content-Type", "application/octet-stream")]).status == 201)
+            // Over a dozen reads of the socket, in NIO's reads of at most 64 KiB.
+            let body = Data((0..<900_000).map { UInt8(truncatingIfNeeded: $0 % 251) })
+            let headers = [("Content-Type", "application/octet-stream")]
+            #expect(try await http.request("POST", "/v1/stream/big", headers: headers, bytes: body).status == 204)
+            #expect(try await http.request("POST", "/v1/stream/big", headers: headers, bytes: body + body.prefix(100_001)).status == 413)
+            #expect(try await http.request("GET", "/v1/stream/big?offset=-1").body == body)
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 1)
+        }
+    }
+
     /// With client rates the front door checks every request, so no POST is taken early.
     @Test func aDoorWithClientRatesAnswersEveryPostThroughTheRouter() async throws {
         try await withHTTP(arguments: ["--rate-limit-requests", "1000/s"]) { (_: TestDaemon, http: HTTPTestClient) async throws in

@@ -94,6 +94,9 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             context.fireChannelRead(wrapInboundOut(part))
         case .collecting(var taken):
+            // The state lets go of the body while it grows, so that it grows in place (each
+            // branch sets the state again).
+            state = .routing(unanswered: 0)
             switch part {
             case .head:
                 // Not after a head without its end; the decoder does not send it. Kept in order.
