@@ -66,10 +66,10 @@ struct InlineAppendTests {
             let connection = try RawHTTP(port: http.port)
             var answers: [RawHTTP.Answer] = []
             for request in Self.requests {
-                try connection.send(request)
-                answers.append(try connection.answer())
+                try await connection.send(request)
+                answers.append(try await connection.answer())
             }
-            #expect(try connection.isClosed())
+            #expect(try await connection.isClosed())
             Self.check(answers)
             #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
             #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 3)
@@ -85,10 +85,10 @@ struct InlineAppendTests {
         try await withHTTP { _, http in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
             let connection = try RawHTTP(port: http.port)
-            try connection.send(Self.requests.joined())
+            try await connection.send(Self.requests.joined())
             var answers: [RawHTTP.Answer] = []
-            for _ in Self.requests { answers.append(try connection.answer()) }
-            #expect(try connection.isClosed())
+            for _ in Self.requests { answers.append(try await connection.answer()) }
+            #expect(try await connection.isClosed())
             Self.check(answers)
             #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
             #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 1)
@@ -123,8 +123,10 @@ struct InlineAppendTests {
 }
 
 /// HTTP/1.1 by hand over a blocking socket: requests written as given, answers read one
-/// at a time (each body by its `Content-Length`).
-final class RawHTTP {
+/// at a time (each body by its `Content-Length`). Its reads and writes run on a thread of
+/// their own (`blockingCall`), never on the test process's cooperative pool; one test
+/// drives it, one call at a time, hence `@unchecked Sendable`.
+final class RawHTTP: @unchecked Sendable {
     struct Answer {
         let status: Int
         /// Lowercased names.
@@ -144,13 +146,24 @@ final class RawHTTP {
 
     deinit { close(fd) }
 
-    func send(_ text: String) throws {
-        let bytes = Array(text.utf8)
-        guard Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw TestFailure("send: \(errno)") }
+    func send(_ text: String) async throws {
+        try await blockingCall { [fd] in
+            let bytes = Array(text.utf8)
+            guard Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw TestFailure("send: \(errno)") }
+        }
     }
 
     /// The next answer, read as far as it needs.
-    func answer() throws -> Answer {
+    func answer() async throws -> Answer {
+        try await blockingCall { try self.readAnswer() }
+    }
+
+    /// Whether the server closed the connection, with nothing more sent.
+    func isClosed() async throws -> Bool {
+        try await blockingCall { try !self.receive() && self.received.isEmpty }
+    }
+
+    private func readAnswer() throws -> Answer {
         while true {
             if let (answer, used) = try Self.parse(received[...]) {
                 received.removeFirst(used)
@@ -158,11 +171,6 @@ final class RawHTTP {
             }
             guard try receive() else { throw TestFailure("closed after \(received.count) bytes of an answer") }
         }
-    }
-
-    /// Whether the server closed the connection, with nothing more sent.
-    func isClosed() throws -> Bool {
-        try !receive() && received.isEmpty
     }
 
     private func receive() throws -> Bool {
