@@ -5,7 +5,7 @@ import Testing
 /// A client nobody here wrote: the `durable-streams` package from PyPI (which CI installs)
 /// appends to and reads from replayd's HTTP front door, JSON and text, catch-up, SSE and
 /// long-poll, beside the socket protocol on the same stream (tools/durable_streams_client_check.py).
-@Suite("The PyPI durable-streams client", .timeLimit(.minutes(2)))
+@Suite("The PyPI durable-streams client", .timeLimit(.minutes(5)))
 struct DurableStreamsClientTests {
     @Test func appendsAndReadsThroughThePythonClient() async throws {
         try await Prerequisite.durableStreamsClient.require()

@@ -7,7 +7,7 @@ import Testing
 
 /// The Swift client's consumer-group members: events with ack() and nack(), and a member
 /// that joins again after the daemon restarts.
-@Suite("ReplayClient: group consumers", .timeLimit(.minutes(2)))
+@Suite("ReplayClient: group consumers", .timeLimit(.minutes(5)))
 struct GroupConsumerTests {
     @Test func eachEventIsAcknowledgedOrGivenBackAndComesAgain() async throws {
         try await withDaemon { daemon in

@@ -4,7 +4,7 @@ import ReplayTesting
 import Testing
 
 /// tools/replay_client.py talks to the same daemon as the Swift client, both ways.
-@Suite("Python client", .timeLimit(.minutes(2)))
+@Suite("Python client", .timeLimit(.minutes(5)))
 struct PythonClientTests {
     static let script = toolScript("replay_client.py")
 

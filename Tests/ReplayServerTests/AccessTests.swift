@@ -5,7 +5,7 @@ import ReplayTesting
 import Testing
 
 /// Who may talk to the socket, and who may make the daemon run commands.
-@Suite("replayd: access", .timeLimit(.minutes(2)))
+@Suite("replayd: access", .timeLimit(.minutes(5)))
 struct AccessTests {
     @Test func peersOutsideTheAllowedUsersAndGroupsAreRefused() async throws {
         let me = getuid()

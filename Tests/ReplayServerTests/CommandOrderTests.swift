@@ -6,7 +6,7 @@ import Testing
 
 /// A connection's commands take effect in the order they were sent, even pipelined in
 /// one write, whatever path each takes inside the daemon.
-@Suite("replayd: command order", .timeLimit(.minutes(2)))
+@Suite("replayd: command order", .timeLimit(.minutes(5)))
 struct CommandOrderTests {
     @Test func aPublishAfterCompleteIsRefused() async throws {
         try await withDaemon { daemon in
@@ -88,7 +88,7 @@ extension CommandOrderTests {
     }
 }
 
-@Suite("replayd: subscription ids", .timeLimit(.minutes(2)))
+@Suite("replayd: subscription ids", .timeLimit(.minutes(5)))
 struct SubscriptionIdTests {
     /// UNSUB then SUB with the same sid: the new subscription is not undone when the old
     /// one's task finishes.

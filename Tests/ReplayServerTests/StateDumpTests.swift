@@ -5,7 +5,7 @@ import Testing
 
 /// SIGUSR1 makes replayd write its live state to its log: what a hung test (or an
 /// operator) needs to tell a subscription that was never woken from a reply never filled.
-@Suite("replayd: state dump", .timeLimit(.minutes(2)))
+@Suite("replayd: state dump", .timeLimit(.minutes(5)))
 struct StateDumpTests {
     @Test func theDumpShowsEachSubscriptionsPhaseAndTheParkedCursors() async throws {
         try await withDaemon { daemon in
