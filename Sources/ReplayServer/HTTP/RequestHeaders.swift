@@ -47,13 +47,9 @@ struct RequestHeaders {
         (0x41...0x5A).contains(byte) ? byte + 0x20 : byte
     }
 
-    /// The media type of the request's body; `nil` without one.
+    /// The request's `Content-Type` as sent, if it names a media type (compared with
+    /// `sameMediaType`, which builds no string).
     var contentType: String? {
-        fields.value(.contentType).map { Self.mediaType($0) }.flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    /// The request's `Content-Type` as sent, if it names a media type.
-    var givenContentType: String? {
         fields.value(.contentType).flatMap { Self.mediaTypeBytes($0).isEmpty ? nil : $0 }
     }
 

@@ -112,7 +112,7 @@ struct StreamEndpoint: Sendable {
                 throw HTTPError(.notFound, message: "no stream named '\(request.source)' to fork")
             }
             if source.isSoftDeleted { throw HTTPError(.conflict, message: StoreError.forkOfDeletedStream(request.source).description) }
-            if let given = headers.contentType, given != RequestHeaders.mediaType(source.httpContentType) {
+            if let given = headers.contentType, !RequestHeaders.sameMediaType(given, source.httpContentType) {
                 throw HTTPError(.conflict, message: "a fork keeps its source's content type, \(source.httpContentType)")
             }
             contentType = source.httpContentType
@@ -121,7 +121,7 @@ struct StreamEndpoint: Sendable {
             fork = request
         }
         let body = try await body(of: request)
-        let payloads = try messages(body, json: RequestHeaders.mediaType(contentType) == "application/json", creating: true)
+        let payloads = try messages(body, json: RequestHeaders.sameMediaType(contentType, "application/json"), creating: true)
         // Kept whole unless the PUT or the daemon (`--http-capacity`) asks for a cap: a
         // Durable Streams client expects a stream to keep what it was given.
         let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
@@ -232,7 +232,7 @@ struct StreamEndpoint: Sendable {
         if !body.isEmpty {
             // A closed stream is said first, so the client sees Stream-Closed (§5.2).
             if info.terminal != nil, producer == nil { throw closedConflict(info) }
-            guard let contentType = headers.givenContentType else {
+            guard let contentType = headers.contentType else {
                 throw HTTPError(.badRequest, message: "an append with a body needs a Content-Type")
             }
             if let declared = info.config.contentType, !RequestHeaders.sameMediaType(declared, contentType) {
