@@ -46,6 +46,14 @@ public final class TestDaemon: Sendable {
         try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket)
     }
 
+    /// The daemon closes a connection whose request head has not arrived within
+    /// `--http-header-timeout` (10 s) of its start. A test process starved by the rest of a
+    /// parallel suite on two cores can take that long between connecting and writing: six
+    /// HTTP tests once failed together with "I/O on closed channel" that way, none of them
+    /// about the deadline. So test daemons wait 10 minutes unless a test sets its own (the
+    /// tests of the deadline do).
+    static let patientDoor = ["--http-header-timeout", "600"]
+
     private init(directory: String, extra: [String], database: String, socket: String? = nil, descriptorLimit: Int? = nil) async throws {
         self.directory = directory
         socketPath = socket ?? directory + "/replayd.sock"
@@ -54,6 +62,7 @@ public final class TestDaemon: Sendable {
         let log = try FileDescriptor.open(
             FilePath(logPath), .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite, .groupRead, .otherRead])
         var executable = FilePath(try builtExecutable("replayd"))
+        let extra = extra.contains("--http-header-timeout") ? extra : extra + Self.patientDoor
         var arguments = Arguments(["--socket", socketPath, "--db", databasePath] + extra)
         if let descriptorLimit {
             // prlimit sets the limit and execs replayd: the same process, the same pid.

@@ -50,12 +50,6 @@ struct InlineAppendTests {
         }
     }
 
-    /// The door's options for the tests that hold one keep-alive connection: the daemon
-    /// closes a connection whose next request head is late (`--http-header-timeout`, 10 s),
-    /// and a test process starved by the rest of the suite has been that slow between two
-    /// requests.
-    static let patientDoor = ["--http-header-timeout", "600"]
-
     static func metric(_ http: HTTPTestClient, _ name: String) async throws -> Double? {
         try await http.request("GET", "/metrics").text.split(separator: "\n")
             .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last!) }
@@ -67,7 +61,7 @@ struct InlineAppendTests {
     /// can read whole before the router's end of it has passed the handler: then e goes to
     /// the router too, as anything does that comes before the end of the answer before it.)
     @Test func plainPostsAreAnsweredOnTheEventLoopAndTheRestByTheRouter() async throws {
-        try await withHTTP(arguments: Self.patientDoor) { (_: TestDaemon, http: HTTPTestClient) async throws in
+        try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
             let connection = try RawHTTP(port: http.port)
             var answers: [RawHTTP.Answer] = []
@@ -88,7 +82,7 @@ struct InlineAppendTests {
     /// All the requests in one write: the first POST is taken on the event loop, what
     /// arrives meanwhile waits for its answer, and every answer comes in the order asked.
     @Test func pipelinedRequestsAreAnsweredInOrderWhicheverPathTakesThem() async throws {
-        try await withHTTP(arguments: Self.patientDoor) { (_: TestDaemon, http: HTTPTestClient) async throws in
+        try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
             let connection = try RawHTTP(port: http.port)
             try await connection.send(Self.requests.joined())
