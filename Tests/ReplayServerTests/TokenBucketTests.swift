@@ -58,6 +58,31 @@ struct TokenBucketTests {
         #expect(allowance.admit(bytes: 0, at: Self.second / 2) == nil)
     }
 
+    /// What a POST served on its event loop uses: a charge taken only when within the rates
+    /// (a refusal changes nothing, left for `admit` to count and word), and given back when
+    /// the request is handed on to be admitted again.
+    @Test func aChargeTakenOnlyWithinTheRatesCanBeGivenBack() {
+        let limiter = ClientRateLimiter(logger: .init(label: "test"), now: { 0 })
+        let limits = ClientLimits(requests: RateLimit(count: 2, period: .seconds(1)), bytes: RateLimit(count: 100, period: .seconds(1)))
+        #expect(limiter.takeIfWithin("c", limits: limits, bytes: 60))
+        #expect(!limiter.takeIfWithin("c", limits: limits, bytes: 60), "40 bytes left")
+        limiter.refund("c", bytes: 60)
+        // Both buckets full again, never more than full.
+        limiter.refund("c", bytes: 60)
+        #expect(limiter.takeIfWithin("c", limits: limits, bytes: 100))
+        #expect(limiter.admit("c", limits: limits, bytes: 0) == nil)
+        // Out of requests: refused, and the refusal is admit's, still the first of its run.
+        #expect(!limiter.takeIfWithin("c", limits: limits, bytes: 0))
+        var allowance = ClientAllowance(limits, now: 0)
+        _ = allowance.takeIfWithin(bytes: 100, at: 0)
+        _ = allowance.takeIfWithin(bytes: 0, at: 0)
+        let taken = allowance.takeIfWithin(bytes: 0, at: 0)
+        #expect(!taken)
+        #expect(!allowance.isLimited)
+        #expect(limiter.takeIfWithin("free", limits: .none, bytes: 1_000))
+        #expect(limiter.count == 1)
+    }
+
     @Test func aTokensOwnLimitsOverrideTheDaemonsOnesWhereTheyAreSet() {
         let daemon = ClientLimits(requests: RateLimit("10/s"), bytes: RateLimit("1M/s"), streams: 5)
         let token = ClientLimits(requests: RateLimit("1000/s"), streams: 50)

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import ReplayAuth
 
 /// What every HTTP response gets: the bearer-token check (`--http-token`), the browser
@@ -184,7 +185,7 @@ struct FrontDoorResponder: HTTPResponder {
         if let principal, principal != .unrestricted {
             client = "token '\(principal.name)'"
         } else {
-            client = "address \(context.remoteAddress?.ipAddress ?? "unknown")"
+            client = Self.client(address: context.remoteAddress)
         }
         let announced = request.headers.value(.contentLength).flatMap { Int($0) }
         if let wait = limiter.admit(client, limits: limits, bytes: announced ?? 0) {
@@ -195,6 +196,11 @@ struct FrontDoorResponder: HTTPResponder {
         }
         guard limits.bytes != nil, announced == nil, [.post, .put].contains(request.method) else { return nil }
         return client
+    }
+
+    /// The client a request without a token of its own is charged to: its address.
+    static func client(address: SocketAddress?) -> String {
+        "address \(address?.ipAddress ?? "unknown")"
     }
 
     /// The principal the request is served as (`nil`: no token rules apply), or a refusal:

@@ -83,10 +83,11 @@ public struct HTTPFrontDoor: Service {
         let headerTimeout = TimeAmount(settings.headerTimeout)
         let requestMetrics = metrics.map { _ in RequestMetrics() }
         // A stream's plain POSTs are served on their event loop (`InlineAppendHandler`), on
-        // HTTP/1.1 and on each HTTP/2 stream, unless tokens or client rates are checked:
-        // those checks are the front door's.
-        let inline = InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics)
-        let inlineAppends = settings.tokenKeys == nil && !settings.clientLimits.limitsRates
+        // HTTP/1.1 and on each HTTP/2 stream, unless token rules are checked: a token's
+        // verification is the front door's. Both charge client rates to one table.
+        let limiter = ClientRateLimiter(logger: logger)
+        let inline = InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter)
+        let inlineAppends = settings.tokenKeys == nil
         let streams = HTTP1Channel.Configuration(
             additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)] + (inlineAppends ? [InlineAppendHandler(inline)] : []))
         let server: HTTPServerBuilder
@@ -109,7 +110,7 @@ public struct HTTPFrontDoor: Service {
         logger.info("http: at most \(budget.limit) connections, request heads within \(settings.headerTimeout)")
         defer { reloads?.cancel() }
         let responder = FrontDoorResponder(
-            router: router.buildResponder(), settings: settings, logger: logger, limiter: ClientRateLimiter(logger: logger),
+            router: router.buildResponder(), settings: settings, logger: logger, limiter: limiter,
             metrics: requestMetrics)
         let app = Application(
             responder: responder,

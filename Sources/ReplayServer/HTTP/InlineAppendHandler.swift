@@ -23,9 +23,12 @@ import ReplayStore
 /// Everything else goes on to hummingbird's router, unchanged, and so does a taken POST
 /// whose write the store refused: the router answers it as it answers any POST (a refused
 /// write changed nothing, so writing it again there gives the same refusal, with the
-/// same body and headers, from the one place that words them). Doors with token rules or
-/// client rates (`--http-token-key`, `--http-rate`) do not install this handler: their
-/// checks live in the front door (`FrontDoorResponder`).
+/// same body and headers, from the one place that words them). Client rates
+/// (`--rate-limit-requests`, `--rate-limit-bytes`) are taken here from the door's one
+/// table, and a POST over them goes to the router to be refused; a taken POST handed on
+/// to the router is given back what it was charged, as the router charges it again.
+/// Doors with token rules (`--auth-keys`) do not install this handler: a token's
+/// verification and scopes are the front door's (`FrontDoorResponder`).
 ///
 /// Order on the connection is kept: a POST is taken only when every request before it has
 /// been answered, and while its write is at the store, what else arrives waits here and
@@ -48,6 +51,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private struct Taken {
         let head: HTTPRequest
         let name: String
+        /// The client whose rates it was charged to, if any.
+        let charged: String?
         var body: ByteBuffer?
 
         var bodyBytes: Int { body?.readableBytes ?? 0 }
@@ -63,6 +68,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// A graceful shutdown's quiesce, held while a taken POST is unanswered: hummingbird's
     /// connection handler, behind this one, would see an idle connection and close it.
     private var heldQuiesce: ChannelShouldQuiesceEvent?
+    /// Who this connection's requests are charged to, where rates are limited.
+    private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
 
     init(_ appends: InlineAppends) {
         self.appends = appends
@@ -87,8 +94,11 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .routing(let unanswered):
             if case .head(let head) = part {
                 if unanswered == 0, let name = appends.accepts(head) {
-                    state = .collecting(Taken(head: head, name: name))
-                    return
+                    let charged = appends.limitsRates ? client : nil
+                    if charged == nil || appends.charge(charged!, for: head) {
+                        state = .collecting(Taken(head: head, name: name, charged: charged))
+                        return
+                    }
                 }
                 state = .routing(unanswered: unanswered + 1)
             }
@@ -122,6 +132,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Hands a taken request on to hummingbird, as it arrived.
     private func route(_ taken: Taken, ended: Bool, context: ChannelHandlerContext) {
+        if let client = taken.charged { appends.refund(client, for: taken.head) }
         state = .routing(unanswered: 1)
         context.fireChannelRead(wrapInboundOut(.head(taken.head)))
         if let body = taken.body { context.fireChannelRead(wrapInboundOut(.body(body))) }
@@ -220,7 +231,10 @@ struct InlineAppends: Sendable {
     let endpoint: StreamEndpoint
     let settings: HTTPSettings
     let metrics: RequestMetrics?
+    /// The door's one table of client rates (`FrontDoorResponder` keeps it too).
+    let limiter: ClientRateLimiter
     var maxPayload: Int { endpoint.maxPayload }
+    var limitsRates: Bool { settings.clientLimits.limitsRates }
 
     /// A taken POST's write, with what its answer needs.
     struct Write {
@@ -239,6 +253,21 @@ struct InlineAppends: Sendable {
         else { return nil }
         if let token = settings.token, fields.value(.authorization) != "Bearer \(token)" { return nil }
         return try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count))
+    }
+
+    /// Charges the POST to `client`'s rates if it is within them; else charges nothing (the
+    /// router then refuses it, and counts and words the refusal).
+    func charge(_ client: String, for head: HTTPRequest) -> Bool {
+        limiter.takeIfWithin(client, limits: settings.clientLimits, bytes: Self.length(head))
+    }
+
+    /// Gives back a charge: the POST goes on to the router, which charges it again.
+    func refund(_ client: String, for head: HTTPRequest) {
+        limiter.refund(client, bytes: Self.length(head))
+    }
+
+    private static func length(_ head: HTTPRequest) -> Int {
+        head.headerFields.value(.contentLength).flatMap { Int($0) } ?? 0
     }
 
     /// `Connection: close`: the connection ends with this request's answer.

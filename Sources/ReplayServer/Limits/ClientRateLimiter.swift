@@ -26,15 +26,12 @@ final class ClientRateLimiter: Sendable {
     /// counted (and logged, once per run of refusals).
     func admit(_ client: String, limits: ClientLimits, bytes: Int) -> Duration? {
         let time = now()
-        let (wait, first) = clients.withLock { table -> (Duration?, Bool) in
-            var allowance = table[client].flatMap { $0.limits == limits ? $0 : nil } ?? ClientAllowance(limits, now: time)
-            guard allowance.isActive else { return (nil, false) }
-            let wasLimited = allowance.isLimited
-            let wait = allowance.admit(bytes: bytes, at: time)
-            if table[client] == nil, table.count >= sweepAbove { Self.sweep(&table, at: time) }
-            table[client] = allowance
-            return (wait, wait != nil && !wasLimited)
-        }
+        let (wait, first) =
+            update(client, limits: limits, at: time) { allowance in
+                let wasLimited = allowance.isLimited
+                let wait = allowance.admit(bytes: bytes, at: time)
+                return (wait, wait != nil && !wasLimited)
+            } ?? (nil, false)
         if wait != nil {
             DaemonMetrics.rateLimited.increment()
             if first { logger.notice("http: rate limited: \(client) is over \(Self.describe(limits))") }
@@ -42,10 +39,38 @@ final class ClientRateLimiter: Sendable {
         return wait
     }
 
+    /// Takes one request and `bytes` if the client is within its rates; else changes and
+    /// counts nothing, so that the request can go on to `admit`, which refuses it in the
+    /// one wording (a POST served on its event loop, `InlineAppends`).
+    func takeIfWithin(_ client: String, limits: ClientLimits, bytes: Int) -> Bool {
+        let time = now()
+        return update(client, limits: limits, at: time) { $0.takeIfWithin(bytes: bytes, at: time) } ?? true
+    }
+
+    /// Gives back what an admission took: the request was handed on to be admitted again.
+    func refund(_ client: String, bytes: Int) {
+        clients.withLock { table in table[client]?.refund(bytes: bytes) }
+    }
+
     /// Charges body bytes as they arrive (see `TokenBucket`).
     func charge(_ client: String, bytes: Int) {
         let time = now()
         clients.withLock { table in table[client]?.charge(bytes: bytes, at: time) }
+    }
+
+    /// `body` on the client's allowance (a new one if its limits changed), kept in the
+    /// table; `nil` where the limits limit no rate.
+    private func update<Result>(
+        _ client: String, limits: ClientLimits, at time: UInt64, _ body: (inout ClientAllowance) -> Result
+    ) -> Result? {
+        clients.withLock { table in
+            var allowance = table[client].flatMap { $0.limits == limits ? $0 : nil } ?? ClientAllowance(limits, now: time)
+            guard allowance.isActive else { return nil }
+            let result = body(&allowance)
+            if table[client] == nil, table.count >= sweepAbove { Self.sweep(&table, at: time) }
+            table[client] = allowance
+            return result
+        }
     }
 
     /// How many clients the table holds (for tests of the sweep).

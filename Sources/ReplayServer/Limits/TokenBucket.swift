@@ -46,6 +46,11 @@ struct TokenBucket: Sendable, Equatable {
     mutating func charge(_ cost: Int) {
         balance -= Double(cost)
     }
+
+    /// Gives back what `charge` took, up to a full bucket.
+    mutating func refund(_ cost: Int) {
+        balance = min(capacity, balance + Double(cost))
+    }
 }
 
 /// One client's request and byte buckets, as its limits give them.
@@ -68,17 +73,39 @@ struct ClientAllowance: Sendable {
     /// Takes one request (and `bytes` already known, such as a PUB's payload or a
     /// Content-Length), or says how long to wait before trying again.
     mutating func admit(bytes count: Int, at now: UInt64) -> Duration? {
-        requests?.refill(at: now)
-        bytes?.refill(at: now)
-        let wait = max(requests?.wait(for: 1) ?? .zero, bytes?.wait(for: count) ?? .zero)
+        let wait = self.wait(bytes: count, at: now)
         guard wait == .zero else {
             isLimited = true
             return wait
         }
+        take(bytes: count)
+        return nil
+    }
+
+    /// Takes one request and `bytes` if the client is within its rates now; else changes
+    /// nothing (not even the run of refusals) and returns false.
+    mutating func takeIfWithin(bytes count: Int, at now: UInt64) -> Bool {
+        guard wait(bytes: count, at: now) == .zero else { return false }
+        take(bytes: count)
+        return true
+    }
+
+    /// Gives back one request and `bytes` taken by `admit` or `takeIfWithin`.
+    mutating func refund(bytes count: Int) {
+        requests?.refund(1)
+        bytes?.refund(count)
+    }
+
+    private mutating func wait(bytes count: Int, at now: UInt64) -> Duration {
+        requests?.refill(at: now)
+        bytes?.refill(at: now)
+        return max(requests?.wait(for: 1) ?? .zero, bytes?.wait(for: count) ?? .zero)
+    }
+
+    private mutating func take(bytes count: Int) {
         isLimited = false
         requests?.charge(1)
         bytes?.charge(count)
-        return nil
     }
 
     /// Charges bytes counted after admission (a body of unknown length, as it arrives).
