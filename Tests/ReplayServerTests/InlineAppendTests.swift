@@ -110,6 +110,57 @@ struct InlineAppendTests {
         }
     }
 
+    /// A graceful stop (SIGTERM) while a taken POST's body is still arriving waits for it:
+    /// the POST is answered and stored, then its connection is closed and the daemon ends.
+    /// (The handler holds the stop's quiesce event: passed on, hummingbird's connection
+    /// handler, which has seen no request, would close an idle connection unanswered.)
+    @Test func aStopWaitsForAPostWhoseBodyIsArriving() async throws {
+        try await withTemporaryDirectory { directory in
+            let arguments = ["--http", "127.0.0.1:0"]
+            let daemon = try await TestDaemon.start(in: directory, arguments: arguments)
+            defer { Task { await daemon.stop() } }
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")]).status == 201)
+            let connection = try RawHTTP(port: http.port)
+            try await connection.send("POST /v1/stream/s HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nhello")
+            let active = #"http_server_active_requests{http_request_method="POST"}"#
+            try await eventually("the POST taken, its body half there") { try await Self.metric(http, active) == 1 }
+
+            kill(daemon.pid, SIGTERM)
+            // The door stops first (its listener closed, then the quiesce to each
+            // connection); the rest of the daemon waits for it.
+            try await eventually("the door closed to new connections") { (try? await http.request("GET", "/metrics")) == nil }
+            try await connection.send("world")
+            let answer = try await connection.answer()
+            #expect(answer.status == 204)
+            #expect(answer.headers["stream-next-offset"] == "0000000000000001_0000000000000000")
+            #expect(try await connection.isClosed())
+            #expect(await daemon.waitForExit() == 0)
+
+            let again = try await TestDaemon.start(in: directory, arguments: arguments)
+            let stored = try await HTTPTestClient(address: try await again.httpAddress()).request("GET", "/v1/stream/s?offset=-1")
+            #expect(stored.text == "helloworld")
+            await again.stop()
+        }
+    }
+
+    /// A client gone in the middle of a taken POST's body: nothing is stored, and the request
+    /// is no longer counted as active.
+    @Test func aClientGoneMidBodyLeavesNothingBehind() async throws {
+        try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
+            #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")]).status == 201)
+            let active = #"http_server_active_requests{http_request_method="POST"}"#
+            do {
+                let connection = try RawHTTP(port: http.port)
+                try await connection.send("POST /v1/stream/s HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf")
+                try await eventually("the POST taken, its body half there") { try await Self.metric(http, active) == 1 }
+            }
+            try await eventually("the POST no longer active") { try await Self.metric(http, active) == 0 }
+            #expect(try await http.request("POST", "/v1/stream/s", headers: [("Content-Type", "text/plain")], body: "whole").status == 204)
+            #expect(try await http.request("GET", "/v1/stream/s?offset=-1").text == "whole")
+        }
+    }
+
     /// With client rates, a POST within them is taken on the event loop and charged to the
     /// door's one table; one over them goes to the router, which refuses it (429, counted
     /// once); a taken POST the router answers after all (to no stream) is charged once, not

@@ -53,6 +53,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let name: String
         /// The client whose rates it was charged to, if any.
         let charged: String?
+        /// Active from its head, as the router's requests are.
+        let started: RequestMetrics.Started?
         var body: ByteBuffer?
 
         var bodyBytes: Int { body?.readableBytes ?? 0 }
@@ -81,6 +83,12 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        // A client gone mid-body: its request is no longer active. (One gone during its
+        // write is counted off when the write completes.)
+        if case .collecting(let taken) = state {
+            taken.started?.active.decrement()
+            state = .routing(unanswered: 0)
+        }
     }
 
     // MARK: Inbound
@@ -96,7 +104,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 if unanswered == 0, let name = appends.accepts(head) {
                     let charged = appends.limitsRates ? client : nil
                     if charged == nil || appends.charge(charged!, for: head) {
-                        state = .collecting(Taken(head: head, name: name, charged: charged))
+                        state = .collecting(Taken(head: head, name: name, charged: charged, started: appends.metrics?.start(.post)))
                         return
                     }
                 }
@@ -133,6 +141,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Hands a taken request on to hummingbird, as it arrived.
     private func route(_ taken: Taken, ended: Bool, context: ChannelHandlerContext) {
         if let client = taken.charged { appends.refund(client, for: taken.head) }
+        // The router counts it again.
+        taken.started?.active.decrement()
         state = .routing(unanswered: 1)
         context.fireChannelRead(wrapInboundOut(.head(taken.head)))
         if let body = taken.body { context.fireChannelRead(wrapInboundOut(.body(body))) }
@@ -146,26 +156,29 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         state = .writing(taken)
-        let started = appends.metrics?.start(.post)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         appends.endpoint.store.write(write.write) { result in
-            handler.eventLoop.execute { handler.value.written(result, write, started: started) }
+            handler.eventLoop.execute { handler.value.written(result, write) }
         }
     }
 
     /// On the event loop: the store's answer, then what waited.
-    private func written(_ result: Result<StreamWriteOutcome, StoreError>, _ write: InlineAppends.Write, started: RequestMetrics.Started?) {
-        guard let context, case .writing(let taken) = state else { return }
+    private func written(_ result: Result<StreamWriteOutcome, StoreError>, _ write: InlineAppends.Write) {
+        guard case .writing(let taken) = state else { return }
+        guard let context else {
+            taken.started?.active.decrement()
+            state = .routing(unanswered: 0)
+            return
+        }
         switch result {
         case .success(let outcome):
             let status = appends.answer(outcome, write, head: taken.head, context: context)
-            if let metrics = appends.metrics, let started { metrics.answered(status, started, route: InlineAppends.route) }
+            if let metrics = appends.metrics, let started = taken.started { metrics.answered(status, started, route: InlineAppends.route) }
             DaemonMetrics.inlineAppends.increment()
             state = .routing(unanswered: 0)
             releaseQuiesce(context: context)
             if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
         case .failure:
-            if let started { started.active.decrement() }
             route(taken, ended: true, context: context)
         }
         let arrived = waiting
