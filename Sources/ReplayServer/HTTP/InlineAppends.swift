@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOHTTPTypes
+import ReplayModel
+import ReplayStore
+
+/// What every connection's `InlineAppendHandler` shares: which POSTs it takes, the write
+/// each asks for (with `StreamEndpoint`'s own checks) and the answer to a written one.
+struct InlineAppends: Sendable {
+    /// The route the request figures name a POST to a stream by, as hummingbird's router does.
+    static let route = StreamEndpoint.prefix + "**"
+
+    let endpoint: StreamEndpoint
+    let settings: HTTPSettings
+    let metrics: RequestMetrics?
+    /// The door's one table of client rates (`FrontDoorResponder` keeps it too).
+    let limiter: ClientRateLimiter
+    var maxPayload: Int { endpoint.maxPayload }
+    var limitsRates: Bool { settings.clientLimits.limitsRates }
+
+    /// A taken POST's write, with what its answer needs.
+    struct Write {
+        let write: StreamWrite
+        let producer: ProducerStamp?
+    }
+
+    /// The stream a POST appends to, if this is a POST taken here (see `InlineAppendHandler`).
+    func accepts(_ head: HTTPRequest) -> String? {
+        guard head.method == .post, let path = head.path, path.hasPrefix(StreamEndpoint.prefix),
+            !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.utf8.contains(UInt8(ascii: "?"))
+        else { return nil }
+        let fields = head.headerFields
+        guard fields.value(.expect) == nil, Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
+            let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
+        else { return nil }
+        if let token = settings.token, fields.value(.authorization) != "Bearer \(token)" { return nil }
+        return try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count))
+    }
+
+    /// Charges the POST to `client`'s rates if it is within them; else charges nothing (the
+    /// router then refuses it, and counts and words the refusal).
+    func charge(_ client: String, for head: HTTPRequest) -> Bool {
+        limiter.takeIfWithin(client, limits: settings.clientLimits, bytes: Self.length(head))
+    }
+
+    /// Gives back a charge: the POST goes on to the router, which charges it again.
+    func refund(_ client: String, for head: HTTPRequest) {
+        limiter.refund(client, bytes: Self.length(head))
+    }
+
+    private static func length(_ head: HTTPRequest) -> Int {
+        head.headerFields.value(.contentLength).flatMap { Int($0) } ?? 0
+    }
+
+    /// `Connection: close`: the connection ends with this request's answer.
+    static func closes(_ head: HTTPRequest) -> Bool {
+        head.headerFields.value(.connection)?.lowercased() == "close"
+    }
+
+    /// The write the POST asks for; `nil` if anything about it is not plain (the router
+    /// then answers it, refusal and all).
+    func write(_ name: String, head: HTTPRequest, body: ByteBuffer?) -> Write? {
+        let headers = RequestHeaders(fields: head.headerFields)
+        do {
+            let producer = try headers.producer()
+            guard let hub = try endpoint.liveHub(name) else { return nil }
+            let data = body.map { Data($0.readableBytesView) } ?? Data()
+            let write = try endpoint.appendWrite(name, headers: headers, producer: producer, body: data, info: hub.info)
+            return Write(write: write, producer: producer)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Writes the answer to a written POST; returns its status.
+    func answer(_ outcome: StreamWriteOutcome, _ write: Write, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
+        let response = endpoint.appended(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+        var fields = response.headers
+        FrontDoorResponder.addHeaders(to: &fields, origin: head.headerFields.value(.origin), settings: settings)
+        fields[HTTPField.Name.date] = HTTPDate.now
+        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: response.status, headerFields: fields))), promise: nil)
+        guard Self.closes(head) else {
+            context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)
+            return response.status
+        }
+        // As hummingbird does for `Connection: close`: no more requests on this connection.
+        let channel = context.channel
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: written)
+        return response.status
+    }
+}
