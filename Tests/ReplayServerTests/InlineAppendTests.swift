@@ -56,10 +56,10 @@ struct InlineAppendTests {
     }
 
     /// One request at a time on a keep-alive connection: the plain POSTs are taken on the
-    /// event loop, counted and timed as the router's are. (a, c and d surely: each follows
-    /// an answer of the event loop's. e follows the router's answer to y, which the client
-    /// can read whole before the router's end of it has passed the handler: then e goes to
-    /// the router too, as anything does that comes before the end of the answer before it.)
+    /// event loop, counted and timed as the router's are. All four, e too: it follows the
+    /// router's answer to y, which the client reads whole before that answer's end (which
+    /// writes no bytes) has passed the handler; its head has, so e is taken, and its answer
+    /// would wait for that end.
     @Test func plainPostsAreAnsweredOnTheEventLoopAndTheRestByTheRouter() async throws {
         try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
@@ -72,7 +72,7 @@ struct InlineAppendTests {
             #expect(try await connection.isClosed())
             Self.check(answers)
             #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
-            #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 3)
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 4)
             let route = #"hb_requests{http_route="/v1/stream/**",http_request_method="POST",http_response_status_code=""#
             #expect(try await Self.metric(http, route + #"204"}"#) == 4)
             #expect(try await Self.metric(http, route + #"200"}"#) == 1)
@@ -81,6 +81,8 @@ struct InlineAppendTests {
 
     /// All the requests in one write: the first POST is taken on the event loop, what
     /// arrives meanwhile waits for its answer, and every answer comes in the order asked.
+    /// (a, c and d are taken; e follows requests handed to the router at once, before their
+    /// answers' heads, so it goes there too.)
     @Test func pipelinedRequestsAreAnsweredInOrderWhicheverPathTakesThem() async throws {
         try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
@@ -91,7 +93,28 @@ struct InlineAppendTests {
             #expect(try await connection.isClosed())
             Self.check(answers)
             #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
-            #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 1)
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") ?? 0 >= 3)
+        }
+    }
+
+    /// A POST sent behind an SSE read of its stream, on the same connection, once the SSE
+    /// answer's head has come, is taken (a read does nothing the POST must wait for): its
+    /// event reaches that very SSE answer, and its own answer follows the SSE answer's end.
+    /// Handed to the router, it would not even be read before that end.
+    @Test func aPostBehindAnSSEReadIsTakenAndItsAnswerWaitsForThatReadsEnd() async throws {
+        try await withHTTP(arguments: ["--sse-duration", "1"]) { (_: TestDaemon, http: HTTPTestClient) async throws in
+            #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")]).status == 201)
+            let connection = try RawHTTP(port: http.port)
+            try await connection.send("GET /v1/stream/s?offset=-1&live=sse HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try await connection.text(through: "event: control")
+            #expect(head.hasPrefix("HTTP/1.1 200"))
+            try await connection.send(Self.post("x", to: "/v1/stream/s"))
+            let sse = try await connection.text(through: "\r\n0\r\n\r\n")
+            #expect(sse.contains("event: data\ndata:x\n"), "\(sse)")
+            let answer = try await connection.answer()
+            #expect(answer.status == 204)
+            #expect(answer.headers["stream-next-offset"] == "0000000000000001_0000000000000000")
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 1)
         }
     }
 
@@ -220,6 +243,22 @@ final class RawHTTP: @unchecked Sendable {
     /// The next answer, read as far as it needs.
     func answer() async throws -> Answer {
         try await blockingCall { try self.readAnswer() }
+    }
+
+    /// What arrives up to and including `marker`, as text (for an answer this type does
+    /// not parse, such as a chunked one).
+    func text(through marker: String) async throws -> String {
+        try await blockingCall {
+            let bytes = Array(marker.utf8)
+            while true {
+                if let start = self.received.indices.first(where: { self.received[$0...].starts(with: bytes) }) {
+                    let text = String(decoding: self.received[..<(start + bytes.count)], as: UTF8.self)
+                    self.received.removeFirst(start + bytes.count)
+                    return text
+                }
+                guard try self.receive() else { throw TestFailure("closed before \(marker.debugDescription)") }
+            }
+        }
     }
 
     /// Whether the server closed the connection, with nothing more sent.

@@ -30,8 +30,14 @@ import ReplayStore
 /// Doors with token rules (`--auth-keys`) do not install this handler: a token's
 /// verification and scopes are the front door's (`FrontDoorResponder`).
 ///
-/// Order on the connection is kept: a POST is taken only when every request before it has
-/// been answered, and while its write is at the store, what else arrives waits here and
+/// Order on the connection is kept. A POST is taken only when every request before it has
+/// had its answer's head: hummingbird writes a final head once its responder has returned,
+/// so what those requests did is done (a stream's appends stay in the order sent). Its own
+/// answer is written only after the end of every answer before it. (Waiting for those ends
+/// to take it, as this handler first did, sent the POST after any answer of the router's to
+/// the router too: a `Content-Length` answer's end writes no bytes, so the client has read
+/// it, and sent its next request, before the end has passed here.) While a taken POST's
+/// write is at the store, and while its answer waits, what else arrives waits here and
 /// reading stops, so the next request goes wherever it goes only after this answer.
 final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -40,12 +46,14 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private enum State {
-        /// Requests go on to hummingbird; `unanswered` of them have not had their answer's end.
-        case routing(unanswered: Int)
+        /// Requests go on to hummingbird.
+        case routing
         /// A POST taken here, its body arriving.
         case collecting(Taken)
         /// A taken POST's write at the store.
         case writing(Taken)
+        /// Written; its answer waits for the end of the router's answers before it.
+        case answering(Taken, InlineAppends.Write, StreamWriteOutcome)
     }
 
     private struct Taken {
@@ -61,11 +69,16 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let appends: InlineAppends
-    private var state = State.routing(unanswered: 0)
+    private var state = State.routing
+    /// Requests handed to hummingbird whose answer's head has not passed here: what they do
+    /// may still be under way.
+    private var unheaded = 0
+    /// Requests handed to hummingbird whose answer's end has not passed here.
+    private var unanswered = 0
     private var context: ChannelHandlerContext?
-    /// What arrived while a write was at the store, in order.
+    /// What arrived while a taken POST was unanswered, in order.
     private var waiting: [HTTPRequestPart] = []
-    /// A `read` asked for while a write was at the store.
+    /// A `read` asked for while a taken POST was unanswered.
     private var readHeld = false
     /// A graceful shutdown's quiesce, held while a taken POST is unanswered: hummingbird's
     /// connection handler, behind this one, would see an idle connection and close it.
@@ -83,11 +96,13 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        // A client gone mid-body: its request is no longer active. (One gone during its
-        // write is counted off when the write completes.)
-        if case .collecting(let taken) = state {
+        // A client gone mid-body or before its answer: its request is no longer active. (One
+        // gone during its write is counted off when the write completes.)
+        switch state {
+        case .collecting(let taken), .answering(let taken, _, _):
             taken.started?.active.decrement()
-            state = .routing(unanswered: 0)
+            state = .routing
+        case .routing, .writing: break
         }
     }
 
@@ -99,22 +114,23 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func take(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
         switch state {
-        case .routing(let unanswered):
+        case .routing:
             if case .head(let head) = part {
-                if unanswered == 0, let name = appends.accepts(head) {
+                if unheaded == 0, let name = appends.accepts(head) {
                     let charged = appends.limitsRates ? client : nil
                     if charged == nil || appends.charge(charged!, for: head) {
                         state = .collecting(Taken(head: head, name: name, charged: charged, started: appends.metrics?.start(.post)))
                         return
                     }
                 }
-                state = .routing(unanswered: unanswered + 1)
+                unheaded += 1
+                unanswered += 1
             }
             context.fireChannelRead(wrapInboundOut(part))
         case .collecting(var taken):
             // The state lets go of the body while it grows, so that it grows in place (each
             // branch sets the state again).
-            state = .routing(unanswered: 0)
+            state = .routing
             switch part {
             case .head:
                 // Not after a head without its end; the decoder does not send it. Kept in order.
@@ -133,7 +149,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .end:
                 write(taken, context: context)
             }
-        case .writing:
+        case .writing, .answering:
             waiting.append(part)
         }
     }
@@ -143,7 +159,9 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let client = taken.charged { appends.refund(client, for: taken.head) }
         // The router counts it again.
         taken.started?.active.decrement()
-        state = .routing(unanswered: 1)
+        state = .routing
+        unheaded += 1
+        unanswered += 1
         context.fireChannelRead(wrapInboundOut(.head(taken.head)))
         if let body = taken.body { context.fireChannelRead(wrapInboundOut(.body(body))) }
         if ended { context.fireChannelRead(wrapInboundOut(.end(nil))) }
@@ -162,46 +180,62 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// On the event loop: the store's answer, then what waited.
+    /// On the event loop: the store's answer.
     private func written(_ result: Result<StreamWriteOutcome, StoreError>, _ write: InlineAppends.Write) {
         guard case .writing(let taken) = state else { return }
         guard let context else {
             taken.started?.active.decrement()
-            state = .routing(unanswered: 0)
+            state = .routing
             return
         }
         switch result {
+        case .success(let outcome) where unanswered > 0:
+            state = .answering(taken, write, outcome)
         case .success(let outcome):
-            let status = appends.answer(outcome, write, head: taken.head, context: context)
-            if let metrics = appends.metrics, let started = taken.started { metrics.answered(status, started, route: InlineAppends.route) }
-            DaemonMetrics.inlineAppends.increment()
-            state = .routing(unanswered: 0)
-            releaseQuiesce(context: context)
-            if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
+            answer(taken, write, outcome, context: context)
         case .failure:
             route(taken, ended: true, context: context)
+            resume(context: context)
         }
+    }
+
+    /// Writes a taken POST's answer, then goes on with what waited.
+    private func answer(_ taken: Taken, _ write: InlineAppends.Write, _ outcome: StreamWriteOutcome, context: ChannelHandlerContext) {
+        let status = appends.answer(outcome, write, head: taken.head, context: context)
+        if let metrics = appends.metrics, let started = taken.started { metrics.answered(status, started, route: InlineAppends.route) }
+        DaemonMetrics.inlineAppends.increment()
+        state = .routing
+        releaseQuiesce(context: context)
+        if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
+        resume(context: context)
+    }
+
+    /// What arrived while a taken POST was unanswered, as if it arrived now.
+    private func resume(context: ChannelHandlerContext) {
         let arrived = waiting
         waiting = []
         for part in arrived { take(part, context: context) }
         // Outside a read from the socket: hummingbird's async channel hands on what it was
         // given at the end of a read, so say that this one ended.
         context.fireChannelReadComplete()
-        if readHeld, !isWriting {
+        if readHeld, !isHolding {
             readHeld = false
             context.read()
         }
     }
 
-    private var isWriting: Bool {
-        if case .writing = state { return true }
-        return false
+    /// A taken POST is at the store or waiting to be answered.
+    private var isHolding: Bool {
+        switch state {
+        case .writing, .answering: true
+        case .routing, .collecting: false
+        }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let quiesce = event as? ChannelShouldQuiesceEvent {
             switch state {
-            case .collecting, .writing:
+            case .collecting, .writing, .answering:
                 heldQuiesce = quiesce
                 return
             case .routing: break
@@ -219,18 +253,32 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Outbound
 
     func read(context: ChannelHandlerContext) {
-        if isWriting {
+        if isHolding {
             readHeld = true
         } else {
             context.read()
         }
     }
 
-    /// Hummingbird's answers pass here; each one's end answers one routed request.
+    /// Hummingbird's answers pass here: a final head says what its request did is done, the
+    /// end that it has been answered. After the last end, a taken POST's answer follows (on
+    /// the next turn of the loop, not inside hummingbird's write).
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), case .routing(let unanswered) = state, unanswered > 0 {
-            state = .routing(unanswered: unanswered - 1)
+        switch unwrapOutboundIn(data) {
+        case .head(let response) where response.status.kind != .informational:
+            if unheaded > 0 { unheaded -= 1 }
+        case .end:
+            if unanswered > 0 { unanswered -= 1 }
+        default: break
         }
         context.write(data, promise: promise)
+        guard unanswered == 0, case .answering = state else { return }
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute { handler.value.answerWaiting() }
+    }
+
+    private func answerWaiting() {
+        guard unanswered == 0, let context, case .answering(let taken, let write, let outcome) = state else { return }
+        answer(taken, write, outcome, context: context)
     }
 }
