@@ -59,6 +59,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private struct Taken {
         let head: HTTPRequest
         let name: String
+        /// Its announced length: what its rates were charged.
+        let length: Int
         /// The client whose rates it was charged to, if any.
         let charged: String?
         /// Active from its head, as the router's requests are.
@@ -116,12 +118,12 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch state {
         case .routing:
             if case .head(let head) = part {
-                if unheaded == 0, let name = appends.accepts(head) {
-                    let charged = appends.limitsRates ? client : nil
-                    if charged == nil || appends.charge(charged!, for: head) {
-                        state = .collecting(Taken(head: head, name: name, charged: charged, started: appends.metrics?.start(.post)))
-                        return
-                    }
+                if unheaded == 0, let accepted = appends.accepts(head), isWithinRates(accepted) {
+                    state = .collecting(
+                        Taken(
+                            head: head, name: accepted.name, length: accepted.length, charged: appends.limitsRates ? client : nil,
+                            started: appends.metrics?.start(.post)))
+                    return
                 }
                 unheaded += 1
                 unanswered += 1
@@ -154,9 +156,16 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// Whether an accepted POST may be taken: on a door that limits client rates, it is
+    /// charged to this connection's client if it is within them (over them, the router
+    /// refuses it).
+    private func isWithinRates(_ accepted: InlineAppends.Accepted) -> Bool {
+        !appends.limitsRates || appends.charge(client, bytes: accepted.length)
+    }
+
     /// Hands a taken request on to hummingbird, as it arrived.
     private func route(_ taken: Taken, ended: Bool, context: ChannelHandlerContext) {
-        if let client = taken.charged { appends.refund(client, for: taken.head) }
+        if let client = taken.charged { appends.refund(client, bytes: taken.length) }
         // The router counts it again.
         taken.started?.active.decrement()
         state = .routing

@@ -26,8 +26,14 @@ struct InlineAppends: Sendable {
         let producer: ProducerStamp?
     }
 
-    /// The stream a POST appends to, if this is a POST taken here (see `InlineAppendHandler`).
-    func accepts(_ head: HTTPRequest) -> String? {
+    /// A POST taken here: the stream it appends to and its announced length.
+    struct Accepted {
+        let name: String
+        let length: Int
+    }
+
+    /// The POST's stream and length, if it is a POST taken here (see `InlineAppendHandler`).
+    func accepts(_ head: HTTPRequest) -> Accepted? {
         guard head.method == .post, let path = head.path, path.hasPrefix(StreamEndpoint.prefix),
             !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.utf8.contains(UInt8(ascii: "?"))
         else { return nil }
@@ -36,22 +42,19 @@ struct InlineAppends: Sendable {
             let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
         else { return nil }
         if let token = settings.token, fields.value(.authorization) != "Bearer \(token)" { return nil }
-        return try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count))
+        guard let name = try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count)) else { return nil }
+        return Accepted(name: name, length: length)
     }
 
-    /// Charges the POST to `client`'s rates if it is within them; else charges nothing (the
-    /// router then refuses it, and counts and words the refusal).
-    func charge(_ client: String, for head: HTTPRequest) -> Bool {
-        limiter.takeIfWithin(client, limits: settings.clientLimits, bytes: Self.length(head))
+    /// Charges a POST of `bytes` to `client`'s rates if it is within them; else charges
+    /// nothing (the router then refuses it, and counts and words the refusal).
+    func charge(_ client: String, bytes: Int) -> Bool {
+        limiter.takeIfWithin(client, limits: settings.clientLimits, bytes: bytes)
     }
 
     /// Gives back a charge: the POST goes on to the router, which charges it again.
-    func refund(_ client: String, for head: HTTPRequest) {
-        limiter.refund(client, bytes: Self.length(head))
-    }
-
-    private static func length(_ head: HTTPRequest) -> Int {
-        head.headerFields.value(.contentLength).flatMap { Int($0) } ?? 0
+    func refund(_ client: String, bytes: Int) {
+        limiter.refund(client, bytes: bytes)
     }
 
     /// `Connection: close`: the connection ends with this request's answer.
