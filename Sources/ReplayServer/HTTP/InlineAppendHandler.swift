@@ -52,8 +52,10 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case collecting(Taken)
         /// A taken POST's write at the store.
         case writing(Taken)
-        /// Written; its answer waits for the end of the router's answers before it.
-        case answering(Taken, InlineAppends.Write, StreamWriteOutcome)
+        /// Written; its answer waits for the end of the router's answers before it. Boxed:
+        /// the write and its outcome are over 600 bytes, which every connection's state
+        /// would carry inline for as long as it lives (an SSE reader's, for hours).
+        indirect case answering(Taken, InlineAppends.Write, StreamWriteOutcome)
     }
 
     private struct Taken {

@@ -8,7 +8,10 @@ import ReplayStore
 
 /// What every connection's `InlineAppendHandler` shares: which POSTs it takes, the write
 /// each asks for (with `StreamEndpoint`'s own checks) and the answer to a written one.
-struct InlineAppends: Sendable {
+///
+/// A class, one per door: every connection holds a handler, an SSE reader's for as long as
+/// it reads, and these settings copied into each were 632 bytes a connection.
+final class InlineAppends: Sendable {
     /// The route the request figures name a POST to a stream by, as hummingbird's router does.
     static let route = StreamEndpoint.prefix + "**"
 
@@ -17,6 +20,13 @@ struct InlineAppends: Sendable {
     let metrics: RequestMetrics?
     /// The door's one table of client rates (`FrontDoorResponder` keeps it too).
     let limiter: ClientRateLimiter
+
+    init(endpoint: StreamEndpoint, settings: HTTPSettings, metrics: RequestMetrics?, limiter: ClientRateLimiter) {
+        self.endpoint = endpoint
+        self.settings = settings
+        self.metrics = metrics
+        self.limiter = limiter
+    }
     var maxPayload: Int { endpoint.maxPayload }
     var limitsRates: Bool { settings.clientLimits.limitsRates }
 
