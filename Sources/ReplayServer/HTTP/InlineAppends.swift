@@ -27,6 +27,7 @@ final class InlineAppends: Sendable {
         self.metrics = metrics
         self.limiter = limiter
     }
+
     var maxPayload: Int { endpoint.maxPayload }
     var limitsRates: Bool { settings.clientLimits.limitsRates }
 
