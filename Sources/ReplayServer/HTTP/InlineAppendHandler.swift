@@ -61,10 +61,9 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private struct Taken {
         let head: HTTPRequest
         let name: String
-        /// Its announced length: what its rates were charged.
+        /// Its announced length: what this connection's client was charged, where the door
+        /// limits rates.
         let length: Int
-        /// The client whose rates it was charged to, if any.
-        let charged: String?
         /// Active from its head, as the router's requests are.
         let started: RequestMetrics.Started?
         var body: ByteBuffer?
@@ -123,8 +122,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 if unheaded == 0, let accepted = appends.accepts(head), isWithinRates(accepted) {
                     state = .collecting(
                         Taken(
-                            head: head, name: accepted.name, length: accepted.length, charged: appends.limitsRates ? client : nil,
-                            started: appends.metrics?.start(.post)))
+                            head: head, name: accepted.name, length: accepted.length, started: appends.metrics?.start(.post)))
                     return
                 }
                 unheaded += 1
@@ -167,7 +165,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Hands a taken request on to hummingbird, as it arrived.
     private func route(_ taken: Taken, ended: Bool, context: ChannelHandlerContext) {
-        if let client = taken.charged { appends.refund(client, bytes: taken.length) }
+        if appends.limitsRates { appends.refund(client, bytes: taken.length) }
         // The router counts it again.
         taken.started?.active.decrement()
         state = .routing
