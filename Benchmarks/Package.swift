@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // The end-to-end load generator: the daemon over its socket, and Redis Streams.
@@ -35,6 +36,19 @@ let package = Package(
             // and Redis's alike) parse every frame through class properties, and the dynamic
             // exclusivity checks on them took a quarter of its time in a catch-up.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+        ),
+        // The floor under replay's HTTP appends: its HTTP pipeline answering with no store.
+        .executableTarget(
+            name: "http-floor",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+            ],
+            path: "HTTPFloor"
         ),
         .executableTarget(
             name: "StoreBenchmarks",
