@@ -104,6 +104,13 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
 
 /// Closes a connection whose next request head does not arrive in time (see above). Armed
 /// while every request received has been answered; a head received disarms it.
+///
+/// Arming is a timestamp, not a timer: one scheduled check per connection at a time, which
+/// finds the deadline still ahead (a request came and was answered meanwhile) and goes back
+/// to sleep until it. Scheduling and cancelling a task for every request, as this handler
+/// first did, cost every keep-alive request an allocation of the task, its promise and its
+/// closure, and two trips through the event loop's locked queue of timers; the lazy check
+/// is how Netty's `IdleStateHandler` keeps its timer off the per-message path too.
 final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -113,7 +120,10 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     let timeout: TimeAmount
     private var received = 0
     private var answered = 0
-    private var deadline: Scheduled<Void>?
+    /// When the connection last fell idle (every request answered); nil while it is not.
+    private var idleSince: NIODeadline?
+    /// The one pending check, if any.
+    private var check: Scheduled<Void>?
 
     init(timeout: TimeAmount) {
         self.timeout = timeout
@@ -124,14 +134,14 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadline?.cancel()
+        check?.cancel()
+        check = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .head = unwrapInboundIn(data) {
             received += 1
-            deadline?.cancel()
-            deadline = nil
+            idleSince = nil
         }
         context.fireChannelRead(data)
     }
@@ -145,12 +155,27 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func arm(_ context: ChannelHandlerContext) {
-        deadline?.cancel()
-        let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: timeout) {
-            DaemonMetrics.httpHeaderTimeouts.increment()
-            channel.close(promise: nil)
+        let now = context.eventLoop.now
+        idleSince = now
+        if check == nil { schedule(at: now + timeout, context) }
+    }
+
+    private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        check = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.checkDeadline(context)
         }
+    }
+
+    private func checkDeadline(_ context: ChannelHandlerContext) {
+        check = nil
+        // Busy: the next arming schedules the next check.
+        guard let idleSince else { return }
+        let deadline = idleSince + timeout
+        guard deadline <= context.eventLoop.now else { return schedule(at: deadline, context) }
+        DaemonMetrics.httpHeaderTimeouts.increment()
+        context.close(promise: nil)
     }
 }
 
