@@ -189,6 +189,25 @@ struct InlineAppendTests {
         }
     }
 
+    /// A client that sends its POSTs and then closes its side of the connection (as `nc -N`
+    /// does at the end of its input) gets every answer, one POST or several: reading goes on
+    /// while a taken POST is at the store, and the end of the input it finds waits behind
+    /// the answers of what came before it.
+    @Test func aClientThatClosesItsSideAfterItsPostsGetsEveryAnswer() async throws {
+        try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
+            #expect(try await http.request("PUT", "/v1/stream/h", headers: [("Content-Type", "text/plain")]).status == 201)
+            for bodies in [["a"], ["b", "c"]] {
+                let connection = try RawHTTP(port: http.port)
+                try await connection.send(bodies.map { Self.post($0, to: "/v1/stream/h") }.joined())
+                try await connection.finishSending()
+                for _ in bodies { #expect(try await connection.answer().status == 204) }
+                #expect(try await connection.isClosed())
+            }
+            #expect(try await http.request("GET", "/v1/stream/h?offset=-1").text == "abc")
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 3)
+        }
+    }
+
     /// With client rates, a POST within them is taken on the event loop and charged to the
     /// door's one table; one over them goes to the router, which refuses it (429, counted
     /// once); a taken POST the router answers after all (to no stream) is charged once, not
@@ -243,6 +262,11 @@ final class RawHTTP: @unchecked Sendable {
             let bytes = Array(text.utf8)
             guard Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw TestFailure("send: \(errno)") }
         }
+    }
+
+    /// Closes this side of the connection: the server reads the end of its input.
+    func finishSending() async throws {
+        guard shutdown(fd, Int32(SHUT_WR)) == 0 else { throw TestFailure("shutdown: \(errno)") }
     }
 
     /// The next answer, read as far as it needs.

@@ -37,8 +37,9 @@ import ReplayStore
 /// to take it, as this handler first did, sent the POST after any answer of the router's to
 /// the router too: a `Content-Length` answer's end writes no bytes, so the client has read
 /// it, and sent its next request, before the end has passed here.) While a taken POST's
-/// write is at the store, and while its answer waits, what else arrives waits here and
-/// reading stops, so the next request goes wherever it goes only after this answer.
+/// write is at the store, and while its answer waits, what else arrives waits here (and
+/// with anything waiting, reading stops; the end of the client's input waits too), so the
+/// next request goes wherever it goes only after this answer.
 final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -81,8 +82,12 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// What arrived while a taken POST was unanswered, in order.
     private var waiting: [HTTPRequestPart] = []
-    /// A `read` asked for while a taken POST was unanswered.
+    /// A `read` asked for while a taken POST was unanswered and something arrived behind it.
+    /// (With nothing behind it, reading goes on: stopping and starting it again would cost
+    /// every POST two changes of the socket's registration with epoll.)
     private var readHeld = false
+    /// The client's end of its input, arrived while a taken POST was unanswered.
+    private var inputClosedHeld = false
     /// A graceful shutdown's quiesce, held while a taken POST is unanswered: hummingbird's
     /// connection handler, behind this one, would see an idle connection and close it.
     private var heldQuiesce: ChannelShouldQuiesceEvent?
@@ -204,7 +209,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             answer(taken, write, outcome, context: context)
         case .failure:
             route(taken, ended: true, context: context)
-            resume(context: context)
+            resume(context: context, routed: true)
         }
     }
 
@@ -220,14 +225,19 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// What arrived while a taken POST was unanswered, as if it arrived now.
-    private func resume(context: ChannelHandlerContext) {
+    private func resume(context: ChannelHandlerContext, routed: Bool = false) {
         let arrived = waiting
         waiting = []
         for part in arrived { take(part, context: context) }
         // Outside a read from the socket: hummingbird's async channel hands on what it was
-        // given at the end of a read, so say that this one ended.
-        context.fireChannelReadComplete()
-        if readHeld, !isHolding {
+        // given at the end of a read, so say that this one ended (if it was given anything).
+        if routed || !arrived.isEmpty { context.fireChannelReadComplete() }
+        guard !isHolding else { return }
+        if inputClosedHeld {
+            inputClosedHeld = false
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }
+        if readHeld {
             readHeld = false
             context.read()
         }
@@ -242,6 +252,12 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, isHolding {
+            // After the requests that arrived before it: hummingbird would end the
+            // connection before the taken POST's answer.
+            inputClosedHeld = true
+            return
+        }
         if let quiesce = event as? ChannelShouldQuiesceEvent {
             switch state {
             case .collecting, .writing, .answering:
@@ -262,7 +278,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Outbound
 
     func read(context: ChannelHandlerContext) {
-        if isHolding {
+        if isHolding, !waiting.isEmpty {
             readHeld = true
         } else {
             context.read()
