@@ -142,6 +142,12 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         if case .head = unwrapInboundIn(data) {
             received += 1
             idleSince = nil
+            // A connection's first request is often its only one (an SSE reader's, for
+            // hours): its check is not left scheduled, holding its task, for the timeout.
+            if received == 1 {
+                check?.cancel()
+                check = nil
+            }
         }
         context.fireChannelRead(data)
     }
