@@ -50,7 +50,9 @@
 
 #define MAX_CONNECTIONS 4096
 #define INPUT_SIZE 65536
-#define MAX_BATCH 4096
+/* A connection has at most one POST awaiting its commit (it reads no further request until
+ * that one is answered), so a transaction holds at most one POST a connection. */
+#define MAX_BATCH MAX_CONNECTIONS
 
 typedef struct {
     char input[INPUT_SIZE];
@@ -201,7 +203,6 @@ static void take_requests(int fd) {
         if (connection->length < head + body) return;
         if (strncmp(connection->input, "POST ", 5) == 0) {
             Batch *batch = filling;
-            if (batch->count == MAX_BATCH) return; /* taken after the next commit */
             if (batch->used + body > batch->capacity) batch->bodies = realloc(batch->bodies, batch->capacity = (batch->used + body) * 2);
             memcpy(batch->bodies + batch->used, connection->input + head, body);
             if (!batch->count) filling_since = seconds();

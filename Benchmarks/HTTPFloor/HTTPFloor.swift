@@ -61,6 +61,8 @@ final class AnswerHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPRequestPart
     typealias OutboundOut = HTTPResponsePart
 
+    private static let nextOffset = HTTPField.Name("Stream-Next-Offset")!
+
     private let writer: DispatchQueue?
     private var method = HTTPRequest.Method.get
     private var appended = 0
@@ -79,7 +81,7 @@ final class AnswerHandler: ChannelInboundHandler {
             }
             appended += 1
             let answer = HTTPResponse(
-                status: .noContent, headerFields: [HTTPField.Name("Stream-Next-Offset")!: "\(appended)_0"])
+                status: .noContent, headerFields: [Self.nextOffset: "\(appended)_0"])
             guard let writer else { return respond(answer, context: context) }
             let loop = context.eventLoop
             let bound = NIOLoopBound((self, context), eventLoop: loop)

@@ -221,11 +221,13 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         state = .routing
         releaseQuiesce(context: context)
         if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
-        resume(context: context)
+        resume(context: context, routed: false)
     }
 
     /// What arrived while a taken POST was unanswered, as if it arrived now.
-    private func resume(context: ChannelHandlerContext, routed: Bool = false) {
+    /// - Parameter routed: whether the taken POST itself went on to the router (its write
+    ///   refused), so that hummingbird was handed something even if nothing waited.
+    private func resume(context: ChannelHandlerContext, routed: Bool) {
         let arrived = waiting
         waiting = []
         for part in arrived { take(part, context: context) }
