@@ -8,7 +8,7 @@ import Testing
 /// Per-subscription flow control (`SUB … window=<n>`, `MORE`) against the real daemon:
 /// on one connection, a subscription that is never read does not stop another from
 /// receiving 100,000 events, and each side holds at most the window for it.
-@Suite("Flow control per subscription", .timeLimit(.minutes(3)))
+@Suite("Flow control per subscription", .timeLimit(.minutes(5)))
 struct FlowControlTests {
     @Test func aSubscriptionNeverReadDoesNotStopItsSiblingOnTheSameConnection() async throws {
         try await withDaemon(arguments: ["--default-capacity", "unlimited"]) { daemon in
