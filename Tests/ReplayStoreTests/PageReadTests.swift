@@ -47,6 +47,49 @@ struct PageReadTests {
         }
     }
 
+    /// PostgreSQL bounds most pages by asking only for events short enough that the page
+    /// cannot pass the read's bytes, and a page that meets a longer one ends before it
+    /// (`PostgresTransaction.smallEventsPage`). Long events first in a page, within it, one
+    /// after another and last must each come once, in order, and the byte budget must still
+    /// end the read at the event that reaches it.
+    @Test(arguments: StoreKind.allCases) func longEventsAmongShortOnesComeOnceInOrderWithinTheByteBudget(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            let long: Set<Int> = [1, 700, 701, 2_500, 5_000]
+            func payload(_ n: Int) -> Data { Data(repeating: UInt8(n % 251), count: long.contains(n) ? 20_000 + n : 20) }
+            for n in 1..<5_000 { store.append(payload(n), to: "s") { _ in } }
+            #expect(try await store.append(payload(5_000), to: "s").sequence == 5_000)
+
+            func read(from: UInt64, limit: Int, budget: Int) throws -> [(UInt64, Data)] {
+                var seen: [(UInt64, Data)] = []
+                try store.forEachEvent(in: "s", from: from, limit: limit, byteBudget: budget) { sequence, _, bytes in
+                    seen.append((sequence, Data(bytes)))
+                }
+                return seen
+            }
+            func expected(from: Int, limit: Int, budget: Int) -> [Int] {
+                var (events, bytes) = ([Int](), 0)
+                for n in from...5_000 where bytes < budget && events.count < limit {
+                    events.append(n)
+                    bytes += payload(n).count
+                }
+                return events
+            }
+            // Pages of up to 4,096 rows: with 1 MiB, events over 256 bytes are long; with 100
+            // rows and 30,000 bytes, those over 300; with 10,000 bytes, every event.
+            let reads = [
+                (1, 10_000, 1 << 20), (2, 10_000, 1 << 20), (702, 10_000, 1 << 20), (4_000, 10_000, 1 << 20),
+                (650, 100, 30_000), (690, 100, 30_000), (650, 100, 10_000), (2_400, 100, 1 << 20),
+            ]
+            for (from, limit, budget) in reads {
+                let seen = try read(from: UInt64(from), limit: limit, budget: budget)
+                #expect(seen.map { Int($0.0) } == expected(from: from, limit: limit, budget: budget), "from \(from), limit \(limit), budget \(budget)")
+                #expect(seen.allSatisfy { $0.1 == payload(Int($0.0)) })
+            }
+        }
+    }
+
     /// PostgreSQL answers a read in pages of sequence ranges (`PostgresTransaction+Reads`):
     /// a read longer than a page, starting where retention has removed the events, must
     /// find the first retained one and then go on page after page without losing or

@@ -18,9 +18,14 @@ extension PostgresTransaction {
     ///   statistics yet (a stream loaded and read back before autovacuum's ANALYZE) was
     ///   planned as a bitmap scan of every row to the end and a sort, for every page: one
     ///   reader got 30,000 events/s.
-    /// - **Bounded by bytes.** A page ends at the event that reaches the read's byte budget
-    ///   (`packedPage`), so a page may ask for as many rows as the read may take: a read is
-    ///   mostly one query.
+    /// - **Bounded by bytes.** A page ends at the event that reaches the read's byte budget,
+    ///   so a page may ask for as many rows as the read may take: a read is mostly one
+    ///   query. Most pages are bounded without a running sum (`smallEventsPage`): of `rows`
+    ///   events each at most `bytes / rows` long, no page can pass `bytes`. Only a page that
+    ///   starts with a longer event takes the running sum (`packedPage`). Its window keeps
+    ///   every row, payload and all, in a tuple store, and doubled PostgreSQL's CPU per page,
+    ///   which was the bound of a one-reader catch-up: the backend spent a whole core for
+    ///   200,000 events/s (docs/PERFORMANCE.md).
     static func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying,
         _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
@@ -33,7 +38,15 @@ extension PostgresTransaction {
                 let rows = min(reading.remaining, PageReading.pageRows)
                 let last = from > through - Int64(rows - 1) ? through : from + Int64(rows - 1)
                 let bytes = reading.byteBudget - reading.bytes
-                var page = try packedPage(session, stream: segment.streamID, from: from, through: last, bytes: bytes)
+                let small = try smallEventsPage(session, stream: segment.streamID, from: from, through: last, smallest: bytes / rows)
+                if let page = small.page {
+                    let start = from
+                    try reading.walk(page, after: &from, before: small.firstLarge, body)
+                    if from > start { continue }
+                }
+                // The page starts with a longer event, or there is none in the range.
+                var page =
+                    small.firstLarge == nil ? nil : try packedPage(session, stream: segment.streamID, from: from, through: last, bytes: bytes)
                 if page == nil && last < through {
                     // Below the stream's first retained event: find where it starts.
                     page = try packedPage(session, stream: segment.streamID, from: from, through: through, limit: rows, bytes: bytes)
@@ -42,6 +55,24 @@ extension PostgresTransaction {
                 try reading.walk(page, after: &from, body)
             }
         }
+    }
+
+    /// The events of `from...through` whose payloads are at most `smallest` bytes long,
+    /// packed in order into one value as `packedPage` packs them, and the first longer
+    /// event's sequence number, if any: the page's events are those before it. One index
+    /// range scan and one aggregate, and the value is at most `smallest` times the rows.
+    static func smallEventsPage(
+        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, smallest: Int
+    ) throws -> (page: ByteBuffer?, firstLarge: Int64?) {
+        let result = try session.query(
+            """
+            SELECT string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || payload, ''::bytea ORDER BY seq)
+                FILTER (WHERE octet_length(payload) <= \(smallest)),
+                min(seq) FILTER (WHERE octet_length(payload) > \(smallest))
+            FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)
+            """)
+        guard let row = result.rows.first else { throw StoreError.unavailable("PostgreSQL returned no row where one was expected") }
+        return try row.decode((ByteBuffer?, Int64?).self)
     }
 
     /// The events of `from...through` (at most `limit` of them), packed in order into one
@@ -98,10 +129,12 @@ private struct PageReading {
     var isDone: Bool { remaining <= 0 || bytes >= byteBudget }
 
     /// Hands each event of a packed page to `body` until the page or the read's allowance
-    /// ends; `from` follows the last one.
+    /// ends, or at an event at `end` or after; `from` follows the last one handed on.
     mutating func walk(
-        _ page: ByteBuffer, after from: inout Int64, _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+        _ page: ByteBuffer, after from: inout Int64, before end: Int64? = nil,
+        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
     ) throws {
+        let end = end ?? .max
         try page.withUnsafeReadableBytes { page in
             var offset = 0
             while offset < page.count && !isDone {
@@ -111,6 +144,7 @@ private struct PageReading {
                 let size = Int(UInt32(bigEndian: page.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self)))
                 let start = offset + Self.header
                 guard page.count - start >= size, sequence >= from else { throw StoreError.unavailable("PostgreSQL sent a page out of order") }
+                guard sequence < end else { return }
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 time.text.withUnsafeBytes { text in body(UInt64(sequence), text, UnsafeRawBufferPointer(rebasing: page[start..<start + size])) }
                 offset = start + size
