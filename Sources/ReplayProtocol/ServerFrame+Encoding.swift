@@ -55,15 +55,17 @@ extension ServerFrame {
     }
 
     /// Writes an `EVENT` frame from its parts, without building a `ServerFrame` (the
-    /// server writes catch-up pages straight from SQLite's row buffers).
+    /// server writes catch-up pages straight from the store's row buffers), in one write.
     public static func writeEvent(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>,
         payload: UnsafeRawBufferPointer, into buffer: inout ByteBuffer
     ) {
-        buffer.reserveCapacity(minimumWritableBytes: stream.utf8.count + sid.utf8.count + time.count + payload.count + 56)
-        writeEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, into: &buffer)
-        buffer.writeBytes(payload)
-        buffer.writeStaticString("\r\n")
+        let bound = eventLineBound(stream: stream, sid: sid, time: time) + payload.count + 2
+        buffer.writeFrame(maximumBytes: bound) { frame in
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, into: &frame)
+            frame.put(payload)
+            frame.put("\r\n" as StaticString)
+        }
     }
 
     /// An `EVENT` control line alone: the payload (`size` bytes) and its line end follow in
@@ -72,17 +74,31 @@ extension ServerFrame {
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int,
         into buffer: inout ByteBuffer
     ) {
-        buffer.writeStaticString("EVENT ")
-        buffer.writeString(stream)
-        buffer.writeSpace()
-        buffer.writeString(sid)
-        buffer.writeSpace()
-        buffer.writeDecimal(sequence)
-        buffer.writeSpace()
-        buffer.writeBytes(time)
-        buffer.writeSpace()
-        buffer.writeDecimal(UInt(size))
-        buffer.writeStaticString("\r\n")
+        buffer.writeFrame(maximumBytes: eventLineBound(stream: stream, sid: sid, time: time)) { frame in
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, into: &frame)
+        }
+    }
+
+    /// The longest an `EVENT` line of these parts can be: `EVENT `, four spaces, two numbers
+    /// of at most 20 digits and the line end.
+    private static func eventLineBound(stream: String, sid: String, time: some Collection<UInt8>) -> Int {
+        stream.utf8.count + sid.utf8.count + time.count + 52
+    }
+
+    private static func putEventLine(
+        stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int, into frame: inout FrameBytes
+    ) {
+        frame.put("EVENT " as StaticString)
+        frame.put(stream)
+        frame.put(UInt8(ascii: " "))
+        frame.put(sid)
+        frame.put(UInt8(ascii: " "))
+        frame.putDecimal(sequence)
+        frame.put(UInt8(ascii: " "))
+        frame.put(time)
+        frame.put(UInt8(ascii: " "))
+        frame.putDecimal(UInt(size))
+        frame.put("\r\n" as StaticString)
     }
 
     /// The frame as a buffer of its own.

@@ -15,6 +15,35 @@ struct HotPathCodecTests {
         #expect(String(buffer: buffer) == String(value))
     }
 
+    /// `writeEvent` and `writeEventLine` write each frame in one piece into the buffer's
+    /// free space (`FrameBytes`): the bytes must be exactly the frame's text, at the
+    /// longest numbers, with names of several-byte characters, empty and binary payloads,
+    /// times that are not contiguous bytes, and a buffer that has to grow between frames.
+    @Test func eventFramesWrittenInOnePieceAreTheirText() {
+        let cases: [(stream: String, sid: String, sequence: UInt64, payload: [UInt8])] = [
+            ("s", "a", 0, []),
+            ("orders/eu", "sub-1", 1, Array("hello".utf8)),
+            ("ström/日本", "ß", UInt64.max, [0, 13, 10, 255]),
+            (String(repeating: "n", count: 255), String(repeating: "i", count: 64), 9_999_999_999, Array(repeating: 0x61, count: 70_000)),
+        ]
+        let time = "2026-11-27T03:54:08.123Z"
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(8)
+        var expected: [UInt8] = []
+        for event in cases {
+            event.payload.withUnsafeBytes { payload in
+                ServerFrame.writeEvent(stream: event.stream, sid: event.sid, sequence: event.sequence, time: time.utf8, payload: payload, into: &buffer)
+            }
+            expected += Array("EVENT \(event.stream) \(event.sid) \(event.sequence) \(time) \(event.payload.count)\r\n".utf8) + event.payload + [13, 10]
+            // A time that is not contiguous storage takes the byte-by-byte path.
+            ServerFrame.writeEventLine(
+                stream: event.stream, sid: event.sid, sequence: event.sequence, time: time.utf8.lazy.map { $0 }, size: event.payload.count,
+                into: &buffer)
+            expected += Array("EVENT \(event.stream) \(event.sid) \(event.sequence) \(time) \(event.payload.count)\r\n".utf8)
+        }
+        #expect(Array(buffer.readableBytesView) == expected)
+    }
+
     @Test func wordsAreNumbersOnlyWhenTheyAreDigitsThatFit() {
         func number(_ text: String) -> UInt64? {
             text.utf8.withContiguousStorageIfAvailable { LineWords.integer(UnsafeRawBufferPointer($0), as: UInt64.self) } ?? nil
