@@ -9,9 +9,12 @@ extension ServerFrame {
         case .ok:
             Wire.writeLine(["+OK"], into: &buffer)
         case .published(let sequence):
-            buffer.writeStaticString("+OK ")
-            buffer.writeDecimal(sequence)
-            buffer.writeStaticString("\r\n")
+            // One per PUB: in one piece, as EVENT frames are (`FrameBytes`).
+            buffer.writeFrame(maximumBytes: 26) { frame in
+                frame.put("+OK " as StaticString)
+                frame.putDecimal(sequence)
+                frame.put("\r\n" as StaticString)
+            }
         case .publishedAll(let sequences):
             buffer.writeStaticString("+OK")
             for sequence in sequences {
