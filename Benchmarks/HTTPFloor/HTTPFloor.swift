@@ -24,11 +24,20 @@ struct HTTPFloor: ParsableCommand {
         case now, hop
     }
 
+    enum Parts: String, ExpressibleByArgument {
+        case types, http1
+    }
+
     @Option(help: "The loopback port to serve on.")
     var port = 18095
 
     @Option(help: "now: answer on the event loop; hop: cross to one serial queue and back first.")
     var answer = Answer.now
+
+    @Option(
+        help: "types: requests and answers as swift-http-types values, as replay's handlers see them; http1: NIO's HTTP/1 parts, unconverted."
+    )
+    var parts = Parts.types
 
     @Option(help: "Event loop threads (replayd runs one per core).")
     var threads = System.coreCount
@@ -45,12 +54,17 @@ struct HTTPFloor: ParsableCommand {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false)
-                    try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                    try channel.pipeline.syncOperations.addHandler(AnswerHandler(writer: hop ? writer : nil))
+                    switch parts {
+                    case .types:
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(AnswerHandler(writer: hop ? writer : nil))
+                    case .http1:
+                        try channel.pipeline.syncOperations.addHandler(HTTP1AnswerHandler(writer: hop ? writer : nil))
+                    }
                 }
             }
             .bind(host: "127.0.0.1", port: port).wait()
-        print("http-floor: 127.0.0.1:\(port), answer \(answer.rawValue), \(threads) event loops")
+        print("http-floor: 127.0.0.1:\(port), answer \(answer.rawValue), \(parts.rawValue) parts, \(threads) event loops")
         try channel.closeFuture.wait()
     }
 }
@@ -92,6 +106,45 @@ final class AnswerHandler: ChannelInboundHandler {
     }
 
     private func respond(_ answer: HTTPResponse, context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.head(answer)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+/// `AnswerHandler` on NIO's HTTP/1 parts: the same answers without the conversion to and
+/// from swift-http-types (`--parts http1`), to weigh that conversion.
+final class HTTP1AnswerHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let writer: DispatchQueue?
+    private var method = HTTPMethod.GET
+    private var appended = 0
+
+    init(writer: DispatchQueue?) {
+        self.writer = writer
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): method = head.method
+        case .body: break
+        case .end:
+            guard method == .POST else {
+                return respond(HTTPResponseHead(version: .http1_1, status: .created, headers: ["Content-Length": "0"]), context: context)
+            }
+            appended += 1
+            let answer = HTTPResponseHead(version: .http1_1, status: .noContent, headers: ["Stream-Next-Offset": "\(appended)_0"])
+            guard let writer else { return respond(answer, context: context) }
+            let loop = context.eventLoop
+            let bound = NIOLoopBound((self, context), eventLoop: loop)
+            writer.async {
+                loop.execute { bound.value.0.respond(answer, context: bound.value.1) }
+            }
+        }
+    }
+
+    private func respond(_ answer: HTTPResponseHead, context: ChannelHandlerContext) {
         context.write(wrapOutboundOut(.head(answer)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
