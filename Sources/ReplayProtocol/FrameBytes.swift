@@ -44,7 +44,8 @@ struct FrameBytes: ~Copyable {
         put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    /// Digits from the last, in place at their end, then moved once to the front.
+    /// Counts the digits, then writes them from the last, each in its place: one pass of
+    /// divisions by a constant (which compile to multiplications) for each.
     mutating func putDecimal<T: FixedWidthInteger & UnsignedInteger>(_ value: T) {
         var digits = 1
         var rest = value / 10
