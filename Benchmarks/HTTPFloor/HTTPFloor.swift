@@ -57,9 +57,9 @@ struct HTTPFloor: ParsableCommand {
                     switch parts {
                     case .types:
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                        try channel.pipeline.syncOperations.addHandler(AnswerHandler(writer: hop ? writer : nil))
+                        try channel.pipeline.syncOperations.addHandler(AnswerHandler<TypedParts>(writer: hop ? writer : nil))
                     case .http1:
-                        try channel.pipeline.syncOperations.addHandler(HTTP1AnswerHandler(writer: hop ? writer : nil))
+                        try channel.pipeline.syncOperations.addHandler(AnswerHandler<HTTP1Parts>(writer: hop ? writer : nil))
                     }
                 }
             }
@@ -70,15 +70,14 @@ struct HTTPFloor: ParsableCommand {
 }
 
 /// Answers each request when its end arrives: a POST 204 with the next offset, as replay
-/// answers an append; anything else 201 (the stream's PUT).
-final class AnswerHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias OutboundOut = HTTPResponsePart
-
-    private static let nextOffset = HTTPField.Name("Stream-Next-Offset")!
+/// answers an append; anything else 201 (the stream's PUT). `Parts` says which parts the
+/// pipeline hands it: swift-http-types values (`TypedParts`) or NIO's HTTP/1 ones.
+final class AnswerHandler<Parts: FloorParts>: ChannelInboundHandler {
+    typealias InboundIn = Parts.Inbound
+    typealias OutboundOut = Parts.Outbound
 
     private let writer: DispatchQueue?
-    private var method = HTTPRequest.Method.get
+    private var isPost = false
     private var appended = 0
 
     init(writer: DispatchQueue?) {
@@ -86,66 +85,74 @@ final class AnswerHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head): method = head.method
-        case .body: break
-        case .end:
-            guard method == .post else {
-                return respond(HTTPResponse(status: .created, headerFields: [.contentLength: "0"]), context: context)
-            }
-            appended += 1
-            let answer = HTTPResponse(
-                status: .noContent, headerFields: [Self.nextOffset: "\(appended)_0"])
-            guard let writer else { return respond(answer, context: context) }
-            let loop = context.eventLoop
-            let bound = NIOLoopBound((self, context), eventLoop: loop)
-            writer.async {
-                loop.execute { bound.value.0.respond(answer, context: bound.value.1) }
-            }
+        let part = unwrapInboundIn(data)
+        if let isPost = Parts.isPost(part) { self.isPost = isPost }
+        guard Parts.isEnd(part) else { return }
+        guard isPost else { return respond(Parts.answer(offset: nil), context: context) }
+        appended += 1
+        let answer = Parts.answer(offset: "\(appended)_0")
+        guard let writer else { return respond(answer, context: context) }
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context, answer), eventLoop: loop)
+        writer.async {
+            loop.execute { bound.value.0.respond(bound.value.2, context: bound.value.1) }
         }
     }
 
-    private func respond(_ answer: HTTPResponse, context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.head(answer)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    private func respond(_ answer: [Parts.Outbound], context: ChannelHandlerContext) {
+        for part in answer.dropLast() { context.write(wrapOutboundOut(part), promise: nil) }
+        if let last = answer.last { context.writeAndFlush(wrapOutboundOut(last), promise: nil) }
     }
 }
 
-/// `AnswerHandler` on NIO's HTTP/1 parts: the same answers without the conversion to and
-/// from swift-http-types (`--parts http1`), to weigh that conversion.
-final class HTTP1AnswerHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+/// The parts of one kind of HTTP pipeline, as the floor reads and answers them.
+protocol FloorParts {
+    associatedtype Inbound
+    associatedtype Outbound
+    /// Whether the request is a POST, for a head; `nil` for any other part.
+    static func isPost(_ part: Inbound) -> Bool?
+    static func isEnd(_ part: Inbound) -> Bool
+    /// A 204 with `Stream-Next-Offset: offset`, or a 201 when there is no offset.
+    static func answer(offset: String?) -> [Outbound]
+}
 
-    private let writer: DispatchQueue?
-    private var method = HTTPMethod.GET
-    private var appended = 0
+/// swift-http-types values, as replay's handlers see them (`--parts types`).
+enum TypedParts: FloorParts {
+    private static let nextOffset = HTTPField.Name("Stream-Next-Offset")!
 
-    init(writer: DispatchQueue?) {
-        self.writer = writer
+    static func isPost(_ part: HTTPRequestPart) -> Bool? {
+        if case .head(let head) = part { head.method == .post } else { nil }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head): method = head.method
-        case .body: break
-        case .end:
-            guard method == .POST else {
-                return respond(HTTPResponseHead(version: .http1_1, status: .created, headers: ["Content-Length": "0"]), context: context)
-            }
-            appended += 1
-            let answer = HTTPResponseHead(version: .http1_1, status: .noContent, headers: ["Stream-Next-Offset": "\(appended)_0"])
-            guard let writer else { return respond(answer, context: context) }
-            let loop = context.eventLoop
-            let bound = NIOLoopBound((self, context), eventLoop: loop)
-            writer.async {
-                loop.execute { bound.value.0.respond(answer, context: bound.value.1) }
-            }
-        }
+    static func isEnd(_ part: HTTPRequestPart) -> Bool {
+        if case .end = part { true } else { false }
     }
 
-    private func respond(_ answer: HTTPResponseHead, context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.head(answer)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    static func answer(offset: String?) -> [HTTPResponsePart] {
+        let head =
+            if let offset { HTTPResponse(status: .noContent, headerFields: [nextOffset: offset]) } else {
+                HTTPResponse(status: .created, headerFields: [.contentLength: "0"])
+            }
+        return [.head(head), .end(nil)]
+    }
+}
+
+/// NIO's HTTP/1 parts, without the conversion to and from swift-http-types (`--parts
+/// http1`), to weigh that conversion.
+enum HTTP1Parts: FloorParts {
+    static func isPost(_ part: HTTPServerRequestPart) -> Bool? {
+        if case .head(let head) = part { head.method == .POST } else { nil }
+    }
+
+    static func isEnd(_ part: HTTPServerRequestPart) -> Bool {
+        if case .end = part { true } else { false }
+    }
+
+    static func answer(offset: String?) -> [HTTPServerResponsePart] {
+        let head =
+            if let offset { HTTPResponseHead(version: .http1_1, status: .noContent, headers: ["Stream-Next-Offset": offset]) } else {
+                HTTPResponseHead(version: .http1_1, status: .created, headers: ["Content-Length": "0"])
+            }
+        return [.head(head), .end(nil)]
     }
 }
