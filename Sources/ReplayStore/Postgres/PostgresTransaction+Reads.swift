@@ -66,14 +66,16 @@ extension PostgresTransaction {
     ) throws -> (page: ByteBuffer?, firstLarge: Int64?) {
         let result = try session.query(
             """
-            SELECT string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || payload, ''::bytea ORDER BY seq)
-                FILTER (WHERE octet_length(payload) <= \(smallest)),
+            SELECT \(unescaped: packedEvents) FILTER (WHERE octet_length(payload) <= \(smallest)),
                 min(seq) FILTER (WHERE octet_length(payload) > \(smallest))
             FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)
             """)
-        guard let row = result.rows.first else { throw StoreError.unavailable("PostgreSQL returned no row where one was expected") }
-        return try row.decode((ByteBuffer?, Int64?).self)
+        return try firstRow(result).decode((ByteBuffer?, Int64?).self)
     }
+
+    /// The aggregate that packs a page's events into one value (see `packedPage`).
+    private static let packedEvents =
+        "string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || payload, ''::bytea ORDER BY seq)"
 
     /// The events of `from...through` (at most `limit` of them), packed in order into one
     /// value: per event its sequence number and time (8 bytes each, big-endian), its
@@ -86,13 +88,12 @@ extension PostgresTransaction {
     static func packedPage(
         _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, limit: Int? = nil, bytes: Int
     ) throws -> ByteBuffer? {
-        let packed = "string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || payload, ''::bytea ORDER BY seq)"
         let before = "sum(octet_length(payload)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - octet_length(payload) AS before"
         let result =
             if let limit {
                 try session.query(
                     """
-                    SELECT \(unescaped: packed) FROM (SELECT seq, time, payload, \(unescaped: before) FROM (
+                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, \(unescaped: before) FROM (
                         SELECT seq, time, payload FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) first) page
                     WHERE before < \(bytes)
@@ -100,7 +101,7 @@ extension PostgresTransaction {
             } else {
                 try session.query(
                     """
-                    SELECT \(unescaped: packed) FROM (SELECT seq, time, payload, \(unescaped: before) FROM event_log
+                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, \(unescaped: before) FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)) page
                     WHERE before < \(bytes)
                     """)

@@ -409,8 +409,13 @@ final class PostgresTransaction: LogTransaction {
     }
 
     static func single<T: PostgresDecodable>(_ result: PostgresQueryResult, _ type: T.Type) throws -> T {
+        try firstRow(result).decode(T.self)
+    }
+
+    /// The result's one row.
+    static func firstRow(_ result: PostgresQueryResult) throws -> PostgresRow {
         guard let row = result.rows.first else { throw StoreError.unavailable("PostgreSQL returned no row where one was expected") }
-        return try row.decode(T.self)
+        return row
     }
 
     /// Streams from rows selected with `streamColumns`, by name, with their consumers and
