@@ -158,7 +158,10 @@ struct SubscriptionTests {
         _ http: HTTPTestClient, _ id: String, as worker: String, first claimed: [String: Any], acks: [[String: Any]]
     ) async throws {
         var claimed = claimed
-        try await eventually("\(worker) finishes its wake") {
+        // Up to 120 s: among the whole suite on two cores, one full run of eight took
+        // longer than 30 s of claims and fenced acks against the 1-second lease (the test
+        // alone takes 1.7 s).
+        try await eventually(within: 120, "\(worker) finishes its wake") {
             let answer = try await ack(http, id, claimed, acks: acks, done: true)
             if answer.status == 200 {
                 #expect(object(answer)["next_wake"] as? Bool == false)
