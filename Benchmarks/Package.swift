@@ -30,6 +30,7 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                "CEpoll",
             ],
             path: "LoadGenerator",
             // The load generator must not be the bottleneck it measures. Its clients (replay's
@@ -37,6 +38,8 @@ let package = Package(
             // exclusivity checks on them took a quarter of its time in a catch-up.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
         ),
+        // <sys/epoll.h>, which Swift's Glibc module leaves out, for the SSE readers.
+        .target(name: "CEpoll", path: "CEpoll"),
         // The floor under replay's HTTP appends: its HTTP pipeline answering with no store.
         .executableTarget(
             name: "http-floor",
