@@ -1,5 +1,5 @@
 /*
- * What tools/sqlite_ceiling.c and tools/postgres_ceiling.c share: their option lists, the
+ * What tools/sqlite_ceiling.c, tools/postgres_ceiling.c and tools/fsync_latency.c share: their option lists, the
  * clock, and the table of medians over interleaved rounds they print.
  */
 #ifndef CEILING_COMMON_H
