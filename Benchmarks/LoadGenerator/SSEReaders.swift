@@ -195,7 +195,7 @@ extension Scenarios {
             }
         }
         // The latencies once, at the end: merging a histogram of this range copies and adds
-        // some 40,000 buckets, and doing that after every wake-up took the thread's time.
+        // some 28,000 buckets, and doing that after every wake-up took the thread's time.
         tally.withLock { $0.latencies.add(local.latencies) }
     }
 }
