@@ -1,6 +1,6 @@
 /*
- * What tools/sqlite_ceiling.c, tools/postgres_ceiling.c and tools/fsync_latency.c share: their option lists, the
- * clock, and the table of medians over interleaved rounds they print.
+ * What tools/sqlite_ceiling.c, tools/postgres_ceiling.c and tools/fsync_latency.c share:
+ * their option lists, the clock, and the table of medians over interleaved rounds they print.
  */
 #ifndef CEILING_COMMON_H
 #define CEILING_COMMON_H
