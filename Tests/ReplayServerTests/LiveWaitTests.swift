@@ -9,36 +9,40 @@ import Testing
 /// a leak per reader per round.
 @Suite("LiveWait")
 struct LiveWaitTests {
+    let parked = ParkedReads()
+
     @Test(arguments: 0..<50)
     func aCommitDuringTheWaitEndsItAsCommitted(round: Int) async {
         let hub = StreamHubTests.hub()
-        async let outcome = LiveWait.wait(on: (hub, 10), timeout: .seconds(600))
+        async let outcome = LiveWait.wait(on: (hub, 10), timeout: .seconds(600), parked: parked)
         if round.isMultiple(of: 2) { await Task.yield() }
         hub.apply(CommitBatch.Change(info: StreamHubTests.info(first: 1, last: 11), appended: StreamHubTests.events(11...11)))
         #expect(await outcome == .committed)
         #expect(hub.stateDescription.hasSuffix("parked after []"))
+        #expect(parked.count == 0)
     }
 
     @Test func aWaitBehindTheTailOrOnAnEndedStreamEndsAtOnce() async {
-        #expect(await LiveWait.wait(on: (StreamHubTests.hub(), 9), timeout: .seconds(600)) == .committed)
+        #expect(await LiveWait.wait(on: (StreamHubTests.hub(), 9), timeout: .seconds(600), parked: parked) == .committed)
         let ended = StreamHubTests.hub()
         ended.apply(CommitBatch.Change(info: StreamHubTests.info(first: 1, last: 10, terminal: .completed), appended: []))
-        #expect(await LiveWait.wait(on: (ended, 10), timeout: .seconds(600)) == .committed)
+        #expect(await LiveWait.wait(on: (ended, 10), timeout: .seconds(600), parked: parked) == .committed)
     }
 
     @Test func aQuietStreamTimesOutAndLeavesNoWaiterInTheHub() async {
         let hub = StreamHubTests.hub()
         for _ in 0..<3 {
-            #expect(await LiveWait.wait(on: (hub, 10), timeout: .milliseconds(1)) == .timedOut)
+            #expect(await LiveWait.wait(on: (hub, 10), timeout: .milliseconds(1), parked: parked) == .timedOut)
         }
         #expect(hub.stateDescription.hasSuffix("parked after []"))
     }
 
     @Test func cancellationEndsTheWaitAndLeavesNoWaiterInTheHub() async {
         let hub = StreamHubTests.hub()
-        let task = Task { await LiveWait.wait(on: (hub, 10), timeout: .seconds(600)) }
+        let task = Task { await LiveWait.wait(on: (hub, 10), timeout: .seconds(600), parked: parked) }
         task.cancel()
         #expect(await task.value == .timedOut)
         #expect(hub.stateDescription.hasSuffix("parked after []"))
+        #expect(parked.count == 0)
     }
 }

@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// the daemon's group, over the same store and the same hubs as the socket, so what one
 /// protocol appends the other reads, live. Built on hummingbird 2, whose `Application` is
 /// itself a swift-service-lifecycle service: at a graceful shutdown it stops accepting,
-/// finishes the requests in flight, and live reads end at once (`LiveWait`).
+/// finishes the requests in flight, and live reads end at once (`ParkedReads`).
 public struct HTTPFrontDoor: Service {
     let settings: HTTPSettings
     let endpoint: StreamEndpoint
@@ -59,7 +59,7 @@ public struct HTTPFrontDoor: Service {
         if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
         let endpoint = self.endpoint
         let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources)
-        let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout)
+        let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { request, _ in try list.respond(request) }
         router.get("/v1/tail/**") { request, context in
@@ -124,10 +124,23 @@ public struct HTTPFrontDoor: Service {
                 await subscriptions.resume(baseURL: publicURL ?? "\(scheme)://\(shown):\(port)")
             },
             logger: logger)
+        // A graceful shutdown ends the parked live reads at once (a long-poll is answered as
+        // up to date, an SSE response ends), so that the requests in flight, which
+        // hummingbird waits for, are not held by them.
+        let parked = endpoint.parked
+        let result: Result<Void, any Error>
+        do {
+            result = .success(
+                try await withGracefulShutdownHandler {
+                    try await app.run()
+                } onGracefulShutdown: {
+                    parked.shutDown()
+                })
+        } catch {
+            result = .failure(error)
+        }
         // However the door stops: no more alarms, the deliveries in flight ended and their
         // outcomes written, then the read threads.
-        let result: Result<Void, any Error>
-        do { result = .success(try await app.run()) } catch { result = .failure(error) }
         await subscriptions.stop()
         await webhooks.shutdown()
         await subscriptions.finishDeliveries()

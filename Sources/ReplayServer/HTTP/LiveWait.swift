@@ -1,7 +1,4 @@
-import NIOCore
-import NIOPosix
 import ReplaySync
-import ServiceLifecycle
 
 /// How a live read's wait ended.
 enum LiveWait: Sendable {
@@ -13,28 +10,26 @@ enum LiveWait: Sendable {
     case connectionClosed
 
     /// Waits for a commit of the watched hub after its sequence (a cursor's `watched`), at
-    /// most `timeout`, ending early when the daemon shuts down, the task is cancelled, or
-    /// `interrupt` fires.
+    /// most `timeout` (up to a slot of `parked` more), ending early when the front door
+    /// shuts down (`parked`), the task is cancelled, or `interrupt` fires.
     ///
-    /// One continuation, resumed by whichever comes first: the hub's wake-up, a timer on an
-    /// event loop, the shutdown handler, the interrupt. No child task: a parked SSE reader
+    /// One continuation, resumed by whichever comes first: the hub's wake-up, the deadline
+    /// or the shutdown (`ParkedReads`), the interrupt. No child task: a parked SSE reader
     /// is held by the thousand, and a task group of three (the commit, a sleep, the
     /// shutdown) cost each one three tasks of its own, about 5 KB, for as long as it was
     /// parked.
-    static func wait(on watched: (hub: StreamHub, after: UInt64), timeout: Duration, interrupt: WaitInterrupt? = nil) async -> LiveWait {
+    static func wait(
+        on watched: (hub: StreamHub, after: UInt64), timeout: Duration, parked: ParkedReads, interrupt: WaitInterrupt? = nil
+    ) async -> LiveWait {
         let race = Race()
         if let interrupt, !interrupt.attach(race) { return .connectionClosed }
         defer { interrupt?.detach(race) }
-        return await withGracefulShutdownHandler {
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    race.start(continuation, hub: watched.hub, after: watched.after, timeout: timeout)
-                }
-            } onCancel: {
-                race.finish(.timedOut)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                race.start(continuation, hub: watched.hub, after: watched.after, timeout: timeout, parked: parked)
             }
-        } onGracefulShutdown: {
-            race.finish(.shuttingDown)
+        } onCancel: {
+            race.finish(.timedOut)
         }
     }
 }
@@ -48,13 +43,13 @@ enum LiveWait: Sendable {
 final class WaitInterrupt: Sendable {
     private struct State {
         var fired = false
-        var race: Race?
+        var race: LiveWait.Race?
     }
 
     private let state = Locked(State())
 
     func fire() {
-        let race = state.withLock { state -> Race? in
+        let race = state.withLock { state -> LiveWait.Race? in
             state.fired = true
             defer { state.race = nil }
             return state.race
@@ -63,7 +58,7 @@ final class WaitInterrupt: Sendable {
     }
 
     /// Whether the wait may start (not when the interrupt has fired already).
-    fileprivate func attach(_ race: Race) -> Bool {
+    fileprivate func attach(_ race: LiveWait.Race) -> Bool {
         state.withLock { state in
             if state.fired { return false }
             state.race = race
@@ -71,59 +66,61 @@ final class WaitInterrupt: Sendable {
         }
     }
 
-    fileprivate func detach(_ race: Race) {
+    fileprivate func detach(_ race: LiveWait.Race) {
         state.withLock { state in
             if state.race === race { state.race = nil }
         }
     }
 }
 
-/// One wait's outcome, decided once, by whichever of its wake-ups comes first; the others
-/// are withdrawn.
-private final class Race: Sendable {
-    private struct State {
-        var outcome: LiveWait?
-        var continuation: CheckedContinuation<LiveWait, Never>?
-        var timer: Scheduled<Void>?
-        var ticket: (hub: StreamHub, id: UInt64)?
-    }
-
-    private let state = Locked(State())
-
-    func start(_ continuation: CheckedContinuation<LiveWait, Never>, hub: StreamHub, after sequence: UInt64, timeout: Duration) {
-        // Shutdown or cancellation may have come first.
-        if let outcome = state.withLock({ state in
-            if state.outcome == nil { state.continuation = continuation }
-            return state.outcome
-        }) {
-            return continuation.resume(returning: outcome)
+extension LiveWait {
+    /// One wait's outcome, decided once, by whichever of its wake-ups comes first; the others
+    /// are withdrawn.
+    final class Race: Sendable {
+        private struct State {
+            var outcome: LiveWait?
+            var continuation: CheckedContinuation<LiveWait, Never>?
+            var deadline: (parked: ParkedReads, ticket: ParkedReads.Ticket)?
+            var ticket: (hub: StreamHub, id: UInt64)?
         }
-        let timer = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: TimeAmount(timeout)) {
-            self.finish(.timedOut)
-        }
-        let id = hub.onCommit(after: sequence) { self.finish(.committed) }
-        let decided = state.withLock { state in
-            if state.outcome == nil {
-                state.timer = timer
-                state.ticket = id.map { (hub, $0) }
+
+        private let state = Locked(State())
+
+        func start(
+            _ continuation: CheckedContinuation<LiveWait, Never>, hub: StreamHub, after sequence: UInt64, timeout: Duration, parked: ParkedReads
+        ) {
+            // Shutdown or cancellation may have come first.
+            if let outcome = state.withLock({ state in
+                if state.outcome == nil { state.continuation = continuation }
+                return state.outcome
+            }) {
+                return continuation.resume(returning: outcome)
             }
-            return state.outcome != nil
+            guard let deadline = parked.park(self, timeout: timeout) else { return finish(.shuttingDown) }
+            let id = hub.onCommit(after: sequence) { self.finish(.committed) }
+            let decided = state.withLock { state in
+                if state.outcome == nil {
+                    state.deadline = (parked, deadline)
+                    state.ticket = id.map { (hub, $0) }
+                }
+                return state.outcome != nil
+            }
+            if decided {
+                parked.leave(deadline)
+                if let id { hub.stopWaiting(id) }
+            }
         }
-        if decided {
-            timer.cancel()
-            if let id { hub.stopWaiting(id) }
-        }
-    }
 
-    func finish(_ outcome: LiveWait) {
-        let taken = state.withLock { state -> State? in
-            guard state.outcome == nil else { return nil }
-            defer { state = State(outcome: outcome) }
-            return state
+        func finish(_ outcome: LiveWait) {
+            let taken = state.withLock { state -> State? in
+                guard state.outcome == nil else { return nil }
+                defer { state = State(outcome: outcome) }
+                return state
+            }
+            guard let taken else { return }
+            if let deadline = taken.deadline { deadline.parked.leave(deadline.ticket) }
+            if let ticket = taken.ticket { ticket.hub.stopWaiting(ticket.id) }
+            taken.continuation?.resume(returning: outcome)
         }
-        guard let taken else { return }
-        taken.timer?.cancel()
-        if let ticket = taken.ticket { ticket.hub.stopWaiting(ticket.id) }
-        taken.continuation?.resume(returning: outcome)
     }
 }

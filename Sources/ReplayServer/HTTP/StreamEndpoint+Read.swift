@@ -118,7 +118,7 @@ extension StreamEndpoint {
         defer { DaemonMetrics.longPolls.decrement() }
         var chunk = try await chunk(&cursor, info)
         if chunk.isEmpty, chunk.terminal == nil {
-            if await LiveWait.wait(on: cursor.watched, timeout: settings.longPollTimeout) == .committed {
+            if await LiveWait.wait(on: cursor.watched, timeout: settings.longPollTimeout, parked: parked) == .committed {
                 chunk = try await self.chunk(&cursor, info)
             }
         }

@@ -23,7 +23,7 @@ extension StreamEndpoint {
         // holds a reference rather than a copy of what the reader holds.
         nonisolated(unsafe) let reader = SSEReader(
             cursor: start, encoding: encoding, clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
-            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, closed: closed)
+            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, parked: parked, closed: closed)
         let body = ResponseBody { writer in try await reader.run(writing: &writer) }
         return Response(status: .ok, headers: fields, body: body)
     }
@@ -44,11 +44,12 @@ final class SSEReader {
     private let clientCursor: UInt64?
     private let keepAlive: Duration
     private let deadline: ContinuousClock.Instant?
+    private let parked: ParkedReads
     private let interrupt = WaitInterrupt()
 
     init(
         cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?,
-        closed: EventLoopFuture<Void>
+        parked: ParkedReads, closed: EventLoopFuture<Void>
     ) {
         let interrupt = self.interrupt
         closed.whenComplete { _ in interrupt.fire() }
@@ -56,6 +57,7 @@ final class SSEReader {
         self.encoding = encoding
         self.clientCursor = clientCursor
         self.keepAlive = keepAlive
+        self.parked = parked
         self.deadline = deadline
     }
 
@@ -75,7 +77,7 @@ final class SSEReader {
             guard let (buffer, next) = await read() else { break }
             try await writer.write(buffer)
             if case .wait(let wait) = next {
-                let outcome = await LiveWait.wait(on: cursor.watched, timeout: wait, interrupt: interrupt)
+                let outcome = await LiveWait.wait(on: cursor.watched, timeout: wait, parked: parked, interrupt: interrupt)
                 if outcome == .shuttingDown || outcome == .connectionClosed { break }
             } else if case .end = next {
                 break

@@ -20,6 +20,8 @@ struct StreamEndpoint: Sendable {
     let settings: HTTPSettings
     let maxPayload: Int
     let logger: Logger
+    /// The live reads parked here, ended at the door's shutdown (`HTTPFrontDoor.run`).
+    let parked = ParkedReads()
 
     /// The protocol's routes, on hummingbird's router: a method each, the stream's name
     /// the rest of the path (it may hold `/`).

@@ -21,6 +21,7 @@ struct TailEndpoint: Sendable {
     let store: EventStore
     let reads: ReadPool
     let keepAlive: Duration
+    let parked: ParkedReads
 
     static let prefix = "/v1/tail/"
 
@@ -81,7 +82,7 @@ struct TailEndpoint: Sendable {
                 try await writer.write(buffer)
                 if ends { break }
                 if waits {
-                    _ = await LiveWait.wait(on: cursor.watched, timeout: keepAlive)
+                    _ = await LiveWait.wait(on: cursor.watched, timeout: keepAlive, parked: parked)
                 }
             }
             try await writer.finish(nil)
