@@ -12,8 +12,8 @@ import ReplaySync
 /// event loop's heap of scheduled tasks (each an insertion and a removal under the loop's
 /// lock, most of the removals on the writer's thread as a commit woke the stream's
 /// readers), and as many registrations with the service group's shutdown manager: a
-/// quarter of the daemon's CPU in `perf record -e cpu-clock -g` during `replay-bench
-/// --against replay-http --scenarios sse-readers`. Here parking is a dictionary entry in
+/// fifth of the daemon's samples in `perf record -e cpu-clock -g` during `replay-bench
+/// --against replay-http --scenarios sse-readers`, and 37 % of its CPU per delivery. Here parking is a dictionary entry in
 /// the slot of its deadline and leaving is its removal, under one lock; the one task
 /// scheduled is for the earliest slot, and is moved only when a wait ends sooner than
 /// every other. (A hashed timing wheel, as Netty's `HashedWheelTimer`; neither swift-nio
