@@ -80,7 +80,6 @@ final class ParkedReads: Sendable {
     /// one at once.
     func shutDown() {
         let parked = state.withLock { state -> [LiveWait.Race] in
-            state.shutDown = true
             state.armed?.task.cancel()
             defer { state = State(shutDown: true) }
             return state.slots.values.flatMap(\.values)
@@ -104,12 +103,12 @@ final class ParkedReads: Sendable {
         let due = state.withLock { state -> [LiveWait.Race] in
             guard state.armed?.slot == slot else { return [] }  // moved earlier meanwhile
             state.armed = nil
-            let ended = state.order.prefix { $0 <= now }
-            state.order.removeFirst(ended.count)
+            let ended = state.order.prefix { $0 <= now }.count
             var due: [LiveWait.Race] = []
-            for slot in ended {
+            for slot in state.order[..<ended] {
                 if let races = state.slots.removeValue(forKey: slot) { due.append(contentsOf: races.values) }
             }
+            state.order.removeFirst(ended)
             if let next = state.order.first { arm(next, &state) }
             return due
         }
