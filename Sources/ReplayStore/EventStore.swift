@@ -34,7 +34,7 @@ public final class EventStore: Sendable {
     /// Where the streams are: the SQLite file's path, or the PostgreSQL URL without its password.
     public let location: String
     public let options: Options
-    private let log: any LogDatabase
+    let log: any LogDatabase
     /// The same database when it is a SQLite file, for diagnostics (`query`).
     private let sqlite: SQLiteLog?
     private let catalog: Catalog
@@ -75,7 +75,7 @@ public final class EventStore: Sendable {
         self.catalog = log.catalog
         self.listeners = listeners
         self.clock = clock
-        writer = WriteQueue(limits: .init()) { batch in log.commit(batch) }
+        writer = WriteQueue(limits: .init(), commit: { batch in log.commit(batch) }, idle: { log.writerIdle() })
         log.start(writer: writer)
     }
 

@@ -13,6 +13,9 @@ protocol LogDatabase: Sendable {
     /// writer's own thread, never concurrently.
     func commit(_ batch: [WriteRequest])
 
+    /// The writer found nothing more to commit: on its thread, before any later `commit`.
+    func writerIdle()
+
     /// Visits up to `limit` committed events of `segments`, oldest first, stopping after the
     /// event that reaches `byteBudget` payload bytes; the buffers are valid only during the call.
     func forEachEvent(

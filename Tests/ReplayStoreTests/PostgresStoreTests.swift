@@ -1,4 +1,5 @@
 import Foundation
+import ReplaySync
 import ReplayTesting
 import Testing
 
@@ -92,5 +93,116 @@ struct PostgresStoreTests {
             #expect(try await store.append(Data("two".utf8), to: "s").sequence == 2)
             #expect(try await TestPostgres.psql(url, "SELECT last_seq, event_count FROM streams WHERE name = 's'") == "2|2")
         }
+    }
+
+    /// A writer under load chains its transactions (`COMMIT AND CHAIN`): a batch that
+    /// commits while the next requests wait hands the next batch an open transaction, and
+    /// saves it a `BEGIN` round trip.
+    @Test func theWritersTransactionsChainUnderLoad() async throws {
+        try await TestPostgres.withDatabase { url in
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { store.close() }
+            let log = try #require(store.log as? PostgresLog)
+            #expect(try await store.append(Data("first".utf8), to: "s").sequence == 1)
+            let before = log.chainedBatches.value
+            let results = await Self.appendsUnderLoad(1_000, to: "s", store)
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            #expect(log.chainedBatches.value > before, "no batch ran in a chained transaction")
+            #expect(try await TestPostgres.psql(url, "SELECT last_seq, event_count, (SELECT count(*) FROM event_log) FROM streams") == "1001|1001|1001")
+        }
+    }
+
+    /// A transaction chained for requests that turn out to write nothing stays open only
+    /// until the writer is idle.
+    @Test func aChainedTransactionThatWroteNothingEndsWhenTheWriterIsIdle() async throws {
+        try await TestPostgres.withDatabase { url in
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { store.close() }
+            #expect(try await store.append(Data("first".utf8), to: "s").sequence == 1)
+            let (barrierReached, reached) = AsyncStream<Void>.makeStream()
+            let checked = DispatchSemaphore(value: 0)
+            store.append(Data("second".utf8), to: "s") { _ in
+                // On the writer's thread, after the commit. A payload past a batch's byte
+                // limit (`WriteQueue.Limits`) is a batch of its own: its commit finds the
+                // barrier waiting and chains, and the barrier's batch writes nothing.
+                store.append(Data(count: 9 << 20), to: "s") { _ in }
+                store.barrier { _ in
+                    reached.yield()
+                    checked.wait()  // the writer waits here until the test has looked
+                }
+            }
+            for await _ in barrierReached { break }
+            #expect(try await TestPostgres.psql(url, Self.openTransactions) == "1", "the big append's commit chained a transaction")
+            checked.signal()
+            var open = ""
+            for _ in 0..<200 {
+                open = try await TestPostgres.psql(url, Self.openTransactions)
+                if open == "0" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(open == "0", "the idle writer left a transaction open")
+            #expect(try await TestPostgres.psql(url, "SELECT last_seq FROM streams") == "3")
+        }
+    }
+
+    /// Batches under load that fail (a row put in the way from outside takes an event's
+    /// key) keep nothing, whether or not their transaction was chained, and the batches
+    /// after the way is clear go on from where the stream stood.
+    @Test func batchesThatFailUnderLoadKeepNothing() async throws {
+        try await TestPostgres.withDatabase { url in
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { store.close() }
+            #expect(try await store.append(Data("one".utf8), to: "s").sequence == 1)
+            let id = try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")
+            try await TestPostgres.psql(url, "INSERT INTO event_log (stream_id, seq, time, payload) VALUES (\(id), 300, 0, 'y')")
+            let results = await Self.appendsUnderLoad(1_000, to: "s", store)
+            // The appends before the batch that met the row, in order; that batch and every
+            // one after it failed whole.
+            let stored = results.compactMap { try? $0.get().sequence }
+            let last = try #require(stored.last)
+            #expect(stored == Array(2...last))
+            #expect(last < 300)
+            #expect(try await TestPostgres.psql(url, "SELECT last_seq, event_count FROM streams WHERE name = 's'") == "\(last)|\(last)")
+            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM event_log WHERE stream_id = \(id)") == "\(last + 1)")
+
+            try await TestPostgres.psql(url, "DELETE FROM event_log WHERE stream_id = \(id) AND seq = 300")
+            #expect(try await store.append(Data("x".utf8), to: "s").sequence == last + 1)
+            let counts = "SELECT last_seq, event_count, count(e.seq) FROM streams s JOIN event_log e ON e.stream_id = s.id GROUP BY s.id"
+            #expect(try await TestPostgres.psql(url, counts) == "\(last + 1)|\(last + 1)|\(last + 1)")
+        }
+    }
+
+    /// Transactions of this database's replayd sessions open with nothing running in them.
+    static let openTransactions = """
+        SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'replayd'
+        AND state LIKE 'idle in transaction%'
+        """
+
+    /// Appends `count` events of "x", submitted from a thread of their own in runs of ten
+    /// with a millisecond between runs, so that requests keep arriving while the writer
+    /// commits: the results, in the order submitted.
+    static func appendsUnderLoad(_ count: Int, to stream: String, _ store: EventStore) async -> [Result<StoredEvent, StoreError>] {
+        let results = Locked([Result<StoredEvent, StoreError>?](repeating: nil, count: count))
+        let done = DispatchGroup()
+        for _ in 0..<count { done.enter() }
+        let submitted = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            for index in 0..<count {
+                store.append(Data("x".utf8), to: stream) { result in
+                    results.withLock { $0[index] = result }
+                    done.leave()
+                }
+                if index % 10 == 9 { Thread.sleep(forTimeInterval: 0.001) }
+            }
+            submitted.signal()
+        }
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                submitted.wait()
+                done.wait()
+                continuation.resume()
+            }
+        }
+        return results.value.map { $0! }
     }
 }

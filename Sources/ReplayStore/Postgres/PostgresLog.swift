@@ -41,6 +41,17 @@ final class PostgresLog: LogDatabase {
     private let rowVersions = Locked(RowVersions())
     /// The writer's connection on which its prepared statements are ready (`writerConnection`).
     private let preparedOn = Locked<PostgresConnection.ID?>(nil)
+    /// The writer's connection on which a transaction is open, chained from the last commit
+    /// (`PostgresTransaction.commit(notifying:chain:)`): the next batch sends no `BEGIN`, and an
+    /// idle writer ends it (`writerIdle`).
+    private let chainedOn = Locked<PostgresConnection.ID?>(nil)
+    /// Batches that ran in a transaction chained from the commit before them.
+    let chainedBatches = Locked(0)
+    /// The writer whose queue says whether a commit chains the next transaction.
+    private let writer = Locked<WriteQueue?>(nil)
+    /// Batches since the writer was last idle: from the second on, the writer is under
+    /// continuous load, and its next batch all but certainly follows.
+    private let batchesSinceIdle = Locked(0)
 
     init(_ location: PostgresLocation, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         if let failure = location.failure { throw .invalidConfig(failure) }
@@ -88,6 +99,7 @@ final class PostgresLog: LogDatabase {
 
     func commit(_ batch: [WriteRequest]) {
         let started = ContinuousClock.now
+        batchesSinceIdle.withLock { $0 += 1 }
         if batch.allSatisfy(Self.mayRunOnCachedRows), commitOnCachedRows(batch, started: started) { return }
         // A deadlock with a writer outside replay's lock order, or a serialization failure,
         // undoes the whole transaction: run the batch again from the start.
@@ -98,17 +110,18 @@ final class PostgresLog: LogDatabase {
             } catch {
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
-            let transaction = PostgresTransaction(connection)
+            let transaction = PostgresTransaction(connection, chained: isChained(connection))
             let (rules, failure) = run(batch, in: transaction)
             if let error = failure {
                 if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
+                chainedOn.withLock { $0 = nil }
                 rowVersions.withLock { $0.forget(rules.streams.map(\.record.id)) }
                 if attempt < 5, let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) { continue }
                 logger.warning("commit failed: \(String(reflecting: error))")
                 return WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             }
             StoreMetrics.lockedRowCommits.increment()
-            return committed(batch, transaction, rules, started: started)
+            return committed(batch, transaction, on: connection, rules, started: started)
         }
     }
 
@@ -150,10 +163,13 @@ final class PostgresLog: LogDatabase {
             WriterRules<PostgresTransaction>.failed(batch, StoreError(postgres: error), waiting: waiting)
             return true
         }
-        let transaction = PostgresTransaction(connection, mode: .cached(rowVersions, at: .now))
+        let transaction = PostgresTransaction(connection, mode: .cached(rowVersions, at: .now), chained: isChained(connection))
         let (rules, failure) = run(batch, in: transaction)
         if let error = failure {
-            if transaction.began, !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
+            if transaction.began {
+                if !connection.connection.isClosed { _ = try? connection.query("ROLLBACK") }
+                chainedOn.withLock { $0 = nil }
+            }
             if error is PostgresTransaction.NeedsLocks { return false }
             let streams = rules.streams.map(\.record.id)
             if let state = (error as? PSQLError)?.serverInfo?[.sqlState], ["RP001", "23505"].contains(state) {
@@ -169,8 +185,35 @@ final class PostgresLog: LogDatabase {
             return true
         }
         if transaction.began { StoreMetrics.cachedRowCommits.increment() }
-        committed(batch, transaction, rules, started: started)
+        committed(batch, transaction, on: connection, rules, started: started)
         return true
+    }
+
+    /// Whether a commit chains the next transaction (`PostgresTransaction.commit`): when
+    /// the next batch is already waiting, or the writer is under continuous load. Requests
+    /// that arrive while a batch's statements are on their way have often not been queued
+    /// yet when its `COMMIT` is sent, so the queue alone misses most of a busy writer's
+    /// batches. A wrong guess costs a `COMMIT` once the writer is idle, off any request's
+    /// path.
+    private var nextBatchExpected: Bool {
+        batchesSinceIdle.value > 1 || writer.value?.hasPending == true
+    }
+
+    private func isChained(_ connection: PinnedConnection) -> Bool {
+        chainedOn.value == connection.connection.id
+    }
+
+    /// Ends the transaction the last commit chained, so that an idle writer leaves none
+    /// open. Not waited for: a batch that comes meanwhile queues its statements behind it
+    /// on the connection, and begins a transaction of its own.
+    func writerIdle() {
+        batchesSinceIdle.withLock { $0 = 0 }
+        let open = chainedOn.withLock { id in
+            defer { id = nil }
+            return id
+        }
+        guard let open, let connection = writerSession.current, connection.id == open, !connection.isClosed else { return }
+        connection.query("COMMIT", logger: logger).whenComplete { _ in }
     }
 
     /// The batch's rules run in `transaction`, and its commit: the rules as they ran, and
@@ -181,7 +224,7 @@ final class PostgresLog: LogDatabase {
         rules.liveReaders = listeners.haveLiveReaders
         do {
             try rules.run(batch)
-            try transaction.commit(notifying: notice(rules))
+            try transaction.commit(notifying: notice(rules), chain: nextBatchExpected)
             return (rules, nil)
         } catch {
             return (rules, error)
@@ -191,9 +234,11 @@ final class PostgresLog: LogDatabase {
     /// After a commit: the rows' versions as it left them (the streams another daemon
     /// changed are contended), then the catalog, listeners and requests.
     private func committed(
-        _ batch: [WriteRequest], _ transaction: PostgresTransaction, _ rules: WriterRules<PostgresTransaction>,
-        started: ContinuousClock.Instant
+        _ batch: [WriteRequest], _ transaction: PostgresTransaction, on connection: PinnedConnection,
+        _ rules: WriterRules<PostgresTransaction>, started: ContinuousClock.Instant
     ) {
+        if transaction.chained, transaction.began { chainedBatches.withLock { $0 += 1 } }
+        chainedOn.withLock { $0 = transaction.leavesTransactionOpen ? connection.connection.id : nil }
         let refreshed = rules.refreshed.values.compactMap { $0?.id }
         rowVersions.withLock { versions in
             versions.learn(transaction.rowVersions())
@@ -219,6 +264,7 @@ final class PostgresLog: LogDatabase {
     /// requests of `writer`.
     func start(writer: WriteQueue) {
         waiting.start(writer: writer)
+        self.writer.withLock { $0 = writer }
         let location = location
         let origin = origin
         let logger = logger
@@ -342,6 +388,7 @@ final class PostgresLog: LogDatabase {
 
     func close() {
         waiting.close()
+        writer.withLock { $0 = nil }
         listening.withLock { $0 }?.cancel()
         sourceSession.close()
         writerSession.close()

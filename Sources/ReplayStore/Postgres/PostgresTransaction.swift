@@ -46,22 +46,34 @@ final class PostgresTransaction: LogTransaction {
     /// id and new version): what the rows are once this transaction commits.
     private var versionsRead: [Int64: Int64] = [:]
     private var rowWrites: [EventLoopFuture<[StreamRowUpdate.Row]>] = []
-    /// Whether `BEGIN` was sent.
+    /// Whether the connection was already in a transaction, chained from the last commit
+    /// (`commit(notifying:chain:)`): then this one sends no `BEGIN`.
+    let chained: Bool
+    /// Whether this transaction has sent anything: what its `COMMIT` (or a `ROLLBACK`) ends.
     private(set) var began = false
 
-    init(_ session: PinnedConnection, mode: Mode = .locked) {
+    init(_ session: PinnedConnection, mode: Mode = .locked, chained: Bool = false) {
         self.session = session
         self.mode = mode
+        self.chained = chained
         if case .locked = mode { begin() }
     }
 
-    /// `BEGIN`, sent without waiting. A cached batch sends it with its first statement, so
-    /// one that turns out to need the locks has sent nothing.
+    /// `BEGIN`, sent without waiting, unless the connection is in a chained transaction. A
+    /// cached batch begins with its first statement, so one that turns out to need the
+    /// locks has sent nothing.
     private func begin() {
         guard !began else { return }
         began = true
-        session.send("BEGIN")
+        if !chained { session.send("BEGIN") }
     }
+
+    /// Whether the commit began the next transaction (`COMMIT AND CHAIN`).
+    private var chainsNext = false
+
+    /// Whether the connection is in a transaction once this one committed: the one its
+    /// `COMMIT AND CHAIN` began, or, if it sent nothing, the one it was chained into.
+    var leavesTransactionOpen: Bool { began ? chainsNext : chained }
 
     /// Throws in `Mode.cached`: for everything but appending to a stream's row.
     func requireLocks() throws {
@@ -175,7 +187,7 @@ final class PostgresTransaction: LogTransaction {
     /// statement that is waited for, at the latest the `COMMIT`, throws its failure
     /// (`PinnedConnection.send`), so a plain batch waits for two answers, its streams' rows
     /// and its `COMMIT` (a cached one for the `COMMIT` alone). The last update of a batch
-    /// is held back for the commit's notification (`commit(notifying:)`).
+    /// is held back for the commit's notification (`commit(notifying:chain:)`).
     func updateStream(_ record: Catalog.Record) throws {
         var expected: Int64?
         if case .cached = mode {
@@ -206,7 +218,17 @@ final class PostgresTransaction: LogTransaction {
     /// Sends what is still buffered, the notice for the other daemons (inside the
     /// transaction, so it goes out with the commit and never before), and commits. Without
     /// a statement sent, there is nothing to commit.
-    func commit(notifying notice: String?) throws {
+    ///
+    /// With `chain` (the writer has the next batch waiting), `COMMIT AND CHAIN` begins the
+    /// next transaction in the commit's own round trip: the next batch starts with its
+    /// first statement, where a `BEGIN` cost a round trip of its own (postgres-nio sends a
+    /// connection's statements one after another, each when the one before has answered).
+    /// The chained transaction takes no snapshot and no transaction id until a statement
+    /// runs in it, so it holds nothing back while it waits; if the batch sends nothing, the
+    /// log ends it when its writer goes idle (`PostgresLog.writerIdle`). On a transaction
+    /// that failed, it answers as a rollback and still chains; the failure path's
+    /// `ROLLBACK` then ends the chain.
+    func commit(notifying notice: String?, chain: Bool) throws {
         // Events after the last update (none from the rules, which update every stream
         // they touch last) go before it.
         if !pending.isEmpty { try flush() }
@@ -217,7 +239,8 @@ final class PostgresTransaction: LogTransaction {
             session.send("SELECT pg_notify(\(PostgresLog.channel), \(notice))")
         }
         guard began else { return }
-        try session.query("COMMIT")
+        try session.query(chain ? "COMMIT AND CHAIN" : "COMMIT")
+        chainsNext = chain
     }
 
     /// The version of each stream row this transaction read or wrote, as it is once the

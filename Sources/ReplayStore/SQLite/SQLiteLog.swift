@@ -90,6 +90,9 @@ final class SQLiteLog: LogDatabase {
         committed.committed(batch, started: started, listeners: listeners)
     }
 
+    /// Each SQLite transaction ends with its batch: nothing is left open.
+    func writerIdle() {}
+
     func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int,
         _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void

@@ -21,12 +21,17 @@ final class WriteQueue: Sendable {
     private let queue = DispatchQueue(label: "replay.store.writer", qos: .userInitiated)
     private let limits: Limits
     private let commit: @Sendable ([WriteRequest]) -> Void
+    private let idle: @Sendable () -> Void
 
-    /// - Parameter commit: runs one batch in one transaction and completes its requests;
-    ///   always called on the writer's own thread, never concurrently.
-    init(limits: Limits, commit: @escaping @Sendable ([WriteRequest]) -> Void) {
+    /// - Parameters:
+    ///   - commit: runs one batch in one transaction and completes its requests; always
+    ///     called on the writer's own thread, never concurrently.
+    ///   - idle: called on the writer's thread when it found nothing more to commit, before
+    ///     any later batch.
+    init(limits: Limits, commit: @escaping @Sendable ([WriteRequest]) -> Void, idle: @escaping @Sendable () -> Void = {}) {
         self.limits = limits
         self.commit = commit
+        self.idle = idle
     }
 
     func submit(_ request: WriteRequest) {
@@ -41,6 +46,11 @@ final class WriteQueue: Sendable {
         if start { queue.async { self.drain() } }
     }
 
+    /// Whether requests are waiting for the next batch.
+    var hasPending: Bool {
+        state.withLock { !$0.pending.isEmpty }
+    }
+
     /// Refuses new requests, then waits until everything queued has been committed.
     func close() {
         state.withLock { $0.closed = true }
@@ -48,11 +58,14 @@ final class WriteQueue: Sendable {
         queue.sync {}
     }
 
-    /// Runs on the writer queue: batch after batch until nothing is pending.
+    /// Runs on the writer queue: batch after batch until nothing is pending. A request
+    /// submitted after the last batch was taken schedules the next drain behind this one,
+    /// so `idle` always comes before it.
     private func drain() {
         while let batch = nextBatch() {
             commit(batch)
         }
+        idle()
     }
 
     private func nextBatch() -> [WriteRequest]? {
