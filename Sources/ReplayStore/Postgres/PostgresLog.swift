@@ -128,7 +128,7 @@ final class PostgresLog: LogDatabase {
     /// The writer's connection, with its prepared statements ready: on a new connection
     /// they are prepared first, outside any transaction (see `StreamRowUpdate.preparation`).
     private func writerConnection() throws -> PinnedConnection {
-        let connection = PinnedConnection(try writerSession.connected(), logger: logger)
+        let connection = PinnedConnection(try writerSession.connected())
         if preparedOn.value != connection.connection.id {
             try connection.query(StreamRowUpdate.preparation)
             preparedOn.withLock { $0 = connection.connection.id }

@@ -11,7 +11,7 @@ enum PostgresMigrations {
     private static let lockKey: Int64 = 0x7265_706c_6179  // "replay"
 
     static func migrate(_ session: PostgresSession, location: String) throws {
-        let connection = PinnedConnection(try session.connected(), logger: session.logger)
+        let connection = PinnedConnection(try session.connected())
         try connection.query("BEGIN")
         do {
             // The lock first: two daemons creating the table at once collide even with IF NOT EXISTS.

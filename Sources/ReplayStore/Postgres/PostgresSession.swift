@@ -33,7 +33,7 @@ final class PostgresSession: PostgresQuerying, Sendable {
 
     @discardableResult
     func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try PinnedConnection(try connected(), logger: logger).query(query)
+        try PinnedConnection(try connected()).query(query)
     }
 
     /// The open connection, connecting if there is none (or it was lost).
@@ -71,14 +71,20 @@ final class PostgresSession: PostgresQuerying, Sendable {
 /// Used by one thread at a time.
 final class PinnedConnection: PostgresQuerying {
     let connection: PostgresConnection
-    let logger: Logger
     /// Statements sent without waiting, whose answers the next wait looks at.
     private var unanswered: [EventLoopFuture<Void>] = []
 
-    init(_ connection: PostgresConnection, logger: Logger) {
+    init(_ connection: PostgresConnection) {
         self.connection = connection
-        self.logger = logger
     }
+
+    /// The logger postgres-nio is given for each statement. It logs a statement at debug
+    /// level at most, and a failed one is thrown to the caller, who logs it; but for each
+    /// statement it sets the connection's id in the logger's metadata, which a real
+    /// handler copies: with the prepared statement's default name, a tenth of the
+    /// writer's samples per batch (`perf record`). The connection itself logs with the
+    /// session's logger (`PostgresSession.connected`).
+    private static let logger = Logger(label: "replay.postgres.statements") { _ in SwiftLogNoOpLogHandler() }
 
     /// How long a statement may go unanswered before its connection is given up on (a
     /// server behind a partition answers nothing, and the writer must not wait forever).
@@ -92,7 +98,7 @@ final class PinnedConnection: PostgresQuerying {
     /// PostgreSQL answers as a rollback without an error.
     @discardableResult
     func send(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
-        let statement = connection.query(query, logger: logger)
+        let statement = connection.query(query, logger: Self.logger)
         unanswered.append(statement.map { _ in })
         return statement
     }
@@ -103,12 +109,13 @@ final class PinnedConnection: PostgresQuerying {
     /// the call on this thread up to its first suspension, and postgres-nio hands the
     /// statement to its connection before that: so it is queued here, in order with the
     /// statements sent before and after it, as a `send` is. Its rows are collected by the
-    /// task once they arrive.
+    /// task once they arrive, on the connection's event loop (`EventLoopTaskExecutor`).
     @discardableResult
     func send<Statement: PostgresPreparedStatement>(_ statement: Statement) -> EventLoopFuture<[Statement.Row]>
     where Statement.Row: Sendable {
         let promise = connection.eventLoop.makePromise(of: [Statement.Row].self)
-        Task.immediate { [connection, logger] in
+        let logger = Self.logger
+        Task.immediate(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) { [connection, logger] in
             do {
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
@@ -138,7 +145,7 @@ final class PinnedConnection: PostgresQuerying {
     /// writer makes several statements.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try answerAll(connection.query(query, logger: logger))
+        try answerAll(connection.query(query, logger: Self.logger))
     }
 
     /// Waits for the statements sent before `last`, then for `last`'s answer.

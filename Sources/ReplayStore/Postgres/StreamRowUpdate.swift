@@ -15,6 +15,10 @@ import ReplayModel
 struct StreamRowUpdate: PostgresPreparedStatement {
     typealias Row = (id: Int64?, version: Int64?)
 
+    /// Its name on each connection. postgres-nio's default, `String(reflecting:)` of the
+    /// type, was built again for every batch.
+    static let name = "replay_stream_row_update"
+
     static let sql = """
         WITH inserted AS (
             INSERT INTO event_log (stream_id, seq, time, payload)
