@@ -172,6 +172,22 @@ struct PostgresStoreTests {
         }
     }
 
+    /// Event rows reference their stream by id alone, with no foreign key to delete them
+    /// with it (migration 0006): deleting a stream deletes its events, and nothing else's.
+    @Test func aDeletedStreamLeavesNoEventRows() async throws {
+        try await TestPostgres.withDatabase { url in
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
+            defer { store.close() }
+            for stream in ["gone", "kept"] {
+                for index in 0..<3 { _ = try await store.append(Data("\(stream) \(index)".utf8), to: stream) }
+            }
+            let gone = try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 'gone'")
+            try await store.delete("gone")
+            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM event_log WHERE stream_id = \(gone)") == "0")
+            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM events WHERE stream = 'kept'") == "3")
+        }
+    }
+
     /// Transactions of this database's replayd sessions open with nothing running in them.
     static let openTransactions = """
         SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'replayd'

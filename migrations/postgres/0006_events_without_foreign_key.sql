@@ -1,0 +1,13 @@
+-- replay schema on PostgreSQL, version 6: event rows no longer reference their stream's
+-- row by a foreign key. PostgreSQL checks a foreign key row by row, each check a query of
+-- its own that finds and share-locks the stream's row (`SELECT ... FOR KEY SHARE`): for a
+-- batch of events to one stream, the same row once per event. That was 43 % of
+-- PostgreSQL's time while two daemons published (`perf record` of its backends), and
+-- tools/postgres_ceiling.c on this schema with and without it took 81,584-89,202 against
+-- 138,430-158,386 events/s (2 connections, 200 a transaction).
+--
+-- Nothing else writes event rows: the writer inserts a stream's events in the statement
+-- that updates that stream's row, held to the version it read, so the row exists; and it
+-- deletes a stream's events itself before the stream (`WriterRules.delete`), where the
+-- foreign key's ON DELETE CASCADE had nothing left to do.
+ALTER TABLE event_log DROP CONSTRAINT event_log_stream_id_fkey;
