@@ -108,7 +108,7 @@ struct PostgresStoreTests {
             // Each append is submitted from the completion of the one before, which runs on
             // the writer's thread after its commit: the writer finds it queued and never goes
             // idle between the two. The first batch found the writer idle and the second's
-            // commit is the first to chain, so the third on run chained.
+            // commit is the first to chain, so from the third on each batch runs chained.
             #expect(try await Self.appendsInTurn(20, to: "s", store) == 21)
             #expect(log.chainedBatches.value - before >= 18)
             #expect(try await TestPostgres.psql(url, "SELECT last_seq, event_count, (SELECT count(*) FROM event_log) FROM streams") == "21|21|21")

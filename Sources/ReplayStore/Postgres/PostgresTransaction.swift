@@ -219,7 +219,7 @@ final class PostgresTransaction: LogTransaction {
     /// transaction, so it goes out with the commit and never before), and commits. Without
     /// a statement sent, there is nothing to commit.
     ///
-    /// With `chain` (the writer has the next batch waiting), `COMMIT AND CHAIN` begins the
+    /// With `chain` (the writer expects its next batch at once), `COMMIT AND CHAIN` begins the
     /// next transaction in the commit's own round trip: the next batch starts with its
     /// first statement, where a `BEGIN` cost a round trip of its own (postgres-nio sends a
     /// connection's statements one after another, each when the one before has answered).
