@@ -137,13 +137,10 @@ struct PostgresStoreTests {
             for await _ in barrierReached { break }
             #expect(try await TestPostgres.psql(url, Self.openTransactions) == "1", "the big append's commit chained a transaction")
             checked.signal()
-            var open = ""
-            for _ in 0..<200 {
-                open = try await TestPostgres.psql(url, Self.openTransactions)
-                if open == "0" { break }
-                try await Task.sleep(for: .milliseconds(50))
+            // The idle writer's COMMIT is not waited for: look until it has run.
+            try await eventually("the idle writer to end the chained transaction") {
+                try await TestPostgres.psql(url, Self.openTransactions) == "0"
             }
-            #expect(open == "0", "the idle writer left a transaction open")
             #expect(try await TestPostgres.psql(url, "SELECT last_seq FROM streams") == "3")
         }
     }
@@ -218,27 +215,21 @@ struct PostgresStoreTests {
     /// with a millisecond between runs, so that requests keep arriving while the writer
     /// commits: the results, in the order submitted.
     static func appendsUnderLoad(_ count: Int, to stream: String, _ store: EventStore) async -> [Result<StoredEvent, StoreError>] {
-        let results = Locked([Result<StoredEvent, StoreError>?](repeating: nil, count: count))
-        let done = DispatchGroup()
-        for _ in 0..<count { done.enter() }
-        let submitted = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            for index in 0..<count {
-                store.append(Data("x".utf8), to: stream) { result in
-                    results.withLock { $0[index] = result }
-                    done.leave()
+        await withCheckedContinuation { done in
+            let results = Locked((slots: [Result<StoredEvent, StoreError>?](repeating: nil, count: count), answered: 0))
+            Thread.detachNewThread {
+                for index in 0..<count {
+                    store.append(Data("x".utf8), to: stream) { result in
+                        let all = results.withLock { state -> [Result<StoredEvent, StoreError>]? in
+                            state.slots[index] = result
+                            state.answered += 1
+                            return state.answered == count ? state.slots.map { $0! } : nil
+                        }
+                        if let all { done.resume(returning: all) }
+                    }
+                    if index % 10 == 9 { Thread.sleep(forTimeInterval: 0.001) }
                 }
-                if index % 10 == 9 { Thread.sleep(forTimeInterval: 0.001) }
-            }
-            submitted.signal()
-        }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                submitted.wait()
-                done.wait()
-                continuation.resume()
             }
         }
-        return results.value.map { $0! }
     }
 }
