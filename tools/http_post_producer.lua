@@ -1,0 +1,36 @@
+-- wrk script: 100-byte POSTs to one Durable Streams stream as idempotent producers
+-- (Producer-Id, Producer-Epoch, Producer-Seq), the idempotent-producer figure of
+-- docs/PERFORMANCE.md beside tools/http_post.lua's plain one. One producer per wrk thread, so
+-- give as many threads as connections, and compare with the plain script run the same way:
+--   wrk -t16 -c16 -d8s --latency -s tools/http_post_producer.lua http://127.0.0.1:PORT/v1/stream/bench
+--
+-- wrk builds a thread's first request before the thread's connection is up, and on some
+-- threads never sends it: that producer's next request then skips a sequence number and is
+-- refused (400, "expects pseq=N"). The refusal names the number the server expects, and the
+-- thread goes on from there, so a run shows one refused POST at most per thread.
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("producer", "wrk-" .. threads)
+end
+
+sequence = 0
+local body = string.rep("x", 100)
+
+function request()
+  local headers = {
+    ["Content-Type"] = "application/octet-stream",
+    ["Producer-Id"] = producer,
+    ["Producer-Epoch"] = "0",
+    ["Producer-Seq"] = tostring(sequence),
+  }
+  sequence = sequence + 1
+  return wrk.format("POST", nil, headers, body)
+end
+
+function response(status, headers, body)
+  if status == 400 then
+    local expected = string.match(body or "", "expects pseq=(%d+)")
+    if expected then sequence = tonumber(expected) end
+  end
+end
