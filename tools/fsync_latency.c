@@ -14,9 +14,9 @@
  *   /tmp/fsync_latency [--file /tmp/fsync_latency.dat] [--count 10000] [--busy 0] [--size 8192]
  *                      [--rewrite]
  *
- * A flush's time grows with what it writes: on the machine of docs/PERFORMANCE.md's session
- * 29 section, appends of 128 bytes took 117 µs at the median, of 4 KiB 145 µs and of
- * 16 KiB 184 µs.
+ * An appended flush's time grows with what it writes, a rewritten one's hardly: on the
+ * machine of docs/PERFORMANCE.md's session 29 section, appends of 128 bytes, 4 KiB and
+ * 16 KiB took 119, 162 and 210 µs at the median; the same rewritten, 80, 95 and 91 µs.
  *
  * Run it under `nice -n -10` to see whether the caller's priority matters (on this machine it
  * does not: the completion of the flush waits on the kernel's own workers).
