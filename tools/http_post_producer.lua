@@ -11,10 +11,13 @@
 -- threads never sends it: that producer's next request then skips a sequence number and is
 -- refused (400, "expects pseq=N"). The refusal names the number the server expects, and the
 -- thread goes on from there, so a run shows one refused POST at most per thread.
+-- Producer ids are new in each run (the start time is in them): a second run against the
+-- same daemon would otherwise start again at pseq 0 and be answered as duplicates.
 local threads = 0
+local run = tostring(os.time())
 function setup(thread)
   threads = threads + 1
-  thread:set("producer", "wrk-" .. threads)
+  thread:set("producer", "wrk-" .. run .. "-" .. threads)
 end
 
 sequence = 0
