@@ -105,7 +105,12 @@ struct ReplayBench: ParsableCommand {
         // The server's CPU for the whole scenario: the same work on each system, so the
         // ratio is CPU per event, whatever else the machine was doing.
         let cpu = Figure(scenario: "\(scenario): server CPU", system: name, value: system.cpuSeconds, unit: "CPU s", serverRSS: 0)
-        return figures + [cpu]
+        // Named as asked (`replay@baseline`), so that each JSON line says which binary it was.
+        return (figures + [cpu]).map { figure in
+            var figure = figure
+            figure.system = name
+            return figure
+        }
     }
 
     private func measure(_ scenario: String, with run: Scenarios) throws -> [Figure] {

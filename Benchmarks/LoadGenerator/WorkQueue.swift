@@ -12,9 +12,12 @@ protocol WorkQueueClient: AnyObject {
     /// Creates the group where the system needs that done before its workers read.
     func prepareGroup(_ stream: String, group: String) throws
     /// Works as `member` of `group` until the socket is shut down: acknowledges every event
-    /// handed to it, holding at most `window` unacknowledged, and calls `acknowledged` with
-    /// each event's publish stamp once its ACK is confirmed (committed).
-    func work(_ stream: String, group: String, member: String, window: Int, acknowledged: (UInt64) -> Void) throws
+    /// handed to it, holding at most `window` unacknowledged, and calls `delivered` with each
+    /// event's publish stamp as it arrives and `acknowledged` once its ACK is confirmed
+    /// (committed): the two legs of an event's latency, each with one commit in it.
+    func work(
+        _ stream: String, group: String, member: String, window: Int, delivered: (UInt64) -> Void, acknowledged: (UInt64) -> Void
+    ) throws
     /// Ends `work` from another thread.
     func stopWorking()
 }
@@ -27,7 +30,9 @@ extension BufferedSocket {
 extension ReplayBenchClient: WorkQueueClient {
     func prepareGroup(_ stream: String, group: String) throws {}
 
-    func work(_ stream: String, group: String, member: String, window: Int, acknowledged: (UInt64) -> Void) throws {
+    func work(
+        _ stream: String, group: String, member: String, window: Int, delivered: (UInt64) -> Void, acknowledged: (UInt64) -> Void
+    ) throws {
         let options = GroupOptions(group: group, member: member, ackWait: 60, maxPending: window)
         socket.write { ClientCommand.subscribeGroup(stream: stream, sid: "w", start: .all, options: options).write(into: &$0) }
         try socket.flush()
@@ -39,7 +44,9 @@ extension ReplayBenchClient: WorkQueueClient {
             repeat {
                 switch try nextFrame() {
                 case .event(_, _, let sequence, _, var payload):
-                    stamps.append(payload.readInteger(as: UInt64.self) ?? 0)
+                    let stamp = payload.readInteger(as: UInt64.self) ?? 0
+                    delivered(stamp)
+                    stamps.append(stamp)
                     socket.write { ClientCommand.ack(sid: "w", sequence: sequence).write(into: &$0) }
                 case .ok:
                     acknowledged(stamps[head])
@@ -66,7 +73,9 @@ extension RedisBenchClient: WorkQueueClient {
         guard case .simple = try reply() else { throw BenchError("XGROUP CREATE failed") }
     }
 
-    func work(_ stream: String, group: String, member: String, window: Int, acknowledged: (UInt64) -> Void) throws {
+    func work(
+        _ stream: String, group: String, member: String, window: Int, delivered: (UInt64) -> Void, acknowledged: (UInt64) -> Void
+    ) throws {
         let read = ["XREADGROUP", "GROUP", group, member, "COUNT", "\(window)", "BLOCK", "0", "STREAMS", stream, ">"].map { ByteBuffer(string: $0) }
         command(read)
         try socket.flush()
@@ -80,7 +89,9 @@ extension RedisBenchClient: WorkQueueClient {
                 guard case .array(let parts?) = entry, parts.count == 2, case .bulk(let id?) = parts[0],
                     case .array(let fields?) = parts[1], fields.count == 2, case .bulk(var value?) = fields[1]
                 else { continue }
-                stamps.append(value.readInteger(as: UInt64.self) ?? 0)
+                let stamp = value.readInteger(as: UInt64.self) ?? 0
+                delivered(stamp)
+                stamps.append(stamp)
                 command([ByteBuffer(string: "XACK"), ByteBuffer(string: stream), ByteBuffer(string: group), id])
             }
             // The next read goes with the ACKs, as a pipelining Redis worker sends them.
@@ -101,7 +112,7 @@ extension Scenarios {
     /// `workers` workers share one group over one stream: draining a backlog of `n(200k)`
     /// events (acknowledged events per second, from the workers' start to the last
     /// confirmed ACK), and fed by a publisher at `rate` events/s (publish-to-confirmed-ACK
-    /// latency).
+    /// latency, and publish-to-delivery: the first leg).
     func workQueue(workers: Int = 4, window: Int = 64, rate: Int = 5_000) throws -> [Figure] {
         var figures: [Figure] = []
         for (label, limit) in [(" backlog", 0), (" @\(rate)/s", rate)] {
@@ -111,6 +122,7 @@ extension Scenarios {
             try setup.prepareGroup(stream, group: "g")
             if limit == 0 { try fill(stream, count: count) }
             let histogram = Locked(Histogram<UInt64>(highestTrackableValue: 60_000_000_000))
+            let deliveries = Locked(Histogram<UInt64>(highestTrackableValue: 60_000_000_000))
             let acknowledged = Locked(0)
             let clients = try (0..<workers).map { _ in try system.client() as! any WorkQueueClient }
             let done = DispatchGroup()
@@ -121,6 +133,9 @@ extension Scenarios {
                 Thread.detachNewThread {
                     defer { done.leave() }
                     try? worker.value.work(stream, group: "g", member: "m\(index)", window: window) { stamp in
+                        let arrived = now()
+                        deliveries.withLock { _ = $0.record(arrived - min(stamp, arrived)) }
+                    } acknowledged: { stamp in
                         let confirmed = now()
                         histogram.withLock { _ = $0.record(confirmed - min(stamp, confirmed)) }
                         acknowledged.withLock { $0 += 1 }
@@ -144,6 +159,13 @@ extension Scenarios {
                     scenario: "work-queue x\(workers)\(label)", system: system.name, value: Double(count) / seconds, unit: "acked events/s",
                     p50: limit == 0 ? nil : Double(h.valueAtPercentile(50)) / 1000, p99: limit == 0 ? nil : Double(h.valueAtPercentile(99)) / 1000,
                     serverRSS: system.residentBytes))
+            if limit > 0 {
+                let d = deliveries.value
+                figures.append(
+                    Figure(
+                        scenario: "work-queue x\(workers)\(label) delivery", system: system.name, value: Double(d.totalCount), unit: "events delivered",
+                        p50: Double(d.valueAtPercentile(50)) / 1000, p99: Double(d.valueAtPercentile(99)) / 1000, serverRSS: system.residentBytes))
+            }
         }
         return figures
     }
