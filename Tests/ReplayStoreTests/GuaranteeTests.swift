@@ -189,6 +189,36 @@ struct GuaranteeTests {
         }
     }
 
+    /// The cache lends a state to the transaction that asked for it (so that its runs are
+    /// changed in place, not copied): the commit gives it back, and after a transaction that
+    /// failed, the state is read again from its row, as the failed transaction left it.
+    @Test func aStateLentToAFailedTransactionIsReadAgainFromItsRow() async throws {
+        try await withTemporaryDirectory { directory in
+            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
+            try Migrations.migrator().migrate(queue)
+            let table = ProducerTable()
+            let key = ProducerKey(stream: 1, producer: "billing")
+            let (zero, one) = (ProducerStamp(id: "billing", epoch: 0, sequence: 0), ProducerStamp(id: "billing", epoch: 0, sequence: 1))
+            var first = ProducerState(first: zero, now: 5)
+            first.record(zero, sequence: 1, now: 5)
+            let (unknown, committed, retried) = try await queue.write { [first] db in
+                try db.execute(sql: "INSERT INTO streams (id, name, created_at, first_seq, last_seq) VALUES (1, 's', '2026-01-01T00:00:00.000Z', 1, 1)")
+                let unknown = try table.state(key, db)
+                try table.write([key: first], db)
+                table.apply([key: first], deletedStreams: [], expired: false)
+                // A transaction takes the state and changes it, then fails: nothing applied.
+                var taken = try table.state(key, db)
+                taken?.record(one, sequence: 2, now: 6)
+                // The next one finds the row as the last commit wrote it.
+                let retried = try table.state(key, db)
+                return (unknown, first, retried)
+            }
+            #expect(unknown == nil)
+            #expect(retried == committed, "the failed transaction's change is not kept")
+            #expect(retried?.lastPseq == 0)
+        }
+    }
+
     /// Deltas wrap, so runs out of order (which `record` never makes) still round-trip; a
     /// row cut short loses only its last, partial run.
     @Test func deltaRunsRoundTripInAnyOrderAndACutRowKeepsItsWholeRuns() {

@@ -4,12 +4,29 @@ import GRDB
 /// kept in step after each commit: with one writer per file, the cache cannot go stale.
 /// Only the writer's thread touches it (`@unchecked Sendable`: the writer's queue is its lock).
 final class ProducerTable: @unchecked Sendable {
-    /// `.some(nil)`: known to have no state.
-    private var states: [ProducerKey: ProducerState?] = [:]
+    private enum Entry {
+        /// Known to have no row.
+        case absent
+        case stored(ProducerState)
+        /// Has a row, whose state a transaction took (`state`): it comes back with the
+        /// commit (`apply`); after a failed one it is read again when next asked for.
+        case lent
+    }
+
+    private var states: [ProducerKey: Entry] = [:]
     let expiry = ProducerExpiry()
 
+    /// The producer's state, for the transaction to change. The cache lends it rather than
+    /// share it: a shared copy's runs were copied whole by the first change to them, for
+    /// every producer's publish.
     func state(_ key: ProducerKey, _ db: Database) throws -> ProducerState? {
-        if let cached = states[key] { return cached }
+        switch states[key] {
+        case .absent?: return nil
+        case .stored(let state)?:
+            states[key] = .lent
+            return state
+        case .lent?, nil: break
+        }
         if states.count > 100_000 { states = [:] }  // a cache: reloaded on demand
         let row = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT epoch, last_pseq, runs, runs_format, updated_at FROM producers WHERE stream_id = ? AND producer = ?"),
@@ -19,7 +36,7 @@ final class ProducerTable: @unchecked Sendable {
                 epoch: UInt64(row["epoch"] as Int64), lastPseq: UInt64(row["last_pseq"] as Int64),
                 runs: (ProducerRunsFormat(rawValue: row["runs_format"] as Int64) ?? .triples).unpack(row["runs"]), updatedAt: row["updated_at"])
         }
-        states[key] = .some(state)
+        states[key] = state == nil ? .absent : .lent
         return state
     }
 
@@ -46,7 +63,7 @@ final class ProducerTable: @unchecked Sendable {
                         runs_format = excluded.runs_format, updated_at = excluded.updated_at
                     """), in: db)
         for (key, state) in changes {
-            if case .some(.some) = states[key] {
+            if case .lent? = states[key] {
                 try Self.run(update, key, state)
                 if db.changesCount == 1 { continue }
             }
@@ -67,7 +84,7 @@ final class ProducerTable: @unchecked Sendable {
     /// After the commit.
     func apply(_ changes: [ProducerKey: ProducerState], deletedStreams: [Int64], expired: Bool) {
         if expired { states = [:] }
-        for (key, state) in changes { states[key] = .some(state) }
+        for (key, state) in changes { states[key] = .stored(state) }
         if !deletedStreams.isEmpty { states = states.filter { !deletedStreams.contains($0.key.stream) } }
     }
 
