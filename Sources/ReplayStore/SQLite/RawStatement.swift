@@ -54,7 +54,7 @@ struct RawStatement {
     }
 
     /// Runs a statement that returns no rows, with `blob` bound in place at `index`.
-    func execute(blob: Data, at index: Int32) throws {
+    func execute(blob: some ContiguousBytes, at index: Int32) throws {
         let code = blob.withUnsafeBytes { bytes in
             // A zero-length blob still needs a non-null pointer to be a blob, not NULL.
             sqlite3_bind_blob(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), nil)

@@ -8,20 +8,36 @@ extension SQLiteTransaction {
     /// `group_pending` row for each other pending event that changed since `before`.
     func writeGroup(stream: Int64, _ group: ConsumerGroup, before: [UInt64: PendingDelivery]) throws {
         let ackWait = group.settings.ackWaitMillis
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO groups (stream_id, name, ack_wait_ms, max_deliver, dead_letter, delivered_seq,
-                                    delivered, redelivered, dead_lettered, created_at, held_runs)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (stream_id, name) DO UPDATE SET delivered_seq = excluded.delivered_seq,
-                    delivered = excluded.delivered, redelivered = excluded.redelivered, dead_lettered = excluded.dead_lettered,
-                    held_runs = excluded.held_runs
-                """
-        ).execute(arguments: [
-            stream, group.name, ackWait, group.settings.maxDeliver, group.settings.deadLetter,
-            Int64(group.deliveredSequence), Int64(group.delivered), Int64(group.redelivered), Int64(group.deadLettered), group.createdAt,
-            Data(HeldRuns.encode(group.pending, ackWait: ackWait)),
-        ])
+        let heldRuns = HeldRuns.encode(group.pending, ackWait: ackWait)
+        // The row is there but for the group's first batch: updated in place, one seek where
+        // the upsert takes two, in every batch that hands out or acknowledges. Bound in
+        // place (`RawStatement`).
+        let update = RawStatement(
+            try db.cachedStatement(
+                sql: """
+                    UPDATE groups SET delivered_seq = ?3, delivered = ?4, redelivered = ?5, dead_lettered = ?6, held_runs = ?7
+                    WHERE stream_id = ?1 AND name = ?2
+                    """), in: db)
+        update.bind(stream, at: 1)
+        update.bind(group.name, at: 2)
+        update.bind(Int64(group.deliveredSequence), at: 3)
+        update.bind(Int64(group.delivered), at: 4)
+        update.bind(Int64(group.redelivered), at: 5)
+        update.bind(Int64(group.deadLettered), at: 6)
+        try update.execute(blob: heldRuns, at: 7)
+        if db.changesCount == 0 {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO groups (stream_id, name, ack_wait_ms, max_deliver, dead_letter, delivered_seq,
+                                        delivered, redelivered, dead_lettered, created_at, held_runs)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                stream, group.name, ackWait, group.settings.maxDeliver, group.settings.deadLetter,
+                Int64(group.deliveredSequence), Int64(group.delivered), Int64(group.redelivered), Int64(group.deadLettered), group.createdAt,
+                Data(heldRuns),
+            ])
+        }
         // A row per other pending event that changed: bound in place (see `RawStatement`),
         // where GRDB's arguments were a fifth of the writer's time in a work queue.
         let isRun = { (delivery: PendingDelivery) in HeldRuns.isHeldFirstDelivery(delivery, ackWait: ackWait) }
