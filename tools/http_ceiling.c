@@ -38,15 +38,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <strings.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 
 #include "ceiling_common.h"
+#include "socket_io.h"
 #include "sqlite_layout.h"
+#include "writer_handoff.h"
 
 #define MAX_CONNECTIONS 4096
 #define INPUT_SIZE 65536
@@ -58,8 +57,7 @@ typedef struct {
     char input[INPUT_SIZE];
     size_t length;
     int awaiting_commit; /* a POST of this connection is in a transaction: read no further request */
-    char *pending_output; /* what a full socket did not take yet */
-    size_t pending_length;
+    PendingOutput output;
 } Connection;
 
 /* The POSTs of one transaction: whose they are and their bodies, end to end in `bodies`. */
@@ -73,27 +71,27 @@ typedef struct {
 } Batch;
 
 static Connection *connections[MAX_CONNECTIONS];
-static int epoll_fd, wake_fd;
+static int epoll_fd;
 static sqlite3 *db;
 static sqlite3_stmt *insert_statement, *update_statement;
 static int64_t last_seq, bytes;
 static long committed, transactions;
 static volatile sig_atomic_t stopping;
 
-/* The hand-off to the writer thread: `filling` takes the POSTs the event loop reads while
- * `writing` is being committed. The event loop sets `writer_busy` with a batch to commit;
- * the writer sets `writer_done` when it has; the event loop clears both once it has
- * answered the batch. */
-static Batch batches[2], *filling = &batches[0], *writing = &batches[1];
-static int writer_busy, writer_done, use_thread = 1, use_store = 1;
+/* The POSTs the event loop reads go to `handoff.filling`; with `--writer thread`, the
+ * writer commits the other batch meanwhile (writer_handoff.h). */
+static Batch batches[2];
+static Handoff handoff = {.filling = &batches[0], .writing = &batches[1]};
+#define filling ((Batch *)handoff.filling)
+static int use_thread = 1, use_store = 1;
 /* How long a transaction waits for more POSTs once it has one, unless every open connection
  * already has one in it (the load is closed: nothing else can come). */
 static double gather_seconds, filling_since;
 static long open_connections;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 
-static void commit(Batch *batch) {
+/* Commits the batch (on the writer thread, or inline). */
+static void commit(void *argument) {
+    Batch *batch = argument;
     if (!use_store) {
         for (long i = 0; i < batch->count; i++) batch->seqs[i] = ++last_seq;
         return;
@@ -109,20 +107,6 @@ static void commit(Batch *batch) {
     exec(db, "COMMIT");
 }
 
-static void *writer(void *unused) {
-    (void)unused;
-    pthread_mutex_lock(&lock);
-    for (;;) {
-        while (!writer_busy || writer_done) pthread_cond_wait(&work, &lock);
-        pthread_mutex_unlock(&lock);
-        commit(writing);
-        pthread_mutex_lock(&lock);
-        writer_done = 1;
-        uint64_t one = 1;
-        if (write(wake_fd, &one, sizeof one) < 0) die("eventfd", NULL);
-    }
-    return NULL;
-}
 
 static void close_connection(int fd) {
     Connection *connection = connections[fd];
@@ -133,7 +117,7 @@ static void close_connection(int fd) {
         epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, NULL);
         return;
     }
-    free(connection->pending_output);
+    free(connection->output.bytes);
     free(connection);
     connections[fd] = NULL;
     open_connections--;
@@ -141,41 +125,11 @@ static void close_connection(int fd) {
 }
 
 static void send_answer(int fd, const char *answer, size_t length) {
-    Connection *connection = connections[fd];
-    if (connection->pending_output) { /* still flushing an earlier answer: queue behind it */
-        connection->pending_output = realloc(connection->pending_output, connection->pending_length + length);
-        memcpy(connection->pending_output + connection->pending_length, answer, length);
-        connection->pending_length += length;
-        return;
-    }
-    ssize_t written = write(fd, answer, length);
-    if (written == (ssize_t)length) return;
-    if (written < 0 && errno != EAGAIN) {
-        close_connection(fd);
-        return;
-    }
-    size_t sent = written < 0 ? 0 : (size_t)written;
-    connection->pending_length = length - sent;
-    connection->pending_output = malloc(connection->pending_length);
-    memcpy(connection->pending_output, answer + sent, connection->pending_length);
-    struct epoll_event event = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &event);
+    if (output_send(epoll_fd, fd, &connections[fd]->output, answer, length) < 0) close_connection(fd);
 }
 
 static void flush_pending(int fd) {
-    Connection *connection = connections[fd];
-    ssize_t written = write(fd, connection->pending_output, connection->pending_length);
-    if (written < 0) {
-        if (errno != EAGAIN) close_connection(fd);
-        return;
-    }
-    connection->pending_length -= written;
-    memmove(connection->pending_output, connection->pending_output + written, connection->pending_length);
-    if (connection->pending_length) return;
-    free(connection->pending_output);
-    connection->pending_output = NULL;
-    struct epoll_event event = {.events = EPOLLIN, .data.fd = fd};
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &event);
+    if (output_flush(epoll_fd, fd, &connections[fd]->output) < 0) close_connection(fd);
 }
 
 /* The Content-Length of the head `head[0..length)`, 0 without one. */
@@ -228,16 +182,16 @@ static void take_requests(int fd) {
 static void read_connection(int fd) {
     Connection *connection = connections[fd];
     if (connection->length == INPUT_SIZE) return; /* full behind a POST awaiting its commit */
-    ssize_t got = read(fd, connection->input + connection->length, INPUT_SIZE - connection->length);
-    if (got == 0 || (got < 0 && errno != EAGAIN)) {
+    if (input_read(fd, connection->input, &connection->length, INPUT_SIZE) < 0) {
         close_connection(fd);
         return;
     }
-    if (got > 0) connection->length += got;
     take_requests(fd);
 }
 
-static void answer(Batch *batch) {
+/* Writes a committed batch's answers (on the event loop). */
+static void answer(void *argument) {
+    Batch *batch = argument;
     for (long i = 0; i < batch->count; i++) {
         int fd = batch->fds[i];
         Connection *connection = connections[fd];
@@ -268,35 +222,7 @@ static double time_to_commit(void) {
 }
 
 static void hand_off(void) {
-    if (time_to_commit() != 0) return;
-    if (!use_thread) {
-        commit(filling);
-        answer(filling);
-        return;
-    }
-    pthread_mutex_lock(&lock);
-    if (!writer_busy) {
-        Batch *full = filling;
-        filling = writing;
-        writing = full;
-        writer_busy = 1;
-        pthread_cond_signal(&work);
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-static void writer_finished(void) {
-    uint64_t count;
-    if (read(wake_fd, &count, sizeof count) < 0) return;
-    pthread_mutex_lock(&lock);
-    int done = writer_done;
-    pthread_mutex_unlock(&lock);
-    if (!done) return;
-    answer(writing);
-    pthread_mutex_lock(&lock);
-    writer_done = 0;
-    writer_busy = 0;
-    pthread_mutex_unlock(&lock);
+    if (time_to_commit() == 0) handoff_submit(&handoff);
 }
 
 static void stop(int signal) {
@@ -342,50 +268,26 @@ int main(int argc, char **argv) {
         perror("http_ceiling: listen");
         return 1;
     }
-    epoll_fd = epoll_create1(0);
-    wake_fd = eventfd(0, EFD_NONBLOCK);
-    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
-    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listener, &event);
-    event.data.fd = wake_fd;
-    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &event);
-    /* The stopping signals go to the event loop's thread, to interrupt its epoll_wait: the
-     * writer starts with them blocked. */
-    sigset_t stopping_signals, previous;
-    sigemptyset(&stopping_signals);
-    sigaddset(&stopping_signals, SIGINT);
-    sigaddset(&stopping_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stopping_signals, &previous);
-    pthread_t thread;
-    if (use_thread) pthread_create(&thread, NULL, writer, NULL);
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    struct sigaction action = {.sa_handler = stop};
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
+    epoll_fd = serve_listener(listener, stop);
+    handoff_start(&handoff, &batches[0], &batches[1], commit, answer, use_thread, epoll_fd);
     fprintf(stderr, "http_ceiling: 127.0.0.1:%ld, store %s, writer %s\n", port, use_store ? sync : "none", use_thread ? "thread" : "inline");
 
     struct epoll_event ready[256];
     while (!stopping) {
         double wait = time_to_commit();
-        if (use_thread && writer_busy) wait = -1; /* the writer's answer comes first */
+        if (handoff_is_busy(&handoff)) wait = -1; /* the writer's answer comes first */
         struct timespec timeout = {(time_t)wait, (long)((wait - (time_t)wait) * 1e9)};
         int count = epoll_pwait2(epoll_fd, ready, 256, wait < 0 ? NULL : &timeout, NULL);
         for (int i = 0; i < count; i++) {
             int fd = ready[i].data.fd;
             if (fd == listener) {
-                int client;
-                while ((client = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-                    if (client >= MAX_CONNECTIONS) {
-                        close(client);
-                        continue;
-                    }
+                for (int client; (client = accept_ready(listener, epoll_fd, MAX_CONNECTIONS)) >= 0;) {
                     setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
                     connections[client] = calloc(1, sizeof(Connection));
                     open_connections++;
-                    struct epoll_event added = {.events = EPOLLIN, .data.fd = client};
-                    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, client, &added);
                 }
-            } else if (fd == wake_fd) {
-                writer_finished();
+            } else if (fd == handoff.wake_fd) {
+                handoff_woken(&handoff);
             } else if (connections[fd]) {
                 if (ready[i].events & EPOLLOUT) flush_pending(fd);
                 if (connections[fd] && (ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) read_connection(fd);
@@ -396,13 +298,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "http_ceiling: %ld POSTs committed in %ld transactions (%.1f a transaction)\n", committed, transactions,
             transactions ? (double)committed / transactions : 0.0);
     if (!use_store) return 0;
-    /* The writer may be inside a commit: wait for it to finish (it then blocks on the lock). */
-    for (;;) {
-        pthread_mutex_lock(&lock);
-        if (!writer_busy || writer_done) break;
-        pthread_mutex_unlock(&lock);
-        usleep(1000);
-    }
+    handoff_wait_idle(&handoff);
     remove_layout(db, path, insert_statement, update_statement);
     return 0;
 }

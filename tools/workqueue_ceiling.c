@@ -39,17 +39,15 @@
  * number a transaction.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include "ceiling_common.h"
+#include "socket_io.h"
 #include "sqlite_layout.h"
+#include "writer_handoff.h"
 
 #define MAX_CONNECTIONS 1024
 #define MAX_STREAMS 16
@@ -89,8 +87,7 @@ typedef struct {
 typedef struct {
     char input[INPUT_SIZE];
     size_t length;
-    char *pending_output; /* what a full socket did not take yet */
-    size_t pending_length;
+    PendingOutput output;
 } Connection;
 
 typedef struct {
@@ -116,16 +113,17 @@ typedef struct {
 static Connection *connections[MAX_CONNECTIONS];
 static Stream streams[MAX_STREAMS];
 static int stream_count;
-static int epoll_fd, wake_fd, use_thread = 1;
+static int epoll_fd, use_thread = 1;
 static sqlite3 *db;
 static sqlite3_stmt *insert_statement, *update_statement, *group_statement;
 static long committed, transactions;
 static volatile sig_atomic_t stopping;
 
-static Batch batches[2], *filling = &batches[0], *writing = &batches[1];
-static int writer_busy, writer_done;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+/* Requests the event loop reads go to `handoff.filling`; with `--writer thread`, the
+ * writer commits the other batch meanwhile (writer_handoff.h). */
+static Batch batches[2];
+static Handoff handoff = {.filling = &batches[0], .writing = &batches[1]};
+#define filling ((Batch *)handoff.filling)
 
 static void *grow(void *memory, size_t needed, size_t *capacity, size_t unit) {
     if (needed <= *capacity) return memory;
@@ -233,7 +231,9 @@ static Member *member_of(Stream *stream, int fd, const char *sid, size_t sid_len
     return NULL;
 }
 
-static void commit(Batch *batch) {
+/* Commits the batch (on the writer thread, or inline). */
+static void commit(void *argument) {
+    Batch *batch = argument;
     exec(db, "BEGIN IMMEDIATE");
     int64_t millis = 1795000000000 + transactions;
     char text[128];
@@ -325,27 +325,13 @@ static void commit(Batch *batch) {
     exec(db, "COMMIT");
 }
 
-static void *writer(void *unused) {
-    (void)unused;
-    pthread_mutex_lock(&lock);
-    for (;;) {
-        while (!writer_busy || writer_done) pthread_cond_wait(&work, &lock);
-        pthread_mutex_unlock(&lock);
-        commit(writing);
-        pthread_mutex_lock(&lock);
-        writer_done = 1;
-        uint64_t one = 1;
-        if (write(wake_fd, &one, sizeof one) < 0) die("eventfd", NULL);
-    }
-    return NULL;
-}
 
 static Request *new_request(int fd, Kind kind);
 
 static void close_connection(int fd) {
     Connection *connection = connections[fd];
     epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-    free(connection->pending_output);
+    free(connection->output.bytes);
     free(connection);
     connections[fd] = NULL;
     close(fd);
@@ -353,42 +339,12 @@ static void close_connection(int fd) {
 }
 
 static void send_bytes(int fd, const char *bytes, size_t length) {
-    Connection *connection = connections[fd];
-    if (!connection) return; /* closed while its answer was committed */
-    if (connection->pending_output) {
-        connection->pending_output = realloc(connection->pending_output, connection->pending_length + length);
-        memcpy(connection->pending_output + connection->pending_length, bytes, length);
-        connection->pending_length += length;
-        return;
-    }
-    ssize_t written = write(fd, bytes, length);
-    if (written == (ssize_t)length) return;
-    if (written < 0 && errno != EAGAIN) {
-        close_connection(fd);
-        return;
-    }
-    size_t sent = written < 0 ? 0 : (size_t)written;
-    connection->pending_length = length - sent;
-    connection->pending_output = malloc(connection->pending_length);
-    memcpy(connection->pending_output, bytes + sent, connection->pending_length);
-    struct epoll_event event = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &event);
+    if (!connections[fd]) return; /* closed while its answer was committed */
+    if (output_send(epoll_fd, fd, &connections[fd]->output, bytes, length) < 0) close_connection(fd);
 }
 
 static void flush_pending(int fd) {
-    Connection *connection = connections[fd];
-    ssize_t written = write(fd, connection->pending_output, connection->pending_length);
-    if (written < 0) {
-        if (errno != EAGAIN) close_connection(fd);
-        return;
-    }
-    connection->pending_length -= written;
-    memmove(connection->pending_output, connection->pending_output + written, connection->pending_length);
-    if (connection->pending_length) return;
-    free(connection->pending_output);
-    connection->pending_output = NULL;
-    struct epoll_event event = {.events = EPOLLIN, .data.fd = fd};
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &event);
+    if (output_flush(epoll_fd, fd, &connections[fd]->output) < 0) close_connection(fd);
 }
 
 static Request *new_request(int fd, Kind kind) {
@@ -473,16 +429,16 @@ static void take_commands(int fd) {
 
 static void read_connection(int fd) {
     Connection *connection = connections[fd];
-    ssize_t got = read(fd, connection->input + connection->length, INPUT_SIZE - connection->length);
-    if (got == 0 || (got < 0 && errno != EAGAIN)) {
+    if (input_read(fd, connection->input, &connection->length, INPUT_SIZE) < 0) {
         close_connection(fd);
         return;
     }
-    if (got > 0) connection->length += got;
     take_commands(fd);
 }
 
-static void send_answers(Batch *batch) {
+/* Writes a committed batch's answers (on the event loop). */
+static void send_answers(void *argument) {
+    Batch *batch = argument;
     for (long i = 0; i < batch->answer_count; i++)
         send_bytes(batch->answers[i].fd, batch->output + batch->answers[i].start, batch->answers[i].length);
     committed += batch->count;
@@ -494,35 +450,7 @@ static void send_answers(Batch *batch) {
 }
 
 static void hand_off(void) {
-    if (!filling->count) return;
-    if (!use_thread) {
-        commit(filling);
-        send_answers(filling);
-        return;
-    }
-    pthread_mutex_lock(&lock);
-    if (!writer_busy) {
-        Batch *full = filling;
-        filling = writing;
-        writing = full;
-        writer_busy = 1;
-        pthread_cond_signal(&work);
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-static void writer_finished(void) {
-    uint64_t count;
-    if (read(wake_fd, &count, sizeof count) < 0) return;
-    pthread_mutex_lock(&lock);
-    int done = writer_done;
-    pthread_mutex_unlock(&lock);
-    if (!done) return;
-    send_answers(writing);
-    pthread_mutex_lock(&lock);
-    writer_done = 0;
-    writer_busy = 0;
-    pthread_mutex_unlock(&lock);
+    if (filling->count) handoff_submit(&handoff);
 }
 
 static void stop(int signal) {
@@ -570,24 +498,8 @@ int main(int argc, char **argv) {
         perror("workqueue_ceiling: listen");
         return 1;
     }
-    epoll_fd = epoll_create1(0);
-    wake_fd = eventfd(0, EFD_NONBLOCK);
-    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
-    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listener, &event);
-    event.data.fd = wake_fd;
-    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &event);
-    /* The stopping signals go to the event loop's thread: the writer starts with them blocked. */
-    sigset_t stopping_signals, previous;
-    sigemptyset(&stopping_signals);
-    sigaddset(&stopping_signals, SIGINT);
-    sigaddset(&stopping_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stopping_signals, &previous);
-    pthread_t thread;
-    if (use_thread) pthread_create(&thread, NULL, writer, NULL);
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    struct sigaction action = {.sa_handler = stop};
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
+    epoll_fd = serve_listener(listener, stop);
+    handoff_start(&handoff, &batches[0], &batches[1], commit, send_answers, use_thread, epoll_fd);
     signal(SIGPIPE, SIG_IGN);
 
     static const char hello[] = "HELLO replay 0.1.0 proto=1 max_payload=1048576\r\n";
@@ -597,19 +509,12 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; i++) {
             int fd = ready[i].data.fd;
             if (fd == listener) {
-                int client;
-                while ((client = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-                    if (client >= MAX_CONNECTIONS) {
-                        close(client);
-                        continue;
-                    }
+                for (int client; (client = accept_ready(listener, epoll_fd, MAX_CONNECTIONS)) >= 0;) {
                     connections[client] = calloc(1, sizeof(Connection));
-                    struct epoll_event added = {.events = EPOLLIN, .data.fd = client};
-                    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, client, &added);
                     send_bytes(client, hello, sizeof hello - 1);
                 }
-            } else if (fd == wake_fd) {
-                writer_finished();
+            } else if (fd == handoff.wake_fd) {
+                handoff_woken(&handoff);
             } else if (connections[fd]) {
                 if (ready[i].events & EPOLLOUT) flush_pending(fd);
                 if (connections[fd] && (ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) read_connection(fd);
@@ -620,13 +525,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "workqueue_ceiling: %ld requests committed in %ld transactions (%.1f a transaction)\n", committed, transactions,
             transactions ? (double)committed / transactions : 0.0);
     unlink(socket_path);
-    /* The writer may be inside a commit: wait for it to finish (it then blocks on the lock). */
-    for (;;) {
-        pthread_mutex_lock(&lock);
-        if (!writer_busy || writer_done) break;
-        pthread_mutex_unlock(&lock);
-        usleep(1000);
-    }
+    handoff_wait_idle(&handoff);
     sqlite3_finalize(group_statement);
     if (path == default_path) remove_layout(db, path, insert_statement, update_statement);
     return 0;

@@ -157,15 +157,21 @@ struct GuaranteeTests {
             "a retry older than the window is still a duplicate, without its number")
     }
 
+    /// A migrated database in a temporary folder, a writer's producer cache, and the key of
+    /// producer "billing" of stream 1.
+    static func withProducerTable(_ body: (DatabaseQueue, ProducerTable, ProducerKey) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
+            try Migrations.migrator().migrate(queue)
+            try await body(queue, ProducerTable(), ProducerKey(stream: 1, producer: "billing"))
+        }
+    }
+
     /// A producer row the writer's cache holds is updated in place; one that went behind the
     /// cache's back (as expiry deletes rows in the transaction that may write them again)
     /// is written again, not lost to an update of nothing.
     @Test func aProducerRowGoneBehindTheCacheIsWrittenAgain() async throws {
-        try await withTemporaryDirectory { directory in
-            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
-            try Migrations.migrator().migrate(queue)
-            let table = ProducerTable()
-            let key = ProducerKey(stream: 1, producer: "billing")
+        try await Self.withProducerTable { queue, table, key in
             var first = ProducerState(first: ProducerStamp(id: "billing", epoch: 2, sequence: 0), now: 5)
             first.record(ProducerStamp(id: "billing", epoch: 2, sequence: 0), sequence: 7, now: 5)
             var second = first
@@ -193,11 +199,7 @@ struct GuaranteeTests {
     /// changed in place, not copied): the commit gives it back, and after a transaction that
     /// failed, the state is read again from its row, as the failed transaction left it.
     @Test func aStateLentToAFailedTransactionIsReadAgainFromItsRow() async throws {
-        try await withTemporaryDirectory { directory in
-            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
-            try Migrations.migrator().migrate(queue)
-            let table = ProducerTable()
-            let key = ProducerKey(stream: 1, producer: "billing")
+        try await Self.withProducerTable { queue, table, key in
             let (zero, one) = (ProducerStamp(id: "billing", epoch: 0, sequence: 0), ProducerStamp(id: "billing", epoch: 0, sequence: 1))
             var first = ProducerState(first: zero, now: 5)
             first.record(zero, sequence: 1, now: 5)
