@@ -30,7 +30,7 @@ struct FrameBytes: ~Copyable {
     }
 
     mutating func put(_ bytes: some Collection<UInt8>) {
-        let copied = bytes.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
+        let copied: Void? = bytes.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
         if copied != nil { return }
         for byte in bytes { put(byte) }
     }
