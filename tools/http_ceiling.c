@@ -76,12 +76,11 @@ static sqlite3 *db;
 static sqlite3_stmt *insert_statement, *update_statement;
 static int64_t last_seq, bytes;
 static long committed, transactions;
-static volatile sig_atomic_t stopping;
 
 /* The POSTs the event loop reads go to `handoff.filling`; with `--writer thread`, the
  * writer commits the other batch meanwhile (writer_handoff.h). */
 static Batch batches[2];
-static Handoff handoff = {.filling = &batches[0], .writing = &batches[1]};
+static Handoff handoff;
 #define filling ((Batch *)handoff.filling)
 static int use_thread = 1, use_store = 1;
 /* How long a transaction waits for more POSTs once it has one, unless every open connection
@@ -225,11 +224,6 @@ static void hand_off(void) {
     if (time_to_commit() == 0) handoff_submit(&handoff);
 }
 
-static void stop(int signal) {
-    (void)signal;
-    stopping = 1;
-}
-
 int main(int argc, char **argv) {
     layout_tool = "http_ceiling";
     long port = 18095;
@@ -268,7 +262,7 @@ int main(int argc, char **argv) {
         perror("http_ceiling: listen");
         return 1;
     }
-    epoll_fd = serve_listener(listener, stop);
+    epoll_fd = serve_listener(listener);
     handoff_start(&handoff, &batches[0], &batches[1], commit, answer, use_thread, epoll_fd);
     fprintf(stderr, "http_ceiling: 127.0.0.1:%ld, store %s, writer %s\n", port, use_store ? sync : "none", use_thread ? "thread" : "inline");
 

@@ -15,9 +15,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* An epoll instance watching `listener`, with SIGINT and SIGTERM calling `stop` (which
- * interrupts epoll_wait: the writer thread of writer_handoff.h blocks them). */
-static inline int serve_listener(int listener, void (*stop)(int signal)) {
+/* Set by SIGINT or SIGTERM: the event loop ends its run. */
+static volatile sig_atomic_t stopping;
+
+static inline void stop(int signal) {
+    (void)signal;
+    stopping = 1;
+}
+
+/* An epoll instance watching `listener`, with SIGINT and SIGTERM setting `stopping` (they
+ * interrupt epoll_wait: the writer thread of writer_handoff.h blocks them). */
+static inline int serve_listener(int listener) {
     int epoll_fd = epoll_create1(0);
     struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
     epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listener, &event);

@@ -1,9 +1,9 @@
 /*
  * Replay's SQLite layout as tools/sqlite_ceiling.c, tools/http_ceiling.c and
  * tools/workqueue_ceiling.c write it: a fresh database made by the .sql files of
- * migrations/, WAL, the given synchronous mode, and the two statements replay's writer runs for each transaction (the INSERT of each event
- * into event_log, keyed (stream id << 40) | seq, and the UPDATE of each touched stream's
- * row).
+ * migrations/, WAL, the given synchronous mode, and the two statements replay's writer
+ * runs for each transaction (the INSERT of each event into event_log, keyed
+ * (stream id << 40) | seq, and the UPDATE of each touched stream's row).
  */
 #ifndef SQLITE_LAYOUT_H
 #define SQLITE_LAYOUT_H

@@ -72,14 +72,14 @@ typedef struct {
  * each a run of `output` for one descriptor, in order. */
 typedef struct {
     Request *requests;
-    long count, capacity;
+    size_t count, capacity;
     char *bytes;
     size_t used, bytes_capacity;
     struct {
         int fd;
         size_t start, length;
     } *answers;
-    long answer_count, answer_capacity;
+    size_t answer_count, answer_capacity;
     char *output;
     size_t output_used, output_capacity;
 } Batch;
@@ -115,14 +115,13 @@ static Stream streams[MAX_STREAMS];
 static int stream_count;
 static int epoll_fd, use_thread = 1;
 static sqlite3 *db;
-static sqlite3_stmt *insert_statement, *update_statement, *group_statement;
+static sqlite3_stmt *insert_statement, *update_statement, *group_statement, *stream_statement;
 static long committed, transactions;
-static volatile sig_atomic_t stopping;
 
 /* Requests the event loop reads go to `handoff.filling`; with `--writer thread`, the
  * writer commits the other batch meanwhile (writer_handoff.h). */
 static Batch batches[2];
-static Handoff handoff = {.filling = &batches[0], .writing = &batches[1]};
+static Handoff handoff;
 #define filling ((Batch *)handoff.filling)
 
 static void *grow(void *memory, size_t needed, size_t *capacity, size_t unit) {
@@ -145,9 +144,7 @@ static void answer_to(Batch *batch, int fd, const char *text, size_t length) {
     if (batch->answer_count && batch->answers[batch->answer_count - 1].fd == fd) {
         batch->answers[batch->answer_count - 1].length += length;
     } else {
-        size_t capacity = batch->answer_capacity;
-        batch->answers = grow(batch->answers, batch->answer_count + 1, &capacity, sizeof *batch->answers);
-        batch->answer_capacity = capacity;
+        batch->answers = grow(batch->answers, batch->answer_count + 1, &batch->answer_capacity, sizeof *batch->answers);
         batch->answers[batch->answer_count].fd = fd;
         batch->answers[batch->answer_count].start = batch->output_used;
         batch->answers[batch->answer_count++].length = length;
@@ -162,10 +159,12 @@ static Stream *stream_named(const char *name, size_t length) {
     Stream *stream = &streams[stream_count++];
     memcpy(stream->name, name, length);
     stream->id = stream_count;
-    char row[512];
-    snprintf(row, sizeof row, "INSERT INTO streams (id, name, created_at) VALUES (%ld, '%s', '2026-11-27T00:00:00.000Z')", stream->id,
-             stream->name);
-    exec(db, row);
+    stream->oldest_held = 1;
+    /* Bound, not formatted into the SQL: the name is the client's. */
+    sqlite3_bind_int64(stream_statement, 1, stream->id);
+    sqlite3_bind_text(stream_statement, 2, stream->name, -1, SQLITE_STATIC);
+    if (sqlite3_step(stream_statement) != SQLITE_DONE) die("stream", db);
+    sqlite3_reset(stream_statement);
     return stream;
 }
 
@@ -177,13 +176,12 @@ static void put_varint(char *out, size_t *used, uint64_t value) {
     out[(*used)++] = (char)value;
 }
 
-/* The group's row: its last handed-out event and its held events (member index, sequence
- * number after the previous one), as replay writes `held_runs` with every batch that
- * changes the group. */
+/* The group's row: its last handed-out event and its held events (the holder's descriptor,
+ * standing for replay's member index, and the sequence number after the previous one), as
+ * replay writes `held_runs` with every batch that changes the group. */
 static void write_group(Stream *stream) {
     static char *blob;
     static size_t capacity;
-    if (stream->oldest_held < 1) stream->oldest_held = 1;
     while (stream->oldest_held <= stream->handed_out && stream->holder[stream->oldest_held] < 0) stream->oldest_held++;
     size_t used = 0;
     blob = grow(blob, (size_t)(stream->handed_out - stream->oldest_held + 1) * 20 + 16, &capacity, 1);
@@ -214,7 +212,6 @@ static void hand_out(Batch *batch, Stream *stream) {
         int64_t seq = ++stream->handed_out;
         stream->holder[seq] = member->fd;
         member->held++;
-        stream->touched = 1;
         int length = snprintf(head, sizeof head, "EVENT %s %s %lld 2026-11-27T00:00:00.000Z %d\r\n", stream->name, member->sid,
                               (long long)seq, stream->payload_lengths[seq]);
         answer_to(batch, member->fd, head, length);
@@ -237,7 +234,7 @@ static void commit(void *argument) {
     exec(db, "BEGIN IMMEDIATE");
     int64_t millis = 1795000000000 + transactions;
     char text[128];
-    for (long i = 0; i < batch->count; i++) {
+    for (size_t i = 0; i < batch->count; i++) {
         Request *request = &batch->requests[i];
         const char *bytes = batch->bytes;
         if (request->kind == PING || request->kind == REFUSE) {
@@ -253,16 +250,24 @@ static void commit(void *argument) {
                     if (streams[s].members[m].fd == request->fd) streams[s].members[m--] = streams[s].members[--streams[s].member_count];
             continue;
         }
-        Stream *stream = NULL;
-        Member *member = NULL;
         if (request->kind == ACKNOWLEDGE) {
             /* ACK names the subscription, not the stream: the member's. */
+            Stream *stream = NULL;
+            Member *member = NULL;
             for (int s = 0; s < stream_count && !member; s++)
                 if ((member = member_of(&streams[s], request->fd, bytes + request->sid, request->sid_length))) stream = &streams[s];
-        } else {
-            stream = stream_named(bytes + request->stream, request->stream_length);
+            if (!member || request->seq < 1 || request->seq > stream->handed_out || stream->holder[request->seq] != request->fd) {
+                answer_to(batch, request->fd, "-ERR not_held the member does not hold that event\r\n", 51);
+                continue;
+            }
+            stream->holder[request->seq] = -1;
+            member->held--;
+            stream->touched = 1;
+            answer_to(batch, request->fd, "+OK\r\n", 5);
+            continue;
         }
-        if (!stream && request->kind != ACKNOWLEDGE) {
+        Stream *stream = stream_named(bytes + request->stream, request->stream_length);
+        if (!stream) {
             answer_to(batch, request->fd, "-ERR limit too many streams\r\n", 29);
             continue;
         }
@@ -281,7 +286,7 @@ static void commit(void *argument) {
             append_event(db, insert_statement, stream->id, seq, millis, bytes + request->payload, (int)request->payload_length);
             stream->touched = 1;
             answer_to(batch, request->fd, text, snprintf(text, sizeof text, "+OK %lld\r\n", (long long)seq));
-        } else if (request->kind == SUBSCRIBE) {
+        } else {
             if (!stream->has_group) {
                 stream->has_group = 1;
                 char row[256];
@@ -303,15 +308,6 @@ static void commit(void *argument) {
             member->held = 0;
             stream->touched = 1; /* the backlog is handed out to it in this batch */
             answer_to(batch, request->fd, "+OK\r\n", 5);
-        } else {
-            if (!member || request->seq < 1 || request->seq > stream->handed_out || stream->holder[request->seq] != request->fd) {
-                answer_to(batch, request->fd, "-ERR not_held the member does not hold that event\r\n", 51);
-                continue;
-            }
-            stream->holder[request->seq] = -1;
-            member->held--;
-            stream->touched = 1;
-            answer_to(batch, request->fd, "+OK\r\n", 5);
         }
     }
     for (int s = 0; s < stream_count; s++) {
@@ -325,8 +321,15 @@ static void commit(void *argument) {
     exec(db, "COMMIT");
 }
 
-
-static Request *new_request(int fd, Kind kind);
+static Request *new_request(int fd, Kind kind) {
+    Batch *batch = filling;
+    batch->requests = grow(batch->requests, batch->count + 1, &batch->capacity, sizeof(Request));
+    Request *request = &batch->requests[batch->count++];
+    memset(request, 0, sizeof *request);
+    request->kind = kind;
+    request->fd = fd;
+    return request;
+}
 
 static void close_connection(int fd) {
     Connection *connection = connections[fd];
@@ -345,18 +348,6 @@ static void send_bytes(int fd, const char *bytes, size_t length) {
 
 static void flush_pending(int fd) {
     if (output_flush(epoll_fd, fd, &connections[fd]->output) < 0) close_connection(fd);
-}
-
-static Request *new_request(int fd, Kind kind) {
-    Batch *batch = filling;
-    size_t capacity = batch->capacity;
-    batch->requests = grow(batch->requests, batch->count + 1, &capacity, sizeof(Request));
-    batch->capacity = capacity;
-    Request *request = &batch->requests[batch->count++];
-    memset(request, 0, sizeof *request);
-    request->kind = kind;
-    request->fd = fd;
-    return request;
 }
 
 /* The words of `line` (at most `max`), each as start and length. */
@@ -439,7 +430,7 @@ static void read_connection(int fd) {
 /* Writes a committed batch's answers (on the event loop). */
 static void send_answers(void *argument) {
     Batch *batch = argument;
-    for (long i = 0; i < batch->answer_count; i++)
+    for (size_t i = 0; i < batch->answer_count; i++)
         send_bytes(batch->answers[i].fd, batch->output + batch->answers[i].start, batch->answers[i].length);
     committed += batch->count;
     transactions++;
@@ -451,11 +442,6 @@ static void send_answers(void *argument) {
 
 static void hand_off(void) {
     if (filling->count) handoff_submit(&handoff);
-}
-
-static void stop(int signal) {
-    (void)signal;
-    stopping = 1;
 }
 
 int main(int argc, char **argv) {
@@ -489,6 +475,9 @@ int main(int argc, char **argv) {
     if (sqlite3_prepare_v2(db, "UPDATE groups SET delivered_seq = ?2, held_runs = ?3 WHERE stream_id = ?1 AND name = 'g'", -1,
                            &group_statement, NULL) != SQLITE_OK)
         die("prepare", db);
+    if (sqlite3_prepare_v2(db, "INSERT INTO streams (id, name, created_at) VALUES (?, ?, '2026-11-27T00:00:00.000Z')", -1, &stream_statement,
+                           NULL) != SQLITE_OK)
+        die("prepare", db);
 
     int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
     struct sockaddr_un address = {.sun_family = AF_UNIX};
@@ -498,7 +487,7 @@ int main(int argc, char **argv) {
         perror("workqueue_ceiling: listen");
         return 1;
     }
-    epoll_fd = serve_listener(listener, stop);
+    epoll_fd = serve_listener(listener);
     handoff_start(&handoff, &batches[0], &batches[1], commit, send_answers, use_thread, epoll_fd);
     signal(SIGPIPE, SIG_IGN);
 
@@ -527,6 +516,7 @@ int main(int argc, char **argv) {
     unlink(socket_path);
     handoff_wait_idle(&handoff);
     sqlite3_finalize(group_statement);
+    sqlite3_finalize(stream_statement);
     if (path == default_path) remove_layout(db, path, insert_statement, update_statement);
     return 0;
 }
