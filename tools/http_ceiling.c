@@ -106,7 +106,6 @@ static void commit(void *argument) {
     exec(db, "COMMIT");
 }
 
-
 static void close_connection(int fd) {
     Connection *connection = connections[fd];
     if (connection->awaiting_commit) {
