@@ -61,7 +61,6 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the two per-event statements (see RawStatement).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -28,23 +28,25 @@ struct TailRing {
     }
 
     /// The lowest sequence number held, if any.
-    var firstSequence: UInt64? { entries.first?.sequence }
+    /// (Read through the subscript, which borrows the entry, where `first` and `last` copy it:
+    /// a retain and a release of its time, payload and buffer, on the writer's thread.)
+    var firstSequence: UInt64? { entries.isEmpty ? nil : entries[0].sequence }
     /// The highest sequence number held, if any.
-    var lastSequence: UInt64? { entries.last?.sequence }
+    var lastSequence: UInt64? { entries.isEmpty ? nil : entries[entries.count - 1].sequence }
 
     mutating func append(_ event: StoredEvent) {
         append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload))
     }
 
-    private mutating func append(_ event: Entry) {
-        if let last = entries.last, event.sequence != last.sequence + 1 {
+    private mutating func append(_ event: consuming Entry) {
+        if let last = lastSequence, event.sequence != last + 1 {
             // Not contiguous (cannot happen with one writer, but a ring with a hole would
             // serve wrong events): start over from this one.
             entries.removeAll()
             bytes = 0
         }
-        entries.append(event)
         bytes += event.payload.count
+        entries.append(event)
         while entries.count > maxEvents || (bytes > maxBytes && entries.count > 1) {
             bytes -= entries.removeFirst().payload.count
         }

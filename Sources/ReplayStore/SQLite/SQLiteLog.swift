@@ -74,7 +74,7 @@ final class SQLiteLog: LogDatabase {
                         producerExpiry: producers.expiry, waiting: waiting)
                     try rules.run(batch)
                     try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
-                    committed = rules
+                    committed = consume rules  // moved: a copy retained and released every field of the batch's state
                 } catch {
                     // A failed statement, or a COMMIT that could not write (a full disk):
                     // nothing of the batch stays.

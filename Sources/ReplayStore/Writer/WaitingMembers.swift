@@ -18,18 +18,59 @@ import ReplaySync
 /// transaction committed (`settle`), so a failed one leaves every waiter waiting.
 final class WaitingMembers: Sendable {
     struct Waiter: Sendable {
-        let ticket: WaitTicket
-        let stream: String
-        let group: String
-        let member: String
-        let limit: Int
-        let deadLetter: String?
-        let deadLetterConfig: StreamConfig
-        let reader: HandoutReader?
-        let done: GroupRequest.Completion<GroupHandout>
+        /// What the member asked for, fixed while it waits, behind one reference: the
+        /// writer copies each waiter several times a batch (trying it, keeping it, settling
+        /// it), and as nine fields each copy retained and released every one of them.
+        final class Ask: Sendable {
+            let ticket: WaitTicket
+            let stream: String
+            let group: String
+            let member: String
+            let limit: Int
+            let deadLetter: String?
+            let deadLetterConfig: StreamConfig
+            let reader: HandoutReader?
+            let done: GroupRequest.Completion<GroupHandout>
+
+            init(
+                ticket: WaitTicket, stream: String, group: String, member: String, limit: Int, deadLetter: String?,
+                deadLetterConfig: StreamConfig, reader: HandoutReader?, done: @escaping GroupRequest.Completion<GroupHandout>
+            ) {
+                self.ticket = ticket
+                self.stream = stream
+                self.group = group
+                self.member = member
+                self.limit = limit
+                self.deadLetter = deadLetter
+                self.deadLetterConfig = deadLetterConfig
+                self.reader = reader
+                self.done = done
+            }
+        }
+
+        let ask: Ask
         /// When its group changes by itself next (`ConsumerGroup.nextDue`), as of the last
         /// time it was tried: the batch after that serves it again.
         var due: Int64?
+
+        init(
+            ticket: WaitTicket, stream: String, group: String, member: String, limit: Int, deadLetter: String?,
+            deadLetterConfig: StreamConfig, reader: HandoutReader?, done: @escaping GroupRequest.Completion<GroupHandout>
+        ) {
+            ask = Ask(
+                ticket: ticket, stream: stream, group: group, member: member, limit: limit, deadLetter: deadLetter,
+                deadLetterConfig: deadLetterConfig, reader: reader, done: done)
+        }
+
+        var ticket: WaitTicket { ask.ticket }
+        var stream: String { ask.stream }
+        var group: String { ask.group }
+        var member: String { ask.member }
+        var limit: Int { ask.limit }
+        var deadLetter: String? { ask.deadLetter }
+        var deadLetterConfig: StreamConfig { ask.deadLetterConfig }
+        var reader: HandoutReader? { ask.reader }
+        var done: GroupRequest.Completion<GroupHandout> { ask.done }
     }
 
     private struct State {

@@ -1,4 +1,3 @@
-import DequeModule
 import Dispatch
 import ReplaySync
 
@@ -12,7 +11,12 @@ final class WriteQueue: Sendable {
     }
 
     private struct State {
-        var pending = Deque<WriteRequest>()
+        /// In arrival order. A batch that takes all of it (the usual case) swaps the array
+        /// out whole, so each request moves into its batch: taking them one by one copied
+        /// every request once more, a retain and a release of each of its references, a
+        /// twentieth of the daemon's CPU when eight connections publish pipelined.
+        var pending: [WriteRequest] = []
+        var pendingBytes = 0
         var running = false
         var closed = false
     }
@@ -38,6 +42,7 @@ final class WriteQueue: Sendable {
         let (accepted, start) = state.withLock { state -> (Bool, Bool) in
             guard !state.closed else { return (false, false) }
             state.pending.append(request)
+            state.pendingBytes += request.payloadSize
             guard !state.running else { return (true, false) }
             state.running = true
             return (true, true)
@@ -75,14 +80,24 @@ final class WriteQueue: Sendable {
                 return nil
             }
             var batch: [WriteRequest] = []
-            var bytes = 0
-            while let next = state.pending.first, batch.count < limits.maxRequests,
-                batch.isEmpty || bytes + next.payloadSize <= limits.maxBytes
-            {
-                state.pending.removeFirst()
-                batch.append(next)
-                bytes += next.payloadSize
+            if state.pending.count <= limits.maxRequests, state.pendingBytes <= limits.maxBytes || state.pending.count == 1 {
+                swap(&batch, &state.pending)
+                state.pendingBytes = 0
+                return batch
             }
+            // Over a limit: the first requests within it (at least one); the rest wait for
+            // the next batch, moved to the front of the array.
+            var count = 0
+            var bytes = 0
+            for index in state.pending.indices {
+                let size = state.pending[index].payloadSize
+                guard count < limits.maxRequests, count == 0 || bytes + size <= limits.maxBytes else { break }
+                count += 1
+                bytes += size
+            }
+            batch = Array(state.pending[..<count])
+            state.pending.removeFirst(count)
+            state.pendingBytes -= bytes
             return batch
         }
     }

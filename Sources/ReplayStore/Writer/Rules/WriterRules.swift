@@ -170,7 +170,8 @@ struct WriterRules<DB: LogTransaction> {
     mutating func run(_ batch: [WriteRequest]) throws {
         reset()
         if DB.locksStreamsUpFront { try lockUpFront(batch) }
-        for request in batch { try perform(request) }
+        // By index: the element is borrowed where `for request in batch` copied each request.
+        for index in batch.indices { try perform(batch[index]) }
         try finish()
     }
 

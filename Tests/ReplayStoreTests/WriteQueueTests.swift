@@ -1,0 +1,67 @@
+import Dispatch
+import Foundation
+import ReplaySync
+import Testing
+
+@testable import ReplayStore
+
+/// The writer's queue forms its batches from what waited while the last one committed:
+/// all of it when it fits the limits (taken whole), else the oldest requests that fit, in
+/// order, the rest left for the next batch. The first batch is held open here (a
+/// semaphore, not a clock) so the others queue up behind it.
+@Suite("Write queue")
+struct WriteQueueTests {
+    /// Runs `submitted` requests of `sizes` bytes through a queue with `limits`, all but the
+    /// first submitted while the first one's batch commits; returns each batch as the
+    /// indices of its requests.
+    private func batches(limits: WriteQueue.Limits, sizes: [Int]) -> [[Int]] {
+        let recorded = Locked<[[Int]]>([])
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let queue = WriteQueue(limits: limits) { batch in
+            let indices = batch.map { request -> Int in
+                guard case .appendWithCompletion(_, let payload, _) = request else { return -1 }
+                return Int(payload.first ?? 0)
+            }
+            let first = recorded.withLock { recorded in
+                recorded.append(indices)
+                return recorded.count == 1
+            }
+            if first {
+                started.signal()
+                gate.wait()
+            }
+        }
+        func submit(_ index: Int) {
+            var payload = Data(repeating: 0, count: max(1, sizes[index]))
+            payload[0] = UInt8(index)
+            queue.submit(.appendWithCompletion(stream: "s", payload: payload, { _ in }))
+        }
+        submit(0)
+        started.wait()
+        for index in sizes.indices.dropFirst() { submit(index) }
+        gate.signal()
+        queue.close()
+        return recorded.withLock { $0 }
+    }
+
+    @Test func whatWaitedIsTakenWholeWhenItFits() {
+        let taken = batches(limits: WriteQueue.Limits(maxRequests: 10, maxBytes: 1_000), sizes: Array(repeating: 100, count: 6))
+        #expect(taken == [[0], [1, 2, 3, 4, 5]])
+    }
+
+    @Test func theRequestLimitSplitsABacklogInOrder() {
+        let taken = batches(limits: WriteQueue.Limits(maxRequests: 3, maxBytes: 1 << 20), sizes: Array(repeating: 10, count: 9))
+        #expect(taken == [[0], [1, 2, 3], [4, 5, 6], [7, 8]])
+    }
+
+    @Test func theByteLimitSplitsABacklogInOrder() {
+        let taken = batches(limits: WriteQueue.Limits(maxRequests: 100, maxBytes: 250), sizes: Array(repeating: 100, count: 8))
+        #expect(taken == [[0], [1, 2], [3, 4], [5, 6], [7]])
+    }
+
+    @Test func aRequestLargerThanTheByteLimitGoesAlone() {
+        let taken = batches(limits: WriteQueue.Limits(maxRequests: 100, maxBytes: 250), sizes: [100, 100, 1_000, 100])
+        #expect(taken == [[0], [1], [2], [3]])
+    }
+}
