@@ -46,7 +46,6 @@ final class ProducerTable: @unchecked Sendable {
     /// in place (`RawStatement`): this runs for every producer in every batch it publishes
     /// in, and GRDB's arguments were most of its cost.
     func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
-        guard !changes.isEmpty else { return }
         let update = RawStatement(
             try db.cachedStatement(
                 sql: """

@@ -65,15 +65,16 @@ final class SQLiteLog: LogDatabase {
         var committed: WriterRules<SQLiteTransaction>?
         do {
             try pool.writeWithoutTransaction { db in
-                // BEGIN and COMMIT as cached statements: GRDB's `inTransaction` parses both
-                // again for every transaction, and the writer commits thousands a second.
-                try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
                 do {
+                    // The transaction begins at the batch's first statement (`SQLiteTransaction`);
+                    // BEGIN and COMMIT are cached statements: GRDB's `inTransaction` parses both
+                    // again for every transaction, and the writer commits thousands a second.
+                    let transaction = SQLiteTransaction(db, producers: producers)
                     var rules = WriterRules(
-                        catalog: catalog, db: SQLiteTransaction(db, producers: producers), time: now(), autoCreate: autoCreate,
-                        producerExpiry: producers.expiry, waiting: waiting)
+                        catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producers.expiry,
+                        waiting: waiting)
                     try rules.run(batch)
-                    try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                    if transaction.began { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() }
                     committed = consume rules  // moved: a copy retained and released every field of the batch's state
                 } catch {
                     // A failed statement, or a COMMIT that could not write (a full disk):

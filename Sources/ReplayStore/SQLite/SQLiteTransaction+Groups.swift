@@ -12,8 +12,8 @@ extension SQLiteTransaction {
         // The row is there but for the group's first batch: updated in place, one seek where
         // the upsert takes two, in every batch that hands out or acknowledges. Bound in
         // place (`RawStatement`).
-        let update = RawStatement(
-            try db.cachedStatement(
+        let update = try RawStatement(
+            db.cachedStatement(
                 sql: """
                     UPDATE groups SET delivered_seq = ?3, delivered = ?4, redelivered = ?5, dead_lettered = ?6, held_runs = ?7
                     WHERE stream_id = ?1 AND name = ?2
@@ -25,7 +25,7 @@ extension SQLiteTransaction {
         update.bind(Int64(group.redelivered), at: 5)
         update.bind(Int64(group.deadLettered), at: 6)
         try update.execute(blob: heldRuns, at: 7)
-        if db.changesCount == 0 {
+        if try db.changesCount == 0 {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO groups (stream_id, name, ack_wait_ms, max_deliver, dead_letter, delivered_seq,
@@ -56,7 +56,7 @@ extension SQLiteTransaction {
     }
 
     private func deletePending(_ stream: Int64, _ name: String, _ sequence: UInt64) throws {
-        let statement = RawStatement(try db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
+        let statement = try RawStatement(db.cachedStatement(sql: "DELETE FROM group_pending WHERE stream_id = ? AND name = ? AND seq = ?"), in: db)
         statement.bind(stream, at: 1)
         statement.bind(name, at: 2)
         statement.bind(Int64(sequence), at: 3)
@@ -64,8 +64,8 @@ extension SQLiteTransaction {
     }
 
     private func upsertPending(_ stream: Int64, _ name: String, _ sequence: UInt64, _ delivery: PendingDelivery) throws {
-        let statement = RawStatement(
-            try db.cachedStatement(
+        let statement = try RawStatement(
+            db.cachedStatement(
                 sql: """
                     INSERT OR REPLACE INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due,
                                                           first_delivered, last_delivered)

@@ -10,15 +10,15 @@ extension SQLiteTransaction {
             try db.execute(
                 sql: "INSERT INTO subscriptions (id, config, state, revision, updated_at) VALUES (?, ?, ?, 1, ?) ON CONFLICT (id) DO NOTHING",
                 arguments: [write.id, contents.config, contents.state, millis])
-            if db.changesCount == 1 { return .written(revision: 1) }
+            if try db.changesCount == 1 { return .written(revision: 1) }
         case (let contents?, let expected?):
             try db.execute(
                 sql: "UPDATE subscriptions SET config = ?, state = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND revision = ?",
                 arguments: [contents.config, contents.state, millis, write.id, expected])
-            if db.changesCount == 1 { return .written(revision: expected + 1) }
+            if try db.changesCount == 1 { return .written(revision: expected + 1) }
         case (nil, let expected):
             try db.execute(sql: "DELETE FROM subscriptions WHERE id = ? AND revision = ?", arguments: [write.id, expected ?? 0])
-            if db.changesCount == 1 { return .written(revision: 0) }
+            if try db.changesCount == 1 { return .written(revision: 0) }
         }
         return .changed(try Self.subscriptions(id: write.id, db).first)
     }
