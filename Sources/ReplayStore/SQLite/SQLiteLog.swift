@@ -17,6 +17,19 @@ final class SQLiteLog: LogDatabase {
     /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
     private let autoCreate: StreamConfig?
 
+    /// The WAL's size, in pages, at which a commit checkpoints it (SQLite's default: 1,000).
+    ///
+    /// SQLite checkpoints in the commit that leaves the WAL at this size, on the writer's
+    /// thread: it copies the WAL's pages into the database file and waits for that file's
+    /// fdatasync, 0.3 to 1.6 ms here. At 1,000 pages a work queue at 5,000 events/s did so
+    /// every 85 ms, and the events that arrived meanwhile, about one in a hundred, waited for
+    /// it: they were its p99. At 8,000, one checkpoint in eight remains, each longer (it
+    /// copies more pages, but a page written many times is copied once), and the p99 no
+    /// longer falls in one (docs/PERFORMANCE.md, session 31). The price: the WAL holds up to
+    /// 32 MB (it keeps its size and is rewritten in place once it wraps), readers search a
+    /// larger index of it, and a start after a crash reads up to that much of it.
+    static let checkpointPages = 8_000
+
     init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         self.path = path
         self.listeners = listeners
@@ -39,7 +52,10 @@ final class SQLiteLog: LogDatabase {
             // Again on the writer, where it counts: GRDB's pool turns WAL mode on after
             // `prepareDatabase` and sets `synchronous = NORMAL` with it, so a FULL asked
             // above held on the readers only, and commits were not fsynced.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)")
+            }
             let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
             guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
             try Migrations.migrator().migrate(pool)
