@@ -53,13 +53,8 @@ final class WaitingMembers: Sendable {
         /// time it was tried: the batch after that serves it again.
         var due: Int64?
 
-        init(
-            ticket: WaitTicket, stream: String, group: String, member: String, limit: Int, deadLetter: String?,
-            deadLetterConfig: StreamConfig, reader: HandoutReader?, done: @escaping GroupRequest.Completion<GroupHandout>
-        ) {
-            ask = Ask(
-                ticket: ticket, stream: stream, group: group, member: member, limit: limit, deadLetter: deadLetter,
-                deadLetterConfig: deadLetterConfig, reader: reader, done: done)
+        init(_ ask: Ask) {
+            self.ask = ask
         }
 
         var ticket: WaitTicket { ask.ticket }

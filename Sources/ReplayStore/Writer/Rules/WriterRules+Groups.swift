@@ -18,8 +18,9 @@ extension WriterRules {
                 return completions.append { done(result) }
             }
             let waiter = WaitingMembers.Waiter(
-                ticket: ticket, stream: name, group: group, member: member, limit: limit, deadLetter: deadLetter, deadLetterConfig: config,
-                reader: reader, done: done)
+                .init(
+                    ticket: ticket, stream: name, group: group, member: member, limit: limit, deadLetter: deadLetter, deadLetterConfig: config,
+                    reader: reader, done: done))
             try handOutOrWait(waiter)
         case .stopWaiting(let ticket):
             stopWaiting(ticket)
