@@ -19,7 +19,10 @@ final class ProducerTable: @unchecked Sendable {
     /// The producer's state, for the transaction to change. The cache lends it rather than
     /// share it: a shared copy's runs were copied whole by the first change to them, for
     /// every producer's publish.
-    func state(_ key: ProducerKey, _ db: Database) throws -> ProducerState? {
+    ///
+    /// `connection` is asked for only when a statement runs: asking begins the transaction
+    /// (`SQLiteTransaction.db`), and a state the cache holds needs none.
+    func state(_ key: ProducerKey, _ connection: @autoclosure () throws -> Database) throws -> ProducerState? {
         switch states[key] {
         case .absent?: return nil
         case .stored(let state)?:
@@ -28,6 +31,7 @@ final class ProducerTable: @unchecked Sendable {
         case .lent?, nil: break
         }
         if states.count > 100_000 { states = [:] }  // a cache: reloaded on demand
+        let db = try connection()
         let row = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT epoch, last_pseq, runs, runs_format, updated_at FROM producers WHERE stream_id = ? AND producer = ?"),
             arguments: [key.stream, key.producer])
@@ -45,7 +49,9 @@ final class ProducerTable: @unchecked Sendable {
     /// is gone after all (expired in this transaction), the upsert writes it again. Bound
     /// in place (`RawStatement`): this runs for every producer in every batch it publishes
     /// in, and GRDB's arguments were most of its cost.
-    func write(_ changes: [ProducerKey: ProducerState], _ db: Database) throws {
+    func write(_ changes: [ProducerKey: ProducerState], _ connection: @autoclosure () throws -> Database) throws {
+        guard !changes.isEmpty else { return }  // before asking for the connection (see `state`)
+        let db = try connection()
         let update = RawStatement(
             try db.cachedStatement(
                 sql: """

@@ -86,9 +86,9 @@ final class SQLiteLog: LogDatabase {
         do {
             try pool.writeWithoutTransaction { db in
                 do {
-                    // The transaction begins at the batch's first statement (`SQLiteTransaction`);
-                    // BEGIN and COMMIT are cached statements: GRDB's `inTransaction` parses both
-                    // again for every transaction, and the writer commits thousands a second.
+                    // The transaction begins at the batch's first statement (`SQLiteTransaction.db`),
+                    // so it is committed only if one ran. COMMIT is a cached statement, as BEGIN
+                    // is there: GRDB's `inTransaction` parses both again for every transaction.
                     let transaction = SQLiteTransaction(db, producers: producers)
                     var rules = WriterRules(
                         catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producers.expiry,

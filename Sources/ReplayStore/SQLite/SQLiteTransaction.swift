@@ -210,10 +210,7 @@ final class SQLiteTransaction: LogTransaction {
 
     func producerState(_ key: ProducerKey) throws -> ProducerState? { try producers.state(key, db) }
 
-    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws {
-        guard !changes.isEmpty else { return }  // before `db`, which would begin the transaction
-        try producers.write(changes, db)
-    }
+    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws { try producers.write(changes, db) }
 
     func expireProducers(before millis: Int64) throws { try ProducerTable.expire(before: millis, db) }
 

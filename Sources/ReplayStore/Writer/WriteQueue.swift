@@ -16,6 +16,8 @@ final class WriteQueue: Sendable {
         /// every request once more, a retain and a release of each of its references, a
         /// twentieth of the daemon's CPU when eight connections publish pipelined.
         var pending: [WriteRequest] = []
+        /// The payload bytes of `pending`, kept as requests arrive, so that a batch which
+        /// fits is known without walking the requests.
         var pendingBytes = 0
         var running = false
         var closed = false
