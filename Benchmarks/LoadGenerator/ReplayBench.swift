@@ -41,7 +41,11 @@ struct ReplayBench: ParsableCommand {
             "Rounds per scenario: the systems take turns within each round (replay, redis, replay, redis…), each on a fresh server, so the disk's moods fall on both alike."
     )
     var rounds: Int = 3
-    @Option(name: .customLong("sqlite-ceiling"), help: "tools/sqlite_ceiling.py, run once at the top: SQLite's own insert ceiling in this run.")
+    @Option(
+        name: .customLong("sqlite-ceiling"),
+        help:
+            "tools/sqlite_ceiling.py, run once at the top: SQLite's own insert ceiling in this run ('none': not run, as when the ceiling is measured from C)."
+    )
     var sqliteCeiling: String = "tools/sqlite_ceiling.py"
 
     func run() throws {
@@ -157,6 +161,7 @@ struct ReplayBench: ParsableCommand {
 
     /// The "current" row at 1,000 events per transaction of tools/sqlite_ceiling.py.
     static func storeCeiling(script: String) -> Double? {
+        guard script != "none" else { return nil }
         guard FileManager.default.fileExists(atPath: script) else {
             print("(no \(script) here: the store's ceiling is not measured in this run)")
             return nil
