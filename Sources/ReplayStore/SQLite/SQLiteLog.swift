@@ -26,12 +26,9 @@ final class SQLiteLog: LogDatabase {
     /// it: they were its p99. At 4,000, one checkpoint in four remains, each longer (it
     /// copies more pages, but a page written many times is copied once), and the p99 no
     /// longer falls in one (docs/PERFORMANCE.md, session 31). The price: the WAL holds up to
-    /// 16 MB; readers search a larger index of it; a start after a crash reads up to that
-    /// much of it; and until a new WAL first wraps (its first 16 MB, a few thousand commits
-    /// after each start, since a clean stop removes it) its writes extend the file, whose
-    /// fdatasync is slower than one that rewrites it in place: sequential publishing on a
-    /// fresh database took 288 µs a commit at the median against 223. 8,000 pages gave the
-    /// same p99 with twice that stretch.
+    /// 16 MB (its file, about 20 MB, is kept between runs: `WALFile`); readers search a
+    /// larger index of it; and a start after a crash reads up to that much of it. 8,000
+    /// pages gave the same p99.
     static let checkpointPages = 4_000
 
     init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
@@ -50,6 +47,7 @@ final class SQLiteLog: LogDatabase {
         let synchronous = options.durability == .full ? "FULL" : "NORMAL"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            WALFile.keepOnClose(db)
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -64,6 +62,7 @@ final class SQLiteLog: LogDatabase {
             guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
             try Migrations.migrator().migrate(pool)
             try pool.write { db in try SQLiteTransaction.moveHeldFirstDeliveriesToRuns(db) }
+            try pool.writeWithoutTransaction { db in try WALFile.reserve(db, path: path, bytes: WALFile.workingSize(checkpointPages: Self.checkpointPages)) }
             catalog = try pool.read { db in try Catalog(loadingFrom: db) }
         } catch {
             lock.release()
@@ -161,11 +160,12 @@ final class SQLiteLog: LogDatabase {
     func holdsSource(_ stream: String) -> Bool { true }
     var isShared: Bool { false }
 
-    /// Checkpoints the WAL into the database file, closes it and releases it for another
-    /// process (or another store in this one).
+    /// Checkpoints the WAL into the database file and starts it over for the next start
+    /// (`WALFile`), closes the file and releases it for another process (or another store
+    /// in this one).
     func close() {
         waiting.close()
-        _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db) }
         _ = try? pool.close()
         lock.release()
     }
