@@ -3,12 +3,14 @@
  * tools/workqueue_ceiling.c write it: a fresh database made by the .sql files of
  * migrations/, WAL, the given synchronous mode, and the two statements replay's writer
  * runs for each transaction (the INSERT of each event into event_log, keyed
- * (stream id << 40) | seq, and the UPDATE of each touched stream's row).
+ * (stream id << 40) | seq, and the UPDATE of each touched stream's row). Its WAL is as
+ * replay keeps it: checkpointed at 4,000 pages, in a file zero-filled ahead.
  */
 #ifndef SQLITE_LAYOUT_H
 #define SQLITE_LAYOUT_H
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +72,27 @@ static void exec(sqlite3 *db, const char *sql) {
     }
 }
 
+/* As replay's WALFile: the WAL zero-filled to 5,000 frames of 4 KiB pages and made durable,
+   so that commits rewrite it in place from the first, and do not extend it. */
+static void reserve_wal(const char *path) {
+    size_t length = strlen(path) + sizeof "-wal";
+    char *wal = malloc(length);
+    snprintf(wal, length, "%s-wal", path);
+    int fd = open(wal, O_WRONLY);
+    if (fd < 0) { perror(wal); exit(1); }
+    const off_t size = 32 + (off_t)5000 * (24 + 4096);
+    static char zeros[1 << 20];
+    for (off_t offset = lseek(fd, 0, SEEK_END); offset < size;) {
+        size_t count = size - offset < (off_t)sizeof zeros ? (size_t)(size - offset) : sizeof zeros;
+        ssize_t written = pwrite(fd, zeros, count, offset);
+        if (written <= 0) { perror(wal); exit(1); }
+        offset += written;
+    }
+    fdatasync(fd);
+    close(fd);
+    free(wal);
+}
+
 /* A fresh database at `path` with `streams` streams (ids 1...streams), and its two statements. */
 static sqlite3 *open_layout(const char *path, const char *schema, const char *sync, long streams, sqlite3_stmt **insert,
                             sqlite3_stmt **update) {
@@ -88,6 +111,7 @@ static sqlite3 *open_layout(const char *path, const char *schema, const char *sy
         snprintf(row, sizeof row, "INSERT INTO streams (id, name, created_at) VALUES (%ld, 's%ld', '2026-11-25T00:00:00.000Z')", s, s);
         exec(db, row);
     }
+    reserve_wal(path);
     if (sqlite3_prepare_v2(db, "INSERT INTO event_log (key, time, payload) VALUES (?, ?, ?)", -1, insert, NULL) != SQLITE_OK) die("prepare", db);
     if (sqlite3_prepare_v2(db,
             "UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?, terminal = NULL, terminal_message = NULL, "
