@@ -10,7 +10,7 @@ import Testing
 /// without losing the frames a crash left in it.
 @Suite("WAL file")
 struct WALFileTests {
-    static let workingSize = WALFile.workingSize(checkpointPages: SQLiteLog.checkpointPages)
+    static let workingSize = SQLiteLog.walBytes
 
     static func size(_ path: String) throws -> Int {
         try (FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? -1
@@ -59,6 +59,32 @@ struct WALFileTests {
             #expect(try store.texts("s") == (1...500).map { "event \($0)" })
             let walFrames = try store.queryWriter { db in try db.checkpoint(.passive).walFrameCount }
             #expect(walFrames <= 1)
+        }
+    }
+
+    /// A reader that keeps its snapshot holds the checkpoints back, and the WAL grows past
+    /// its working size; a clean stop cuts it back, as it stopped removing it.
+    @Test func aWALThatGrewIsCutBackAtACleanStop() async throws {
+        try await withTemporaryDirectory { folder in
+            let wal = folder + "/replay.sqlite-wal"
+            let store = try openStore(folder, durability: .normal, autoCreate: StreamConfig(capacity: 100_000))
+            _ = try await store.append(Data("first".utf8), to: "s")
+            var configuration = Configuration()
+            configuration.allowsUnsafeTransactions = true  // the snapshot is held across accesses
+            let reader = try DatabaseQueue(path: folder + "/replay.sqlite", configuration: configuration)
+            try await reader.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN")
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM event_log")
+            }
+            // 300 events of 100 KB: 7,500 pages or so, past the 5,000 frames reserved.
+            let payload = Data(repeating: 0x61, count: 100_000)
+            for _ in 0..<300 { _ = try await store.append(payload, to: "s") }
+            #expect(try Self.size(wal) > Self.workingSize)
+            try await reader.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
+            try reader.close()
+            store.close()
+            #expect(try Self.size(wal) == Self.workingSize)
+            #expect(try Self.framesOfTheCurrentSalt(wal) == 1)
         }
     }
 

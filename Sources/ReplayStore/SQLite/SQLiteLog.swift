@@ -30,6 +30,8 @@ final class SQLiteLog: LogDatabase {
     /// larger index of it; and a start after a crash reads up to that much of it. 8,000
     /// pages gave the same p99.
     static let checkpointPages = 4_000
+    /// The WAL file's size, kept between runs (`WALFile`).
+    static let walBytes = WALFile.workingSize(checkpointPages: checkpointPages)
 
     init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         self.path = path
@@ -62,7 +64,7 @@ final class SQLiteLog: LogDatabase {
             guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }
             try Migrations.migrator().migrate(pool)
             try pool.write { db in try SQLiteTransaction.moveHeldFirstDeliveriesToRuns(db) }
-            try pool.writeWithoutTransaction { db in try WALFile.reserve(db, path: path, bytes: WALFile.workingSize(checkpointPages: Self.checkpointPages)) }
+            try pool.writeWithoutTransaction { db in try WALFile.reserve(db, path: path, bytes: Self.walBytes) }
             catalog = try pool.read { db in try Catalog(loadingFrom: db) }
         } catch {
             lock.release()
@@ -165,7 +167,7 @@ final class SQLiteLog: LogDatabase {
     /// in this one).
     func close() {
         waiting.close()
-        _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db) }
+        _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db, path: path, bytes: Self.walBytes) }
         _ = try? pool.close()
         lock.release()
     }

@@ -78,11 +78,14 @@ enum WALFile {
     /// no reader uses it, starts it over with one frame (a write transaction restarts a
     /// fully copied WAL: it rewrites the header with a new salt, which ends every older
     /// frame). What the write changes is the database header's `user_version`, to the value
-    /// it has.
-    static func restartForNextStart(_ db: Database) throws {
+    /// it has. A file that grew past `bytes` (readers held its checkpoints back) is cut back
+    /// to it: past the one frame, nothing in it is read again.
+    static func restartForNextStart(_ db: Database, path databasePath: String, bytes: Int) throws {
         let (walFrames, copied) = try db.checkpoint(.restart)
         guard walFrames == copied else { return }  // a reader held it: recovery reads it all, as after a crash
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         try db.execute(sql: "PRAGMA user_version = \(version)")
+        var file = stat()
+        if stat(databasePath + "-wal", &file) == 0, Int(file.st_size) > bytes { _ = truncate(databasePath + "-wal", off_t(bytes)) }
     }
 }
