@@ -56,16 +56,6 @@ final class WaitingMembers: Sendable {
         init(_ ask: Ask) {
             self.ask = ask
         }
-
-        var ticket: WaitTicket { ask.ticket }
-        var stream: String { ask.stream }
-        var group: String { ask.group }
-        var member: String { ask.member }
-        var limit: Int { ask.limit }
-        var deadLetter: String? { ask.deadLetter }
-        var deadLetterConfig: StreamConfig { ask.deadLetterConfig }
-        var reader: HandoutReader? { ask.reader }
-        var done: GroupRequest.Completion<GroupHandout> { ask.done }
     }
 
     private struct State {
@@ -123,7 +113,7 @@ final class WaitingMembers: Sendable {
     /// locks them with the batch's others).
     func deadLetters(of streams: Set<String>) -> Set<String> {
         state.withLock { state in
-            Set(streams.flatMap { state.byStream[$0]?.values.compactMap(\.deadLetter) ?? [] })
+            Set(streams.flatMap { state.byStream[$0]?.values.compactMap(\.ask.deadLetter) ?? [] })
         }
     }
 
@@ -135,8 +125,8 @@ final class WaitingMembers: Sendable {
         lock.withLock { state in
             for ticket in answered { remove(ticket, &state) }
             for waiter in waiting {
-                state.byStream[waiter.stream, default: [:]][waiter.ticket] = waiter
-                state.streamOf[waiter.ticket] = waiter.stream
+                state.byStream[waiter.ask.stream, default: [:]][waiter.ask.ticket] = waiter
+                state.streamOf[waiter.ask.ticket] = waiter.ask.stream
             }
             guard let earliest = state.byStream.values.lazy.flatMap(\.values).compactMap(\.due).min() else { return }
             // An alarm armed for later is moved earlier; one armed earlier than needed fires,
@@ -171,7 +161,7 @@ final class WaitingMembers: Sendable {
             remove(ticket, &state)
             return waiter
         }
-        waiter?.done(.failure(error))
+        waiter?.ask.done(.failure(error))
     }
 
     /// The store closes: every waiter is answered with `.closed`.
@@ -182,7 +172,7 @@ final class WaitingMembers: Sendable {
             state = State()
             return all
         }
-        for waiter in waiters { waiter.done(.failure(.closed)) }
+        for waiter in waiters { waiter.ask.done(.failure(.closed)) }
     }
 
     private func remove(_ ticket: WaitTicket, _ state: inout State) {
