@@ -9,24 +9,13 @@
 set -u
 rounds=$1; shift
 tools=$(cd "$(dirname "$0")" && pwd)
-port=18181; url=http://127.0.0.1:$port
+. "$tools/http_daemon.sh"
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
-# The daemon under test goes with the script, however it ends (a closed pipe, ^C).
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null' EXIT
-trap 'exit 1' INT TERM PIPE
-waitport() { for _ in $(seq 100); do curl -s -o /dev/null "$url/" && return; sleep 0.1; done; }
 for round in $(seq "$rounds"); do
   for bin in "$@"; do
-    dir=$(mktemp -d)
-    "$bin" --socket "$dir/s" --db "$dir/db.sqlite" --http 127.0.0.1:$port --sync full > "$dir/log" 2>&1 &
-    pid=$!
-    waitport
-    # Another process on the port would answer for it: measure only this daemon.
-    kill -0 $pid 2>/dev/null || { echo "replayd did not start:"; cat "$dir/log"; exit 1; }
-    curl -s -X PUT -H 'Content-Type: application/octet-stream' "$url/v1/stream/bench" -o /dev/null
+    start_daemon "$bin"
     before=$(cpu $pid)
-    out=$(wrk -t2 -c16 -d8s --latency -s "$tools/http_post.lua" "$url/v1/stream/bench")
+    out=$(post_bench)
     after=$(cpu $pid)
     rps=$(echo "$out" | awk '/Requests\/sec/{print $2}')
     p50=$(echo "$out" | awk '$1=="50%"{print $2}'); p99=$(echo "$out" | awk '$1=="99%"{print $2}')
@@ -38,6 +27,6 @@ for round in $(seq "$rounds"); do
         echo "  thread $(cat "$task/comm") cpu_ticks=$(awk '{print $14+$15}' "$task/stat") $(grep -h '^voluntary_ctxt' "$task/status")"
       done
     fi
-    kill $pid; wait $pid 2>/dev/null; rm -rf "$dir"
+    stop_daemon
   done
 done

@@ -1,0 +1,32 @@
+# Sourced by tools/http_turns.sh and tools/http_per_slot.sh: one replayd at a time on a
+# fresh database, serving HTTP on 127.0.0.1:18181 with a stream `bench` to POST to, and
+# `wrk` against it. The daemon goes with the sourcing script however it ends (a closed
+# pipe, ^C), and a daemon that did not start is an error, not another process's figures.
+port=18181
+url=http://127.0.0.1:$port
+pid=
+dir=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$dir" ] && rm -rf "$dir"' EXIT
+trap 'exit 1' INT TERM PIPE
+
+# start_daemon REPLAYD: sets `pid` and `dir`.
+start_daemon() {
+  dir=$(mktemp -d)
+  "$1" --socket "$dir/s" --db "$dir/db.sqlite" --http 127.0.0.1:$port --sync full > "$dir/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do curl -s -o /dev/null "$url/" && break; sleep 0.1; done
+  # Another process on the port would answer for it: measure only this daemon.
+  kill -0 $pid 2>/dev/null || { echo "replayd did not start:"; cat "$dir/log"; exit 1; }
+  curl -s -X PUT -H 'Content-Type: application/octet-stream' "$url/v1/stream/bench" -o /dev/null
+}
+
+stop_daemon() {
+  kill $pid; wait $pid 2>/dev/null
+  rm -rf "$dir"
+  pid= dir=
+}
+
+# post_bench: 8 s of 16 connections, one 100-byte POST in flight each; prints wrk's report.
+post_bench() {
+  wrk -t2 -c16 -d8s --latency -s "$tools/http_post.lua" "$url/v1/stream/bench"
+}
