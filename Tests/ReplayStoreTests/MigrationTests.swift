@@ -81,12 +81,43 @@ struct MigrationTests {
             }
             let got = try await results.wait(for: 3)
             #expect((1...3).map { got[$0]?.sequence } == [.success(2), .success(7), .success(8)])
-            let (stored, format) = try store.query { db in
+            store.close()  // the row waits behind the stamps (0011) until a second has passed, or the close
+            let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
+            defer { try? queue.close() }
+            let (stored, format) = try await queue.read { db in
                 let row = try #require(try Row.fetchOne(db, sql: "SELECT runs, runs_format FROM producers"))
                 return (row["runs"] as Data, row["runs_format"] as Int64)
             }
             #expect(format == ProducerRunsFormat.deltas.rawValue)
             #expect(ProducerRunsFormat.deltas.unpack(stored) == [.init(pseq: 0, sequence: 1, count: 2), .init(pseq: 2, sequence: 7, count: 2)])
+        }
+    }
+
+    /// Schema 0011 numbers the producers' rows for their stamps, each one apart, and gives
+    /// every stream with producers a snapshot at its last event: the rows written before
+    /// are current, and no stamps are read back for them.
+    @Test func producerRowsFromBeforeStampsAreNumberedAndSnapshotted() async throws {
+        try await withTemporaryDirectory { directory in
+            try await makeDatabase(
+                in: directory, upTo: "0010_group_held_runs",
+                """
+                INSERT INTO streams (id, name, created_at, first_seq, last_seq, event_count, byte_count)
+                VALUES (1, 'pay', '2026-01-01T00:00:00.000Z', 1, 7, 7, 7), (2, 'ship', '2026-01-01T00:00:00.000Z', 1, 4, 4, 4),
+                       (3, 'idle', '2026-01-01T00:00:00.000Z', 1, 9, 9, 9);
+                INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at)
+                VALUES (1, 'billing', 0, 2, x'', 0), (1, 'refunds', 0, 0, x'', 0), (2, 'billing', 0, 5, x'', 0)
+                """)
+            let store = try openStore(directory)
+            defer { store.close() }
+            let (refs, snapshots) = try store.query { db in
+                (
+                    try Int64.fetchAll(db, sql: "SELECT ref FROM producers ORDER BY stream_id, producer"),
+                    try Row.fetchAll(db, sql: "SELECT stream_id, through_seq FROM producer_snapshots ORDER BY stream_id")
+                        .map { [$0[0] as Int64, $0[1] as Int64] }
+                )
+            }
+            #expect(refs == [1, 2, 3])
+            #expect(snapshots == [[1, 7], [2, 4]])
         }
     }
 
@@ -126,7 +157,7 @@ struct MigrationTests {
             let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
             #expect(applied.contains("0003_one_integer_key"))
             let columns = try store.query { db in try db.columns(in: "event_log").map(\.name) }
-            #expect(columns == ["key", "time", "payload"])
+            #expect(columns == ["key", "time", "payload", "stamp"])  // `stamp`: schema 0011
 
             // Through the store: settings, windows, terminal states, the source.
             #expect(store.info("orders")?.config == StreamConfig(capacity: nil))

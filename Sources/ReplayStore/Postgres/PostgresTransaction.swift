@@ -260,7 +260,9 @@ final class PostgresTransaction: LogTransaction {
         try session.query("DELETE FROM streams WHERE id = \(id)")
     }
 
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data) throws {
+    /// The stamp is not kept: a producer's row is written with every batch it publishes in
+    /// (daemons share the rows, and one daemon's stamps would be another's to read back).
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?) throws {
         pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload)
         if pending.bytes > 4 << 20 { try flush() }
     }
@@ -381,7 +383,10 @@ final class PostgresTransaction: LogTransaction {
         }
     }
 
-    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws {
+    /// Every producer's row is written with the batch that changed it (see `insertEvent`).
+    func publishedWithoutEvent(_ key: ProducerKey) {}
+
+    func writeProducers(_ changes: [ProducerKey: ProducerState], millis: Int64) throws {
         guard !changes.isEmpty else { return }
         try requireLocks()
         try flush()

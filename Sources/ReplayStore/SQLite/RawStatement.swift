@@ -45,6 +45,11 @@ struct RawStatement {
         sqlite3_bind_text(statement, index, text, -1, Self.transient)
     }
 
+    /// Binds a short blob, copied by SQLite (a stamp, beside the payload bound in place).
+    func bind(blob: [UInt8], at index: Int32) {
+        sqlite3_bind_blob(statement, index, blob, Int32(blob.count), Self.transient)
+    }
+
     /// Runs a statement that returns no rows, with the values bound.
     func execute() throws {
         let code = sqlite3_step(statement)

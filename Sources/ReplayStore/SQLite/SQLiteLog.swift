@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReplayModel
+import ReplaySync
 
 /// Streams in one SQLite file: the embedded default. One process writes it (`ProcessLock`);
 /// reads run on a pool of WAL readers and never block the writer, and the `sqlite3` shell
@@ -12,6 +13,7 @@ final class SQLiteLog: LogDatabase {
     private let lock: ProcessLock
     private let listeners: CommitListeners
     private let producers = ProducerTable()
+    private let closed = Locked(false)
     private let waiting: WaitingMembers
     private let now: @Sendable () -> Date
     /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
@@ -84,6 +86,7 @@ final class SQLiteLog: LogDatabase {
     func commit(_ batch: [WriteRequest]) {
         let started = ContinuousClock.now
         var committed: WriterRules<SQLiteTransaction>?
+        var producerWrites = ProducerTable.Pending()
         do {
             try pool.writeWithoutTransaction { db in
                 do {
@@ -96,6 +99,7 @@ final class SQLiteLog: LogDatabase {
                         waiting: waiting)
                     try rules.run(batch)
                     if transaction.began { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() }
+                    producerWrites = transaction.producerWrites
                     committed = consume rules  // moved: a copy retained and released every field of the batch's state
                 } catch {
                     // A failed statement, or a COMMIT that could not write (a full disk):
@@ -108,7 +112,9 @@ final class SQLiteLog: LogDatabase {
             return WriterRules<SQLiteTransaction>.failed(batch, StoreError(error, path: path), waiting: waiting)
         }
         guard let committed else { return }
-        producers.apply(committed.producerChanges, deletedStreams: committed.deletedIDs, expired: committed.expiredProducers)
+        producers.apply(
+            committed.producerChanges, producerWrites, deletedStreams: committed.deletedIDs, expired: committed.expiredProducers,
+            millis: committed.millis)
         committed.committed(batch, started: started, listeners: listeners)
     }
 
@@ -162,11 +168,20 @@ final class SQLiteLog: LogDatabase {
     func holdsSource(_ stream: String) -> Bool { true }
     var isShared: Bool { false }
 
-    /// Checkpoints the WAL into the database file and starts it over for the next start
+    /// Writes the producers' rows that are behind the log, checkpoints the WAL into the
+    /// database file and starts it over for the next start
     /// (`WALFile`), closes the file and releases it for another process (or another store
     /// in this one).
     func close() {
+        // Once: a second close reached SQLite's checkpoint with the connection closed.
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
         waiting.close()
+        // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
+        _ = try? pool.write { db in try producers.writeBehind(db) }
         _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db, path: path, bytes: Self.walBytes) }
         _ = try? pool.close()
         lock.release()

@@ -14,6 +14,8 @@ import ReplayModel
 final class SQLiteTransaction: LogTransaction {
     private let connection: Database
     let producers: ProducerTable
+    /// What this transaction did to producers besides their states (`ProducerTable`).
+    var producerWrites = ProducerTable.Pending()
     /// Whether a statement ran, so the transaction is open and must be committed.
     private(set) var began = false
 
@@ -114,22 +116,32 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     func deleteStream(_ id: Int64) throws {
+        producers.streamDeleted(id, &producerWrites)
         try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [id])
     }
 
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data) throws {
-        let insert = try RawStatement(db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload) VALUES (?, ?, ?)"), in: db)
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?) throws {
+        let insert = try RawStatement(db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, stamp) VALUES (?, ?, ?, ?)"), in: db)
         insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
         insert.bind(millis, at: 2)
+        if let stamp {
+            insert.bind(blob: try producers.stamp(ProducerKey(stream: stream, producer: stamp.id), stamp, &producerWrites, db).bytes, at: 4)
+        }
         try insert.execute(blob: payload, at: 3)
     }
 
+    func publishedWithoutEvent(_ key: ProducerKey) {
+        producers.unlogged(key, &producerWrites)
+    }
+
     func deleteEvents(of stream: Int64) throws {
+        try producers.eventsWillGo(of: stream, through: EventKey.maxSequence, &producerWrites, db)
         let range = EventKey.range(of: stream)
         try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
     }
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
+        try producers.eventsWillGo(of: stream, through: through, &producerWrites, db)
         let freed = try Int.fetchAll(
             db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload)"),
             arguments: [EventKey.key(stream: stream, sequence: from), EventKey.key(stream: stream, sequence: through)])
@@ -208,11 +220,13 @@ final class SQLiteTransaction: LogTransaction {
         try db.execute(sql: "DELETE FROM consumers WHERE stream_id = ? AND name = ?", arguments: [stream, name])
     }
 
-    func producerState(_ key: ProducerKey) throws -> ProducerState? { try producers.state(key, db) }
+    func producerState(_ key: ProducerKey) throws -> ProducerState? { try producers.state(key, &producerWrites, db) }
 
-    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws { try producers.write(changes, db) }
+    func writeProducers(_ changes: [ProducerKey: ProducerState], millis: Int64) throws {
+        try producers.write(changes, millis: millis, &producerWrites, db)
+    }
 
-    func expireProducers(before millis: Int64) throws { try ProducerTable.expire(before: millis, db) }
+    func expireProducers(before millis: Int64) throws { try producers.expire(before: millis, &producerWrites, db) }
 
     func savepoint() throws { try db.execute(sql: "SAVEPOINT atomic_send") }
     func rollbackToSavepoint() throws { try db.execute(sql: "ROLLBACK TO atomic_send; RELEASE atomic_send") }

@@ -45,7 +45,9 @@ protocol LogTransaction: AnyObject {
     /// Removes the stream's row (its producers and consumers go with it).
     func deleteStream(_ id: Int64) throws
 
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data) throws
+    /// `stamp`: the producer's, on the first event of each publish it makes (SQLite keeps
+    /// it in the event's row, so that the producer's own row can be written behind).
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?) throws
     /// Every event of the stream.
     func deleteEvents(of stream: Int64) throws
     /// Events `from...through`; the payload bytes freed.
@@ -78,7 +80,12 @@ protocol LogTransaction: AnyObject {
 
     /// A producer's committed state (read once per transaction by the rules).
     func producerState(_ key: ProducerKey) throws -> ProducerState?
-    func writeProducers(_ changes: [ProducerKey: ProducerState]) throws
+    /// A producer's accepted publish that stored no event to stamp (a close, a stream of
+    /// capacity 0).
+    func publishedWithoutEvent(_ key: ProducerKey)
+    /// The producers' states the transaction changed (SQLite may leave some for later:
+    /// `ProducerTable`); `millis` is the batch's time.
+    func writeProducers(_ changes: [ProducerKey: ProducerState], millis: Int64) throws
     /// Forgets producers idle since before `millis`.
     func expireProducers(before millis: Int64) throws
 

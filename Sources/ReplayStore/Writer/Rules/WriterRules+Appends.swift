@@ -41,7 +41,7 @@ extension WriterRules {
             index = try insertStream(name, autoCreate)
         }
         if let full = sequenceNumbersLeft(for: 1, in: index) { return .failure(full) }
-        guard let event = try append(payload, to: index) else { return .failure(.terminated(stream: name)) }
+        guard let event = try append(payload, to: index, stamp: conditions.producer) else { return .failure(.terminated(stream: name)) }
         if let stamp = conditions.producer {
             if let producer {
                 producerChanges.values[producer].record(stamp, sequence: event.sequence, now: millis)
@@ -120,8 +120,12 @@ extension WriterRules {
             streams[index].record.info.writerSequence = received
         }
         if let full = sequenceNumbersLeft(for: write.payloads.count, in: index) { return .failure(full) }
-        for payload in write.payloads { _ = try append(payload, to: index) }
+        // The producer's stamp goes on the publish's first event, which its runs map its pseq to.
+        for (offset, payload) in write.payloads.enumerated() {
+            _ = try append(payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil)
+        }
         if let stamp = write.producer, let producerKey {
+            if write.payloads.isEmpty { db.publishedWithoutEvent(producerKey) }
             let first = info.lastSequence + 1
             if producerChanges[producerKey] == nil { producerChanges[producerKey] = ProducerState(first: stamp, now: millis) }
             producerChanges[producerKey]?.record(stamp, sequence: first, now: millis)
@@ -162,8 +166,9 @@ extension WriterRules {
         return AppendResult(token: token, sequence: .success(first), more: Array(sequences.dropFirst()))
     }
 
-    /// Numbers and inserts one event; `nil` if the stream has ended.
-    mutating func append(_ payload: Data, to index: Int) throws -> StoredEvent? {
+    /// Numbers and inserts one event, with the producer's stamp if it is a publish's first;
+    /// `nil` if the stream has ended.
+    mutating func append(_ payload: Data, to index: Int, stamp: ProducerStamp? = nil) throws -> StoredEvent? {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
@@ -171,10 +176,11 @@ extension WriterRules {
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live.
         if record.info.config.capacity != 0 {
-            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload)
+            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
+            if let stamp { db.publishedWithoutEvent(ProducerKey(stream: record.id, producer: stamp.id)) }
         }
         streams[index].record.info.lastSequence = sequence
         streams[index].record.lastTime = eventMillis

@@ -268,7 +268,7 @@ struct WriterRules<DB: LogTransaction> {
             }
             try writeGroups(streams[index])
         }
-        try db.writeProducers(producerChanges)
+        try db.writeProducers(producerChanges, millis: millis)
     }
 
     /// What retention removed leaves the stream's groups' pending sets.

@@ -1,0 +1,30 @@
+/// A producer's stamp on the first event of each publish it makes, in `event_log.stamp`:
+/// what `ProducerTable` reads back into a producer's state when its row is behind the log
+/// (migration 0011). Three LEB128 varints, a few bytes: the producer by its number in the
+/// file (`ref`) rather than its id, which may be a 36-character UUID on every event.
+struct EventStamp: Equatable {
+    var ref: Int64
+    var epoch: UInt64
+    var pseq: UInt64
+
+    var bytes: [UInt8] {
+        var writer = VarintWriter(reservingCapacity: 8)
+        writer.put(UInt64(bitPattern: ref))
+        writer.put(epoch)
+        writer.put(pseq)
+        return writer.bytes
+    }
+
+    /// The stamp in a column's bytes; `nil` if they are not one (a damaged row).
+    init?(_ bytes: UnsafeRawBufferPointer) {
+        var reader = VarintReader(Array(bytes))
+        guard let ref = reader.next(), let epoch = reader.next(), let pseq = reader.next(), reader.isAtEnd else { return nil }
+        self.init(ref: Int64(bitPattern: ref), epoch: epoch, pseq: pseq)
+    }
+
+    init(ref: Int64, epoch: UInt64, pseq: UInt64) {
+        self.ref = ref
+        self.epoch = epoch
+        self.pseq = pseq
+    }
+}
