@@ -3,22 +3,28 @@
 # docs/PERFORMANCE.md: each round, each replayd build takes a fresh daemon and database for
 # the plain run and another for the producers' run (`wrk -t16 -c16 -d6s -s
 # tools/http_post_producer.lua`, with PLAIN=1 for plain: the same Lua, so that the two runs
-# differ only by the headers). Prints POSTs/s of both and their ratio.
+# differ only by the headers). Prints POSTs/s of both, their ratio, and the daemon's CPU
+# per POST in each (from /proc/<pid>/stat), which spreads less than the rates.
 #   tools/http_producer_turns.sh ROUNDS REPLAYD [REPLAYD...]
 # Needs wrk and curl. The daemons listen on 127.0.0.1:18181, one at a time.
 set -u
 rounds=$1; shift
 tools=$(cd "$(dirname "$0")" && pwd)
 . "$tools/http_daemon.sh"
-run() {  # run PLAIN(0|1) REPLAYD: POSTs/s
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
+run() {  # run PLAIN(0|1) REPLAYD: "POSTs/s µs-of-CPU-a-POST"
   start_daemon "$2"
-  PLAIN=$1 wrk -t16 -c16 -d6s -s "$tools/http_post_producer.lua" "$url/v1/stream/bench" | awk '/Requests\/sec/{print $2}'
+  local before out after
+  before=$(cpu $pid)
+  out=$(PLAIN=$1 wrk -t16 -c16 -d6s -s "$tools/http_post_producer.lua" "$url/v1/stream/bench")
+  after=$(cpu $pid)
   stop_daemon
+  echo "$out" | awk -v ticks=$((after - before)) '/requests in/{n=$1} /Requests\/sec/{printf "%s %.1f\n", $2, ticks*10000/n}'
 }
 for round in $(seq "$rounds"); do
   for bin in "$@"; do
-    plain=$(run 1 "$bin")
-    producers=$(run 0 "$bin")
-    echo "round $round $bin plain=$plain producers=$producers ratio=$(python3 -c "print(round($producers/$plain,3))")"
+    read -r plain plain_cpu <<< "$(run 1 "$bin")"
+    read -r producers producers_cpu <<< "$(run 0 "$bin")"
+    echo "round $round $bin plain=$plain producers=$producers ratio=$(python3 -c "print(round($producers/$plain,3))") cpu_us_per_post plain=$plain_cpu producers=$producers_cpu"
   done
 done

@@ -17,6 +17,19 @@ struct VarintWriter {
         bytes.append(UInt8(rest))
     }
 
+    /// `value` written at `offset` in `buffer` (which has room for its up to 10 bytes),
+    /// `offset` moved past it: for bytes kept on the stack.
+    static func put(_ value: UInt64, into buffer: UnsafeMutableRawBufferPointer, at offset: inout Int) {
+        var rest = value
+        while rest >= 0x80 {
+            buffer[offset] = UInt8(truncatingIfNeeded: rest) | 0x80
+            offset += 1
+            rest >>= 7
+        }
+        buffer[offset] = UInt8(rest)
+        offset += 1
+    }
+
     /// Bytes as they are (a name, after its length).
     mutating func put(bytes: some Sequence<UInt8>) {
         self.bytes.append(contentsOf: bytes)

@@ -7,12 +7,16 @@ struct EventStamp: Equatable {
     var epoch: UInt64
     var pseq: UInt64
 
-    var bytes: [UInt8] {
-        var writer = VarintWriter(reservingCapacity: 8)
-        writer.put(UInt64(bitPattern: ref))
-        writer.put(epoch)
-        writer.put(pseq)
-        return writer.bytes
+    /// The stamp's bytes, in a buffer valid during `body`: one is written with each
+    /// publish, so they are not allocated (at most three varints of 10 bytes).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(byteCount: 30, alignment: 1) { buffer in
+            var count = 0
+            VarintWriter.put(UInt64(bitPattern: ref), into: buffer, at: &count)
+            VarintWriter.put(epoch, into: buffer, at: &count)
+            VarintWriter.put(pseq, into: buffer, at: &count)
+            return try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 
     /// The stamp in a column's bytes; `nil` if they are not one (a damaged row).

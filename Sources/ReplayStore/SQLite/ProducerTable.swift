@@ -128,13 +128,9 @@ final class ProducerTable: @unchecked Sendable {
 
     // MARK: The batch
 
-    /// The stamp for an accepted publish's first event, giving the producer its number if
-    /// it has none yet (its first publish: the row is then written with this batch).
-    func stamp(_ key: ProducerKey, _ stamp: ProducerStamp, _ pending: inout Pending, _ db: Database) throws -> EventStamp {
-        EventStamp(ref: try ref(key, &pending, db), epoch: stamp.epoch, pseq: stamp.sequence)
-    }
-
-    private func ref(_ key: ProducerKey, _ pending: inout Pending, _ db: Database) throws -> Int64 {
+    /// The producer's number for its stamps, given now if it has none yet (its first
+    /// publish: the row is then written with this batch).
+    func ref(_ key: ProducerKey, _ pending: inout Pending, _ db: Database) throws -> Int64 {
         if let ref = pending.refs[key] { return ref }
         let last = try lastRef ?? Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(ref), 0) FROM producers")) ?? 0
         lastRef = last + 1

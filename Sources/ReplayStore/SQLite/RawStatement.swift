@@ -45,9 +45,9 @@ struct RawStatement {
         sqlite3_bind_text(statement, index, text, -1, Self.transient)
     }
 
-    /// Binds a short blob, copied by SQLite (a stamp, beside the payload bound in place).
-    func bind(blob: [UInt8], at index: Int32) {
-        sqlite3_bind_blob(statement, index, blob, Int32(blob.count), Self.transient)
+    /// Binds `blob` in place: it must stay valid until the statement runs (`execute`).
+    func bind(blob: UnsafeRawBufferPointer, at index: Int32) {
+        sqlite3_bind_blob(statement, index, blob.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(blob.count), nil)
     }
 
     /// Runs a statement that returns no rows, with the values bound.

@@ -124,10 +124,27 @@ final class SQLiteTransaction: LogTransaction {
         let insert = try RawStatement(db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, stamp) VALUES (?, ?, ?, ?)"), in: db)
         insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
         insert.bind(millis, at: 2)
-        if let stamp {
-            insert.bind(blob: try producers.stamp(ProducerKey(stream: stream, producer: stamp.id), stamp, &producerWrites, db).bytes, at: 4)
+        guard let stamp else { return try insert.execute(blob: payload, at: 3) }
+        try self.stamp(stamp, stream: stream).withBytes { bytes in
+            insert.bind(blob: bytes, at: 4)
+            try insert.execute(blob: payload, at: 3)
         }
-        try insert.execute(blob: payload, at: 3)
+    }
+
+    /// The last producer stamped, and its number: a socket producer's pipelined PUBs come
+    /// in runs, and hashing its id for every event was measurable.
+    private var lastStamped: (key: ProducerKey, ref: Int64)?
+
+    private func stamp(_ stamp: ProducerStamp, stream: Int64) throws -> EventStamp {
+        let key = ProducerKey(stream: stream, producer: stamp.id)
+        let ref: Int64
+        if let last = lastStamped, last.key == key {
+            ref = last.ref
+        } else {
+            ref = try producers.ref(key, &producerWrites, db)
+            lastStamped = (key, ref)
+        }
+        return EventStamp(ref: ref, epoch: stamp.epoch, pseq: stamp.sequence)
     }
 
     func publishedWithoutEvent(_ key: ProducerKey) {
