@@ -170,8 +170,8 @@ struct GuaranteeTests {
     /// A producer row the writer's cache holds is updated in place; one that went behind the
     /// cache's back (as expiry deletes rows in the transaction that may write them again)
     /// is written again, not lost to an update of nothing. (The writes are forced with
-    /// `unlogged`, as for a publish that stored no event: otherwise a known producer's row
-    /// waits behind its stamps.)
+    /// `publishedWithoutEvent`, as for a publish that stored no event: otherwise a known
+    /// producer's row waits behind its stamps.)
     @Test func aProducerRowGoneBehindTheCacheIsWrittenAgain() async throws {
         try await Self.withProducerTable { queue, table, key in
             var first = ProducerState(first: ProducerStamp(id: "billing", epoch: 2, sequence: 0), now: 5)
@@ -185,7 +185,7 @@ struct GuaranteeTests {
                 table.apply([key: first], pending, deletedStreams: [], expired: false, millis: 5)
                 pending = ProducerTable.Pending()
                 let known = try table.state(key, &pending, db)
-                table.unlogged(key, &pending)
+                table.publishedWithoutEvent(key, &pending)
                 try table.write([key: second], millis: 6, &pending, db)  // in place
                 let updated = try Int64.fetchOne(db, sql: "SELECT last_pseq FROM producers")
                 try db.execute(sql: "DELETE FROM producers")

@@ -39,8 +39,6 @@ final class ProducerTable: @unchecked Sendable {
         fileprivate var refs: [ProducerKey: Int64] = [:]
         /// States loaded to be written, though the batch did not change them.
         fileprivate var loaded: [ProducerKey: ProducerState] = [:]
-        /// Producers whose change no event carries.
-        fileprivate var unlogged: Set<ProducerKey> = []
         /// Streams whose producers must all be written in this transaction.
         fileprivate var mustWrite: Set<Int64> = []
         fileprivate var deletedStreams: Set<Int64> = []
@@ -140,8 +138,7 @@ final class ProducerTable: @unchecked Sendable {
     }
 
     /// A producer's accepted publish that stored no event, so no stamp: its row is written now.
-    func unlogged(_ key: ProducerKey, _ pending: inout Pending) {
-        pending.unlogged.insert(key)
+    func publishedWithoutEvent(_ key: ProducerKey, _ pending: inout Pending) {
         pending.mustWrite.insert(key.stream)
     }
 

@@ -148,7 +148,7 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     func publishedWithoutEvent(_ key: ProducerKey) {
-        producers.unlogged(key, &producerWrites)
+        producers.publishedWithoutEvent(key, &producerWrites)
     }
 
     func deleteEvents(of stream: Int64) throws {
