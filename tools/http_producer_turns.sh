@@ -4,7 +4,8 @@
 # the plain run and another for the producers' run (`wrk -t16 -c16 -d6s -s
 # tools/http_post_producer.lua`, with PLAIN=1 for plain: the same Lua, so that the two runs
 # differ only by the headers). Prints POSTs/s of both, their ratio, and the daemon's CPU
-# per POST in each (from /proc/<pid>/stat), which spreads less than the rates.
+# per POST in each (from /proc/<pid>/stat), which spreads less than the rates. With
+# THREADS=1, also each busy thread's CPU per POST (the writer runs on the dispatch threads).
 #   tools/http_producer_turns.sh ROUNDS REPLAYD [REPLAYD...]
 # Needs wrk and curl. The daemons listen on 127.0.0.1:18181, one at a time.
 set -u
@@ -18,6 +19,15 @@ run() {  # run PLAIN(0|1) REPLAYD: "POSTs/s µs-of-CPU-a-POST"
   before=$(cpu $pid)
   out=$(PLAIN=$1 wrk -t16 -c16 -d6s -s "$tools/http_post_producer.lua" "$url/v1/stream/bench")
   after=$(cpu $pid)
+  if [ "${THREADS:-0}" = 1 ]; then
+    local n task ticks line="  threads, PLAIN=$1, µs a POST:"
+    n=$(echo "$out" | awk '/requests in/{print $1}')
+    for task in /proc/$pid/task/*; do
+      ticks=$(awk '{print $14+$15}' "$task/stat")
+      [ "$ticks" -gt 5 ] && line="$line $(tr ' ' '_' < "$task/comm")=$(python3 -c "print(round($ticks*10000/$n,1))")"
+    done
+    echo "$line" >&2
+  fi
   stop_daemon
   echo "$out" | awk -v ticks=$((after - before)) '/requests in/{n=$1} /Requests\/sec/{printf "%s %.1f\n", $2, ticks*10000/n}'
 }
