@@ -5,7 +5,9 @@
 # tools/http_post_producer.lua`, with PLAIN=1 for plain: the same Lua, so that the two runs
 # differ only by the headers). Prints POSTs/s of both, their ratio, and the daemon's CPU
 # per POST in each (from /proc/<pid>/stat), which spreads less than the rates. With
-# THREADS=1, also each busy thread's CPU per POST (the writer runs on the dispatch threads).
+# THREADS=1, also each busy thread's CPU per POST (the writer runs on the dispatch threads);
+# with IO=1, the bytes the daemon wrote (its WAL, and the answers on the sockets) per commit
+# and per POST, from /proc/<pid>/io and the commits in /metrics.
 #   tools/http_producer_turns.sh ROUNDS REPLAYD [REPLAYD...]
 # Needs wrk and curl. The daemons listen on 127.0.0.1:18181, one at a time.
 set -u
@@ -17,8 +19,16 @@ run() {  # run PLAIN(0|1) REPLAYD: "POSTs/s µs-of-CPU-a-POST"
   start_daemon "$2"
   local before out after
   before=$(cpu $pid)
+  local written=$(awk '/^wchar/{print $2}' "/proc/$pid/io")
   out=$(PLAIN=$1 wrk -t16 -c16 -d6s -s "$tools/http_post_producer.lua" "$url/v1/stream/bench")
   after=$(cpu $pid)
+  if [ "${IO:-0}" = 1 ]; then
+    local posts commits
+    written=$(( $(awk '/^wchar/{print $2}' "/proc/$pid/io") - written ))
+    posts=$(echo "$out" | awk '/requests in/{print $1}')
+    commits=$(curl -s "$url/metrics" | awk '/^replay_commits_total/{print $2}')
+    echo "  io, PLAIN=$1: $posts POSTs in $commits commits, $((written / commits)) bytes written a commit, $((written / posts)) a POST" >&2
+  fi
   if [ "${THREADS:-0}" = 1 ]; then
     local n task ticks line="  threads, PLAIN=$1, µs a POST:"
     n=$(echo "$out" | awk '/requests in/{print $1}')
