@@ -123,6 +123,35 @@ struct ProducerStampTests {
         }
     }
 
+    /// Expiry forgets producers idle for a week, by their state rather than their row: a
+    /// row behind the log looks idle when its producer published a moment ago. Here the
+    /// row was last written a week before a publish that only its stamp records, and the
+    /// first retention pass after a crash keeps that producer and forgets the idle one.
+    @Test func expiryJudgesARowBehindTheLogByItsStamps() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { crashed in
+                let now = Locked(Self.start)
+                let clock: @Sendable () -> Date = { now.withLock { $0 } }
+                do {
+                    let store = try openStore(directory, autoCreate: .unlimited, clock: clock)
+                    defer { store.close() }
+                    #expect(try await Self.publish(store, 0) == .success(1))
+                    #expect(try await Self.publish(store, 0, as: "idle") == .success(2))
+                    now.withLock { $0 += 8 * 86_400 }
+                    #expect(try await Self.publish(store, 1) == .success(3))
+                    try Self.crashImage(of: directory, in: crashed)
+                }
+                let restarted = try openStore(crashed, autoCreate: .unlimited, clock: clock)
+                defer { restarted.close() }
+                try await restarted.enforceRetention()
+                #expect(try Self.rowsLastPseq(restarted) == 1, "kept, and written")
+                #expect(try Self.rowsLastPseq(restarted, of: "idle") == nil, "forgotten")
+                #expect(try await Self.publish(restarted, 1) == .success(3), "still known: a retry")
+                #expect(try await Self.publish(restarted, 0, as: "idle") == .success(4), "new again: stored")
+            }
+        }
+    }
+
     /// A clean close writes every row that is behind: the next start reads no stamps back.
     @Test func aCleanCloseWritesTheRowsBehind() async throws {
         try await withTemporaryDirectory { directory in
