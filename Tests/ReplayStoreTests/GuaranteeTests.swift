@@ -61,6 +61,33 @@ struct GuaranteeTests {
         }
     }
 
+    /// A producer's publish and the deletion of its stream in one batch: the stream goes
+    /// with its producers, and the batch's other writes stand. (The producer's row was
+    /// written after the deletion, for a stream no longer there, and failed the batch.)
+    @Test(arguments: StoreKind.allCases) func aProducersPublishAndItsStreamsDeletionInOneBatchFailNothing(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            _ = try await store.appendAll(["a"], to: "pay")
+            let results = Results()
+            let deleted = Locked<Result<Void, StoreError>?>(nil)
+            try await Self.holdingTheWriter(store) {
+                store.append(
+                    Data("p0".utf8), to: "pay", conditions: AppendConditions(producer: ProducerStamp(id: "billing", epoch: 0, sequence: 0)),
+                    sink: results, token: 0)
+                store.delete("pay") { result in deleted.withLock { $0 = result } }
+                store.append(Data("o".utf8), to: "other", conditions: AppendConditions(), sink: results, token: 1)
+            }
+            let got = try await results.wait(for: 2)
+            #expect(got[0]?.sequence == .success(2))
+            #expect(got[1]?.sequence == .success(1))
+            try await eventually("the deletion's answer") { deleted.withLock { $0 } != nil }
+            #expect(deleted.withLock { $0.map { (try? $0.get()) != nil } } == true)
+            #expect(store.info("pay") == nil)
+            #expect(try store.texts("other") == ["o"])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func expectingZeroMeansEmptyOrNewAndARefusalCreatesNothing(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
             let store = try openStore(directory, autoCreate: .unlimited)

@@ -268,7 +268,10 @@ struct WriterRules<DB: LogTransaction> {
             }
             try writeGroups(streams[index])
         }
-        try db.writeProducers(producerChanges, millis: millis)
+        // A stream deleted in this batch took its producers with it (ON DELETE CASCADE):
+        // their rows written now would name a stream that is gone, and fail the batch.
+        let producers = deletedIDs.isEmpty ? producerChanges : producerChanges.filter { !deletedIDs.contains($0.key.stream) }
+        try db.writeProducers(producers, millis: millis)
     }
 
     /// What retention removed leaves the stream's groups' pending sets.
