@@ -1,7 +1,8 @@
-# Sourced by tools/http_turns.sh and tools/http_per_slot.sh: one replayd at a time on a
-# fresh database, serving HTTP on 127.0.0.1:18181 with a stream `bench` to POST to, and
-# `wrk` against it. The daemon goes with the sourcing script however it ends (a closed
-# pipe, ^C), and a daemon that did not start is an error, not another process's figures.
+# Sourced by tools/http_turns.sh, tools/http_per_slot.sh and tools/http_producer_turns.sh:
+# one replayd at a time on a fresh database, serving HTTP on 127.0.0.1:18181 with a
+# stream `bench` to POST to, and `wrk` against it. The daemon goes with the sourcing script
+# however it ends (a closed pipe, ^C), and a daemon that did not start is an error, not
+# another process's figures.
 port=18181
 url=http://127.0.0.1:$port
 pid=
@@ -19,6 +20,9 @@ start_daemon() {
   kill -0 $pid 2>/dev/null || { echo "replayd did not start:"; cat "$dir/log"; exit 1; }
   curl -s -X PUT -H 'Content-Type: application/octet-stream' "$url/v1/stream/bench" -o /dev/null
 }
+
+# cpu PID: the process's CPU so far, in clock ticks (user and system).
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 stop_daemon() {
   kill $pid; wait $pid 2>/dev/null

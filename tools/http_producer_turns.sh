@@ -14,7 +14,6 @@ set -u
 rounds=$1; shift
 tools=$(cd "$(dirname "$0")" && pwd)
 . "$tools/http_daemon.sh"
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 run() {  # run PLAIN(0|1) REPLAYD: "POSTs/s µs-of-CPU-a-POST"
   start_daemon "$2"
   local before out after

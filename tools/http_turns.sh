@@ -10,7 +10,6 @@ set -u
 rounds=$1; shift
 tools=$(cd "$(dirname "$0")" && pwd)
 . "$tools/http_daemon.sh"
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 for round in $(seq "$rounds"); do
   for bin in "$@"; do
     start_daemon "$bin"

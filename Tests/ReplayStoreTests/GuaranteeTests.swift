@@ -209,7 +209,7 @@ struct GuaranteeTests {
                 try db.execute(sql: "INSERT INTO streams (id, name, created_at, first_seq, last_seq) VALUES (1, 's', '2026-01-01T00:00:00.000Z', 1, 7)")
                 var pending = ProducerTable.Pending()
                 try table.write([key: first], millis: 5, &pending, db)
-                table.apply([key: first], pending, deletedStreams: [], expired: false, millis: 5)
+                table.apply([key: first], pending, millis: 5)
                 pending = ProducerTable.Pending()
                 let known = try table.state(key, &pending, db)
                 table.publishedWithoutEvent(key, &pending)
@@ -240,7 +240,7 @@ struct GuaranteeTests {
                 var pending = ProducerTable.Pending()
                 let unknown = try table.state(key, &pending, db)
                 try table.write([key: first], millis: 5, &pending, db)
-                table.apply([key: first], pending, deletedStreams: [], expired: false, millis: 5)
+                table.apply([key: first], pending, millis: 5)
                 // A transaction takes the state and changes it, then fails: nothing applied.
                 var failed = ProducerTable.Pending()
                 var taken = try table.state(key, &failed, db)

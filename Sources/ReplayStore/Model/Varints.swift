@@ -9,25 +9,27 @@ struct VarintWriter {
     }
 
     mutating func put(_ value: UInt64) {
-        var rest = value
-        while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        bytes.append(UInt8(rest))
+        Self.encode(value) { bytes.append($0) }
     }
 
     /// `value` written at `offset` in `buffer` (which has room for its up to 10 bytes),
     /// `offset` moved past it: for bytes kept on the stack.
     static func put(_ value: UInt64, into buffer: UnsafeMutableRawBufferPointer, at offset: inout Int) {
+        encode(value) { byte in
+            buffer[offset] = byte
+            offset += 1
+        }
+    }
+
+    /// `value`'s bytes, in order.
+    @inline(__always)
+    private static func encode(_ value: UInt64, _ emit: (UInt8) -> Void) {
         var rest = value
         while rest >= 0x80 {
-            buffer[offset] = UInt8(truncatingIfNeeded: rest) | 0x80
-            offset += 1
+            emit(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
         }
-        buffer[offset] = UInt8(rest)
-        offset += 1
+        emit(UInt8(rest))
     }
 
     /// Bytes as they are (a name, after its length).

@@ -42,6 +42,8 @@ final class ProducerTable: @unchecked Sendable {
         /// Streams whose producers must all be written in this transaction.
         fileprivate var mustWrite: Set<Int64> = []
         fileprivate var deletedStreams: Set<Int64> = []
+        /// Whether idle producers were expired (the cache is then dropped).
+        fileprivate var expired = false
         /// Streams whose rows were written (their snapshot moved).
         fileprivate var written: Set<Int64> = []
     }
@@ -177,6 +179,7 @@ final class ProducerTable: @unchecked Sendable {
         let rows = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT stream_id, producer FROM producers WHERE updated_at < ?"), arguments: [cutoff])
         let delete = try db.cachedStatement(sql: "DELETE FROM producers WHERE stream_id = ? AND producer = ?")
+        pending.expired = true
         for row in rows {
             let key = ProducerKey(stream: row[0], producer: row[1])
             if pending.refs[key] != nil { continue }  // publishing in this batch
@@ -282,8 +285,8 @@ final class ProducerTable: @unchecked Sendable {
     // MARK: After the commit
 
     /// After the commit: the states come back to the cache, and what was not written is behind.
-    func apply(_ changes: [ProducerKey: ProducerState], _ pending: Pending, deletedStreams: [Int64], expired: Bool, millis: Int64) {
-        if expired || states.count > 100_000 { states = [:] }  // a cache: reloaded on demand
+    func apply(_ changes: [ProducerKey: ProducerState], _ pending: Pending, millis: Int64) {
+        if pending.expired || states.count > 100_000 { states = [:] }  // a cache: reloaded on demand
         for (key, state) in pending.loaded { restore(key, state, pending) }
         for (key, state) in changes { restore(key, state, pending) }
         for stream in pending.written { behind[stream] = nil }
@@ -291,12 +294,12 @@ final class ProducerTable: @unchecked Sendable {
         for key in changes.keys where !pending.written.contains(key.stream) {
             behind[key.stream, default: (keys: [], since: millis)].keys.insert(key)
         }
-        for stream in deletedStreams {
+        for stream in pending.deletedStreams {
             behind[stream] = nil
             snapshots[stream] = nil
             settled.remove(stream)
         }
-        if !deletedStreams.isEmpty { states = states.filter { !deletedStreams.contains($0.key.stream) } }
+        if !pending.deletedStreams.isEmpty { states = states.filter { !pending.deletedStreams.contains($0.key.stream) } }
     }
 
     private func restore(_ key: ProducerKey, _ state: ProducerState, _ pending: Pending) {

@@ -112,9 +112,7 @@ final class SQLiteLog: LogDatabase {
             return WriterRules<SQLiteTransaction>.failed(batch, StoreError(error, path: path), waiting: waiting)
         }
         guard let committed else { return }
-        producers.apply(
-            committed.producerChanges, producerWrites, deletedStreams: committed.deletedIDs, expired: committed.expiredProducers,
-            millis: committed.millis)
+        producers.apply(committed.producerChanges, producerWrites, millis: committed.millis)
         committed.committed(batch, started: started, listeners: listeners)
     }
 

@@ -21,7 +21,6 @@ extension WriterRules {
         }
         if producerExpiry.due(now: millis) {
             try db.expireProducers(before: millis - ProducerState.idleLifetimeMillis)
-            expiredProducers = true
         }
     }
 }

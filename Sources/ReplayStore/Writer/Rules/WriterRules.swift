@@ -91,8 +91,6 @@ struct WriterRules<DB: LogTransaction> {
     var liveReaders: @Sendable (String) -> Bool = { _ in true }
     /// When producers idle past their lifetime were last forgotten.
     let producerExpiry: ProducerExpiry
-    /// Whether this transaction forgot them (a cache of them is then stale).
-    var expiredProducers = false
 
     /// How a stream an append names is created if it does not exist (the store's
     /// `Options.autoCreate`); `nil`: the append is refused.
@@ -124,7 +122,6 @@ struct WriterRules<DB: LogTransaction> {
         appendedBytes = 0
         refreshed = [:]
         refreshedEvents = [:]
-        expiredProducers = false
         newWaiters = []
         answeredWaiters = []
         retriedWaiters = []
