@@ -87,6 +87,18 @@ struct PostgresNoticeTests {
         #expect(crowded.payload.utf8.count < 8000)
     }
 
+    /// A daemon knows its own notices by their first line, without reading the rest: a
+    /// longer or shorter origin that shares the start is another daemon's.
+    @Test func aDaemonKnowsItsOwnNoticeByItsFirstLine() {
+        let payload = CommitNotice(origin: "daemon-a", streams: ["orders"]).payload
+        #expect(CommitNotice.isOwn(payload, origin: "daemon-a"))
+        #expect(CommitNotice.isOwn("daemon-a", origin: "daemon-a"))
+        #expect(!CommitNotice.isOwn(payload, origin: "daemon"))
+        #expect(!CommitNotice.isOwn(payload, origin: "daemon-ab"))
+        #expect(!CommitNotice.isOwn("daemon-ab\norders", origin: "daemon-a"))
+        #expect(!CommitNotice.isOwn("", origin: "daemon-a"))
+    }
+
     /// Bounds are sent only for a commit that changed nothing else the other catalogs
     /// hold, and taken only when they are not behind what this daemon knows.
     @Test func boundsAreSentForAppendsAloneAndTakenOnlyWhenNotBehind() {

@@ -281,7 +281,9 @@ final class PostgresLog: LogDatabase {
                             writer.submit(.refresh(streams: Set(catalog.all.map(\.info.name)).union(stored).sorted()))
                             backoff = .milliseconds(100)
                             for try await notification in notifications {
-                                guard let notice = CommitNotice(payload: notification.payload), notice.origin != origin else { continue }
+                                guard !CommitNotice.isOwn(notification.payload, origin: origin),
+                                    let notice = CommitNotice(payload: notification.payload)
+                                else { continue }
                                 if let streams = notice.streamsToRead {
                                     writer.submit(.refresh(streams: streams, bounds: notice.bounds))
                                 } else {
@@ -426,6 +428,17 @@ struct CommitNotice: Equatable {
         return ([origin] + (streams ?? ["*"]) + boundLines).joined(separator: "\n")
     }
 
+    /// Whether `payload` is a notice of `origin`'s own commit, from its first line alone.
+    /// Every session listening on the channel hears every NOTIFY, its own daemon's too:
+    /// where two daemons publish, half of what each hears is its own, and parsing those
+    /// whole before looking at their origin took about 4 % of a daemon's CPU.
+    static func isOwn(_ payload: String, origin: String) -> Bool {
+        let bytes = payload.utf8
+        guard bytes.starts(with: origin.utf8) else { return false }
+        let end = bytes.index(bytes.startIndex, offsetBy: origin.utf8.count)
+        return end == bytes.endIndex || bytes[end] == UInt8(ascii: "\n")
+    }
+
     init?(payload: String) {
         let lines = payload.split(separator: "\n", omittingEmptySubsequences: false)
         guard let origin = lines.first, !origin.isEmpty else { return nil }
@@ -433,7 +446,9 @@ struct CommitNotice: Equatable {
         var names: [String] = []
         var bounds: [String: StreamBounds] = [:]
         for line in lines.dropFirst() {
-            if line.contains(" ") {
+            // Bytes, not `contains(" ")`: on a substring that is Foundation's search through
+            // CFString, a tenth of the listening task's time per line.
+            if line.utf8.contains(UInt8(ascii: " ")) {
                 // A line this version cannot read is left out: the stream's row is read.
                 if let (name, parsed) = Self.bounds(line) { bounds[name] = parsed }
             } else {
