@@ -430,8 +430,8 @@ struct CommitNotice: Equatable {
 
     /// Whether `payload` is a notice of `origin`'s own commit, from its first line alone.
     /// Every session listening on the channel hears every NOTIFY, its own daemon's too:
-    /// where two daemons publish, half of what each hears is its own, and parsing those
-    /// whole before looking at their origin took about 4 % of a daemon's CPU.
+    /// where two daemons publish, half of what each hears is its own, and parsing every
+    /// notice whole before looking at its origin took 4 % of the daemons' CPU.
     static func isOwn(_ payload: String, origin: String) -> Bool {
         let bytes = payload.utf8
         guard bytes.starts(with: origin.utf8) else { return false }
@@ -446,8 +446,8 @@ struct CommitNotice: Equatable {
         var names: [String] = []
         var bounds: [String: StreamBounds] = [:]
         for line in lines.dropFirst() {
-            // Bytes, not `contains(" ")`: on a substring that is Foundation's search through
-            // CFString, a tenth of the listening task's time per line.
+            // Bytes, not `contains(" ")`, which on a substring is Foundation's search
+            // through CFString.
             if line.utf8.contains(UInt8(ascii: " ")) {
                 // A line this version cannot read is left out: the stream's row is read.
                 if let (name, parsed) = Self.bounds(line) { bounds[name] = parsed }
