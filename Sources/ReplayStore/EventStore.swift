@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReplayModel
+import ReplaySync
 
 /// Streams of events in one database: the durable replay buffer. The embedded default is
 /// one SQLite file; a PostgreSQL server lets several daemons share the same streams.
@@ -41,6 +42,9 @@ public final class EventStore: Sendable {
     private let listeners: CommitListeners
     private let writer: WriteQueue
     private let clock: @Sendable () -> Date
+    /// Whether `close` has run: the database is released once (a second SQLite close
+    /// reached its checkpoint with the connection already closed, and crashed).
+    private let closed = Locked(false)
 
     /// Opens (creating if needed) the SQLite database at `path`, upgrading its schema in place.
     ///
@@ -308,6 +312,11 @@ public final class EventStore: Sendable {
     /// Refuses new writes, commits what is queued (completing those writes), then releases
     /// the database (SQLite: checkpointed and unlocked for another process). Idempotent.
     public func close() {
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
         writer.close()
         log.close()
     }

@@ -42,6 +42,6 @@ protocol LogDatabase: Sendable {
     /// daemons' commits (they become `refresh` requests of this writer).
     func start(writer: WriteQueue)
 
-    /// After the writer has drained: release the database.
+    /// After the writer has drained: release the database. Called once (`EventStore.close`).
     func close()
 }

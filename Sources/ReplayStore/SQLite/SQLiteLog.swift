@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import ReplayModel
-import ReplaySync
 
 /// Streams in one SQLite file: the embedded default. One process writes it (`ProcessLock`);
 /// reads run on a pool of WAL readers and never block the writer, and the `sqlite3` shell
@@ -13,7 +12,6 @@ final class SQLiteLog: LogDatabase {
     private let lock: ProcessLock
     private let listeners: CommitListeners
     private let producers = ProducerTable()
-    private let closed = Locked(false)
     private let waiting: WaitingMembers
     private let now: @Sendable () -> Date
     /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
@@ -171,12 +169,6 @@ final class SQLiteLog: LogDatabase {
     /// (`WALFile`), closes the file and releases it for another process (or another store
     /// in this one).
     func close() {
-        // Once: a second close reached SQLite's checkpoint with the connection closed.
-        let first = closed.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        guard first else { return }
         waiting.close()
         // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
         _ = try? pool.write { db in try producers.writeBehind(db) }
