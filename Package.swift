@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "ReplayProtocol", targets: ["ReplayProtocol"]),
         .library(name: "ReplayClient", targets: ["ReplayClient"]),
         .library(name: "ReplayServer", targets: ["ReplayServer"]),
+        .library(name: "ReplayDerive", targets: ["ReplayDerive"]),
         // For the fuzzers (Fuzz/): the token oracle and the test helpers.
         .library(name: "ReplayAuth", targets: ["ReplayAuth"]),
         .library(name: "ReplayTesting", targets: ["ReplayTesting"]),
@@ -96,6 +97,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplaySync", "ReplayTesting"]),
+        // jq's C library (Debian's libjq-dev), linked as SQLite is: a system library.
+        .systemLibrary(name: "CJQ", path: "Sources/CJQ", providers: [.apt(["libjq-dev"])]),
+        // Derived streams' computations: the articles' operators evaluated by jq, one
+        // interpreter per derivation. Knows nothing of the store or the wire.
+        .target(name: "ReplayDerive", dependencies: ["CJQ", "ReplayModel"]),
+        .testTarget(name: "ReplayDeriveTests", dependencies: ["ReplayDerive", "ReplayModel"]),
         // The wire protocol: commands, frames, their codecs. Knows nothing of streams' storage.
         .target(
             name: "ReplayProtocol",
@@ -114,7 +121,7 @@ let package = Package(
         .target(
             name: "ReplayServer",
             dependencies: [
-                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol", "ReplaySync", "ReplayAuth",
+                "ReplayCore", "ReplayModel", "ReplayStore", "ReplayProtocol", "ReplaySync", "ReplayAuth", "ReplayDerive",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),

@@ -28,6 +28,7 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidAck = "invalid_ack"
         case unknownGroup = "unknown_group"
         case groupConflict = "group_conflict"
+        case derivationConflict = "derivation_conflict"
         // The server.
         case storageFull = "storage_full"
         /// The shared database (PostgreSQL) cannot be reached: nothing was committed; retry.

@@ -32,6 +32,7 @@ extension StoreError {
         case .invalidAck: Meaning(code: .invalidAck, status: .badRequest)
         case .unknownGroup: Meaning(code: .unknownGroup, status: .notFound)
         case .groupConflict: Meaning(code: .groupConflict, status: .conflict)
+        case .derivationConflict: Meaning(code: .derivationConflict, status: .conflict)
         case .storageFull: Meaning(code: .storageFull, status: .insufficientStorage)
         case .limitReached: Meaning(code: .limitReached, status: .insufficientStorage)
         // A quota of the client's, as JetStream's account limits: not the server's fault.

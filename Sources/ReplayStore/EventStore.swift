@@ -236,6 +236,31 @@ public final class EventStore: Sendable {
         writer.submit(.barrier(completion))
     }
 
+    // MARK: Derived streams
+
+    /// Creates, confirms or rebuilds a derivation (see `DerivationDefinition`).
+    public func define(_ definition: DerivationDefinition, completion: @escaping @Sendable (Result<Derivation, StoreError>) -> Void) {
+        writer.submit(.defineDerivation(definition, completion))
+    }
+
+    /// Commits a derivation's step: its outputs, state and positions together, or nothing.
+    public func commit(_ step: DerivationStep, completion: @escaping @Sendable (Result<Derivation, StoreError>) -> Void) {
+        writer.submit(.derivationStep(step, completion))
+    }
+
+    public func define(_ definition: DerivationDefinition) async throws(StoreError) -> Derivation {
+        try await bridge { self.define(definition, completion: $0) }
+    }
+
+    public func commit(_ step: DerivationStep) async throws(StoreError) -> Derivation {
+        try await bridge { self.commit(step, completion: $0) }
+    }
+
+    /// Every derivation as last committed. Blocking.
+    public func derivations() throws(StoreError) -> [Derivation] {
+        try log.derivations()
+    }
+
     // MARK: Reads (blocking: call from a thread that may wait, never from an event loop)
 
     /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.

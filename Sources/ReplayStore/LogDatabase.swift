@@ -29,6 +29,9 @@ protocol LogDatabase: Sendable {
     /// Every subscription's row as last committed (`id`: that one only).
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow]
 
+    /// Every derivation as last committed, by derived stream.
+    func derivations() throws(StoreError) -> [Derivation]
+
     /// Claims the right to run `stream`'s source: whether this daemon now holds it. Blocking.
     func claimSource(_ stream: String) -> Bool
     /// Gives a claimed source up (it stopped here).

@@ -52,6 +52,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A SUB that joins a group asked for a setting other than the group's.
     case groupConflict(stream: String, group: String, setting: String, current: String, asked: String)
     /// The store was closed.
+    /// A derivation's definition or step that does not match the stored one: redefined
+    /// without `--rebuild`, or a step read from positions that another runner has moved.
+    case derivationConflict(stream: String, reason: String)
     case closed
     /// SQLite reported an error.
     case sqlite(code: Int32, message: String)
@@ -107,6 +110,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "stream '\(stream)' has no consumer group named '\(name)'"
         case .groupConflict(let stream, let group, let setting, let current, let asked):
             "group '\(group)' of stream '\(stream)' has \(setting)=\(current), not \(asked); join it with its settings or use another group"
+        case .derivationConflict(let stream, let reason):
+            "derived stream '\(stream)': \(reason)"
         case .closed:
             "the store is closed"
         case .sqlite(let code, let message):

@@ -337,6 +337,10 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.subscriptions(id: id, session) }
     }
 
+    func derivations() throws(StoreError) -> [Derivation] {
+        try withReader { session in try PostgresTransaction.derivations(session) }
+    }
+
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
         try withReader { session in
             let rows = try session.query("SELECT first_seq, last_seq FROM streams WHERE id = \(record.id)")

@@ -262,8 +262,8 @@ final class PostgresTransaction: LogTransaction {
 
     /// The stamp is not kept: a producer's row is written with every batch it publishes in
     /// (daemons share the rows, and one daemon's stamps would be another's to read back).
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?) throws {
-        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload)
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?) throws {
+        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin)
         if pending.bytes > 4 << 20 { try flush() }
     }
 
@@ -275,10 +275,20 @@ final class PostgresTransaction: LogTransaction {
         begin()
         let events = pending
         pending = PendingEvents()
+        guard events.hasOrigins else {
+            session.send(
+                """
+                INSERT INTO event_log (stream_id, seq, time, payload)
+                SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])
+                """)
+            return
+        }
+        // A derivation's outputs: '' is a plain event's (no origin).
         session.send(
             """
-            INSERT INTO event_log (stream_id, seq, time, payload)
-            SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])
+            INSERT INTO event_log (stream_id, seq, time, payload, origin)
+            SELECT s, q, t, p, NULLIF(o, '') FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[],
+                \(events.payloads)::bytea[], \(events.origins)::text[]) AS e (s, q, t, p, o)
             """)
     }
 
@@ -513,11 +523,20 @@ struct PendingEvents: Sendable {
     var sequences: [Int64] = []
     var times: [Int64] = []
     var payloads: [ByteBuffer] = []
+    /// Filled only once an event has an origin (a derivation's output): '' for the others.
+    var origins: [String] = []
     var bytes = 0
 
     var isEmpty: Bool { streams.isEmpty }
+    var hasOrigins: Bool { !origins.isEmpty }
 
-    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data) {
+    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?) {
+        if let origin {
+            if origins.isEmpty { origins = Array(repeating: "", count: streams.count) }
+            origins.append(origin)
+        } else if !origins.isEmpty {
+            origins.append("")
+        }
         streams.append(stream)
         sequences.append(sequence)
         times.append(millis)

@@ -136,6 +136,14 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func derivations() throws(StoreError) -> [Derivation] {
+        do {
+            return try pool.read { db in try SQLiteTransaction.derivations(db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
         do {
             return try pool.read { db in

@@ -120,7 +120,8 @@ final class SQLiteTransaction: LogTransaction {
         try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [id])
     }
 
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?) throws {
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?) throws {
+        if let origin { return try insertOutput(stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin) }
         let insert = try RawStatement(db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, stamp) VALUES (?, ?, ?, ?)"), in: db)
         insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
         insert.bind(millis, at: 2)

@@ -47,7 +47,8 @@ protocol LogTransaction: AnyObject {
 
     /// `stamp`: the producer's, on the first event of each publish it makes (SQLite keeps
     /// it in the event's row, so that the producer's own row can be written behind).
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?) throws
+    /// `origin`: a derivation's output's input event (`stream:seq`).
+    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?) throws
     /// Every event of the stream.
     func deleteEvents(of stream: Int64) throws
     /// Events `from...through`; the payload bytes freed.
@@ -93,6 +94,12 @@ protocol LogTransaction: AnyObject {
     func writeSubscription(_ write: SubscriptionWrite, millis: Int64) throws -> SubscriptionWritten
     /// The signing key kept, `candidate` if there was none.
     func signingKey(orInsert candidate: SigningKey, createdAt: Int64) throws -> SigningKey
+
+    /// The derived stream's derivation as committed (locked with its stream's row where
+    /// the database is shared); `nil` if it is a plain stream.
+    func derivation(stream: Int64, name: String) throws -> Derivation?
+    /// Writes (inserts or replaces) the derived stream's derivation.
+    func writeDerivation(stream: Int64, _ derivation: Derivation) throws
 
     /// An atomic send's undo point inside the batch.
     func savepoint() throws

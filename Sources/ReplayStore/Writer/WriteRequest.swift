@@ -45,6 +45,10 @@ enum WriteRequest: Sendable {
     case refresh(streams: [String], bounds: [String: StreamBounds] = [:])
     /// A subscription's row written or removed, if it is still as its writer read it.
     case subscription(SubscriptionWrite, Completion<SubscriptionWritten>)
+    /// A derivation created or redefined (its derived stream created if new).
+    indirect case defineDerivation(DerivationDefinition, Completion<Derivation>)
+    /// A derivation's outputs, state and positions, all or none.
+    indirect case derivationStep(DerivationStep, Completion<Derivation>)
     /// The daemon's signing key: `candidate` is kept if there is none yet; answered with
     /// the one kept (another daemon's, on a shared database, if it came first).
     case signingKey(candidate: SigningKey, Completion<SigningKey>)
@@ -59,6 +63,8 @@ enum WriteRequest: Sendable {
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
         case .atomic(let events, _, _): events.map(\.stream)
         case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
+        case .defineDerivation(let definition, _): [definition.stream]
+        case .derivationStep(let step, _): [step.stream] + (step.deadLetterStream.map { [$0] } ?? [])
         case .enforceRetention, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey: []
         }
     }
@@ -101,6 +107,8 @@ enum WriteRequest: Sendable {
         case .barrier(let done): done(.failure(error))
         case .subscription(_, let done): done(.failure(error))
         case .signingKey(_, let done): done(.failure(error))
+        case .defineDerivation(_, let done): done(.failure(error))
+        case .derivationStep(_, let done): done(.failure(error))
         case .refresh, .serveDueWaiters: break
         }
     }

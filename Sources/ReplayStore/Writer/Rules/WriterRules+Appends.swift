@@ -166,9 +166,10 @@ extension WriterRules {
         return AppendResult(token: token, sequence: .success(first), more: Array(sequences.dropFirst()))
     }
 
-    /// Numbers and inserts one event, with the producer's stamp if it is a publish's first;
+    /// Numbers and inserts one event, with the producer's stamp if it is a publish's first
+    /// and the input event it came from if a derivation computed it;
     /// `nil` if the stream has ended.
-    mutating func append(_ payload: Data, to index: Int, stamp: ProducerStamp? = nil) throws -> StoredEvent? {
+    mutating func append(_ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil) throws -> StoredEvent? {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
@@ -176,7 +177,7 @@ extension WriterRules {
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live.
         if record.info.config.capacity != 0 {
-            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp)
+            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1

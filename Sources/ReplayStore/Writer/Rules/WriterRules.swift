@@ -12,7 +12,7 @@ import ReplayModel
 /// This file holds the batch's working state and its life (run, finish, commit); the
 /// handlers are in files by concern beside it: appends (`+Appends`), streams' lifecycle
 /// and admission (`+Streams`), durable consumers (`+Consumers`), retention and another
-/// daemon's commits (`+Retention`, `+Refresh`), forks (`+Forks`).
+/// daemon's commits (`+Retention`, `+Refresh`), forks (`+Forks`), derivations (`+Derivations`).
 struct WriterRules<DB: LogTransaction> {
     /// A stream this transaction changed: its record as of now, and its new events.
     struct Touched {
@@ -62,6 +62,8 @@ struct WriterRules<DB: LogTransaction> {
     var deletedIDs: [Int64] = []
     /// Producer states as this transaction leaves them.
     var producerChanges: [ProducerKey: ProducerState] = [:]
+    /// Derivations as this transaction leaves them, by their derived stream's id.
+    var derivationChanges: [Int64: Derivation] = [:]
     var completions: [@Sendable () -> Void] = []
     /// The results of `appendToSink` and `atomic` requests, told to their sinks once per batch.
     var sinks = SinkResults()
@@ -116,6 +118,7 @@ struct WriterRules<DB: LogTransaction> {
         deleted = []
         deletedIDs = []
         producerChanges = [:]
+        derivationChanges = [:]
         completions = []
         sinks = SinkResults()
         appendedEvents = 0
@@ -236,6 +239,10 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, .success(try db.writeSubscription(write, millis: millis)))
         case .signingKey(let candidate, let done):
             complete(done, .success(try db.signingKey(orInsert: candidate, createdAt: millis)))
+        case .defineDerivation(let definition, let done):
+            complete(done, try define(definition))
+        case .derivationStep(let step, let done):
+            complete(done, try perform(step))
         }
     }
 
@@ -269,6 +276,7 @@ struct WriterRules<DB: LogTransaction> {
         // their rows written now would name a stream that is gone, and fail the batch.
         let producers = deletedIDs.isEmpty ? producerChanges : producerChanges.filter { !deletedIDs.contains($0.key.stream) }
         try db.writeProducers(producers, millis: millis)
+        try writeDerivations()
     }
 
     /// What retention removed leaves the stream's groups' pending sets.

@@ -1,0 +1,229 @@
+import CJQ
+import Foundation
+import ReplayModel
+
+/// One input event as a derivation reads it.
+public struct InputEvent: Sendable {
+    public let stream: String
+    public let sequence: UInt64
+    /// Commit time, ms since 1970: windows are cut by it.
+    public let millis: Int64
+    public let payload: Data
+
+    public init(stream: String, sequence: UInt64, millis: Int64, payload: Data) {
+        self.stream = stream
+        self.sequence = sequence
+        self.millis = millis
+        self.payload = payload
+    }
+}
+
+/// One output of a derivation, with the input event that produced it.
+public struct DerivedOutput: Sendable, Equatable {
+    public let payload: Data
+    public let originStream: String
+    public let originSequence: UInt64
+
+    public init(payload: Data, originStream: String, originSequence: UInt64) {
+        self.payload = payload
+        self.originStream = originStream
+        self.originSequence = originSequence
+    }
+}
+
+/// A derivation's operators over its events, one event at a time: the articles' map,
+/// filter, flattenMap, scan, combineLatest, take, skip, takeUntil, distinctUntilChanged
+/// and tumbling windows, evaluated by jq. Pure in its inputs: the same events from the
+/// same state give the same outputs, which is what makes a redo after a crash, or a
+/// rebuild, produce what the first run did.
+///
+/// Not `Sendable`: it holds jq's values and interpreter (`JQProgram`), confined to the
+/// thread that runs the derivation. An event whose program fails leaves the state as it
+/// was, so the error policy (skip, stop, dead-letter) decides with nothing half-applied.
+public final class DerivationEngine {
+    public let spec: DerivationSpec
+    private let program: JQProgram
+    /// The state as stored, but for the values kept live below.
+    private var stored: DerivationState
+    /// scan's accumulator and combineLatest's latest events, as jq values: parsed once, not
+    /// per event (a running sum over 1,000 keys is a 20 KB object).
+    private var accumulator: JQValue?
+    private var latest: JQValue?
+    private let initial: Data?
+
+    /// Compiles the program and takes the stored state (`nil`: a new derivation).
+    public init(_ spec: DerivationSpec, state: String? = nil, budget: JQProgram.Budget = .init()) throws(JQProgram.Failure) {
+        self.spec = spec
+        program = try JQProgram(spec.program, budget: budget)
+        stored = try DerivationState(json: state)
+        initial = spec.scan.map { Data($0.utf8) }
+        if let text = stored.accumulator ?? spec.scan { accumulator = try JQProgram.parse(Data(text.utf8)) }
+        if spec.combineLatest { latest = try JQProgram.parse(Data((stored.latest ?? "{}").utf8)) }
+        if spec.take == 0 { stored.completed = true }
+    }
+
+    public var isCompleted: Bool { stored.completed }
+
+    /// The state to store with the outputs so far.
+    public var state: DerivationState {
+        var state = stored
+        state.accumulator = accumulator.map { String(decoding: $0.json, as: UTF8.self) }
+        state.latest = latest.map { String(decoding: $0.json, as: UTF8.self) }
+        return state
+    }
+
+    /// The outputs of one event, after skip, take and distinct. Throws a runtime error
+    /// (the event is not JSON, the program failed or passed its budget) with the state
+    /// unchanged.
+    public func feed(_ event: InputEvent) throws(JQProgram.Failure) -> [DerivedOutput] {
+        guard !stored.completed else { return [] }
+        if let until = spec.takeUntil, event.stream == until, !spec.inputs.contains(until) {
+            stored.completed = true
+            return []
+        }
+        let produced: [Data]
+        if spec.combineLatest {
+            produced = try combine(event)
+        } else if spec.window != nil {
+            produced = try windowed(event)
+        } else if spec.scan != nil {
+            produced = try scan(event)
+        } else {
+            produced = try program.run(json: event.payload)
+        }
+        return limit(produced, origin: event)
+    }
+
+    /// The end of the inputs (an input completed or failed): a window still open is not
+    /// emitted, since it never closed; the derived stream completes.
+    public func complete() {
+        stored.completed = true
+    }
+
+    // MARK: The operators
+
+    /// `{state, event, stream, seq}` in; the new state out, or `{state, emit}`.
+    private func scan(_ event: InputEvent) throws(JQProgram.Failure) -> [Data] {
+        let folded = try fold(event, into: accumulator?.copy() ?? .null())
+        guard let state = folded.state else { return [] }
+        let emit = folded.emit ?? [state.json]
+        accumulator = state
+        return emit
+    }
+
+    /// A fold per window of `window` seconds of commit time; a window's result, with its
+    /// bounds, is emitted by the first event of a later window.
+    private func windowed(_ event: InputEvent) throws(JQProgram.Failure) -> [Data] {
+        let length = max(1, Int64((spec.window ?? 1) * 1000))
+        let start = event.millis - ((event.millis % length) + length) % length
+        var closed: [Data] = []
+        var events = stored.windowEvents
+        let current: JQValue
+        if let open = stored.windowStart, open != start {
+            if events > 0, let accumulator {
+                let result = JQValue.object()
+                result.set("start", .string(Timestamp.format(millis: open)))
+                result.set("end", .string(Timestamp.format(millis: open + length)))
+                result.set("events", .number(Double(events)))
+                result.set("state", accumulator.copy())
+                closed.append(result.json)
+            }
+            current = try JQProgram.parse(initial ?? Data("null".utf8))
+            events = 0
+        } else if let accumulator {
+            current = accumulator.copy()
+        } else {
+            current = try JQProgram.parse(initial ?? Data("null".utf8))
+        }
+        let folded = try fold(event, into: current.copy())
+        stored.windowStart = start
+        if let state = folded.state {
+            accumulator = state
+            events += 1
+        } else {
+            accumulator = current
+        }
+        stored.windowEvents = events
+        return closed
+    }
+
+    /// What scan's program made of one event: the new state (`nil`: it produced nothing,
+    /// and the event is ignored), and what to emit if it said so (`{state, emit}`).
+    private struct Folded {
+        var state: JQValue?
+        var emit: [Data]?
+    }
+
+    private func fold(_ event: InputEvent, into state: JQValue) throws(JQProgram.Failure) -> Folded {
+        let input = JQValue.object()
+        input.set("state", state)
+        input.set("event", try JQProgram.parse(event.payload))
+        input.set("stream", .string(event.stream))
+        input.set("seq", .number(Double(event.sequence)))
+        guard let output = try program.single(input) else { return Folded(state: nil, emit: nil) }
+        let emit = output.withValue(Self.emitted)
+        guard let emit else { return Folded(state: output, emit: nil) }
+        return Folded(state: output.withValue { JQValue(jv_object_get(jv_copy($0), jv_string("state"))) }, emit: emit)
+    }
+
+    /// What `{state, emit}` (exactly those keys, `emit` an array or null) emits; `nil` if
+    /// the value is a plain state.
+    private static func emitted(_ value: jv) -> [Data]? {
+        guard jv_get_kind(value) == JV_KIND_OBJECT, jv_object_length(jv_copy(value)) == 2,
+            jv_object_has(jv_copy(value), jv_string("state")) != 0, jv_object_has(jv_copy(value), jv_string("emit")) != 0
+        else { return nil }
+        let emit = jv_object_get(jv_copy(value), jv_string("emit"))
+        defer { jv_free(emit) }
+        switch jv_get_kind(emit) {
+        case JV_KIND_ARRAY:
+            return (0..<jv_array_length(jv_copy(emit))).map { index in
+                let element = jv_array_get(jv_copy(emit), index)
+                defer { jv_free(element) }
+                return JQProgram.dump(element)
+            }
+        case JV_KIND_NULL: return []
+        default: return nil
+        }
+    }
+
+    /// `{latest: {input: event}, stream, seq}`, once every input has an event.
+    private func combine(_ event: InputEvent) throws(JQProgram.Failure) -> [Data] {
+        let updated = latest?.copy() ?? .object()
+        updated.set(event.stream, try JQProgram.parse(event.payload))
+        let complete = updated.withValue { value in
+            spec.inputs.allSatisfy { jv_object_has(jv_copy(value), jv_string($0)) != 0 }
+        }
+        guard complete else {
+            latest = updated
+            return []
+        }
+        let input = JQValue.object()
+        input.set("latest", updated.copy())
+        input.set("stream", .string(event.stream))
+        input.set("seq", .number(Double(event.sequence)))
+        let outputs = try program.run(input)
+        latest = updated
+        return outputs
+    }
+
+    /// skip, distinctUntilChanged and take, in that order, on the program's outputs.
+    private func limit(_ produced: [Data], origin event: InputEvent) -> [DerivedOutput] {
+        var outputs: [DerivedOutput] = []
+        for payload in produced {
+            guard !stored.completed else { break }
+            if let skip = spec.skip, stored.skipped < skip {
+                stored.skipped += 1
+                continue
+            }
+            let text = String(decoding: payload, as: UTF8.self)
+            if spec.distinct {
+                if stored.last == text { continue }
+                stored.last = text
+            }
+            outputs.append(DerivedOutput(payload: payload, originStream: event.stream, originSequence: event.sequence))
+            stored.emitted += 1
+            if let take = spec.take, stored.emitted >= take { stored.completed = true }
+        }
+        return outputs
+    }
+}

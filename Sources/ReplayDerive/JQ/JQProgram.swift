@@ -1,0 +1,213 @@
+import CJQ
+import Foundation
+
+/// One compiled jq program and the interpreter state that runs it (`jq_state`).
+///
+/// jq is the JSON language users already know from the command line, and Debian's
+/// libjq-dev is its C library (jq 1.6); no listed Swift package evaluates jq, and writing
+/// an interpreter by hand would be a second dialect of it.
+///
+/// What jq 1.6 shares between threads, read in its sources: every `jq_state` is its own
+/// (its compiled program, its stack, its error callback); values (`jv`) are reference
+/// counted without atomics, so a value must never be reachable from two threads; the
+/// out-of-memory handler and the number formatter's context are per thread (pthread
+/// keys, `jv_alloc.c`, `jv_print.c`/`jv_parse.c` keep a dtoa context per call or per
+/// parser); the builtins are compiled into each state by `jq_compile`. So: one
+/// `JQProgram` per derivation or reader, used from one thread at a time, and no `jv`
+/// crosses out of it (results leave as bytes). The type is not `Sendable` for that reason.
+/// One thing jq does share: when `malloc` fails, it prints and calls `abort()`; a
+/// program that grows without bound is therefore cut off by `Budget` before it gets there.
+public final class JQProgram {
+    /// A compile error (with where, as jq words it) or a runtime error on one input.
+    public struct Failure: Error, Equatable, Sendable, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+        public init(_ message: String) { self.message = message }
+    }
+
+    /// What one input may cost: outputs and their bytes. jq 1.6 has no hook to interrupt a
+    /// running program, so a loop that produces nothing is not bounded here (see
+    /// docs/DERIVED.md); one that produces without end is.
+    public struct Budget: Sendable {
+        public var maxOutputs: Int
+        public var maxOutputBytes: Int
+
+        public init(maxOutputs: Int = 10_000, maxOutputBytes: Int = 16 << 20) {
+            self.maxOutputs = maxOutputs
+            self.maxOutputBytes = maxOutputBytes
+        }
+    }
+
+    public let source: String
+    public let budget: Budget
+    private var state: OpaquePointer?
+    /// Messages jq reported through its error callback while compiling.
+    private let messages = Messages()
+
+    private final class Messages {
+        var lines: [String] = []
+    }
+
+    /// Compiles `source`, after refusing builtins that read anything but the input
+    /// (`ProgramVetting`).
+    public init(_ source: String, budget: Budget = Budget()) throws(Failure) {
+        if let refusal = ProgramVetting.refusal(of: source) { throw Failure(refusal) }
+        self.source = source
+        self.budget = budget
+        guard let state = jq_init() else { throw Failure("jq could not start (out of memory)") }
+        self.state = state
+        let context = Unmanaged.passUnretained(messages).toOpaque()
+        jq_set_error_cb(
+            state,
+            { context, message in
+                let messages = Unmanaged<Messages>.fromOpaque(context!).takeUnretainedValue()
+                messages.lines.append(JQProgram.text(of: message))
+            }, context)
+        let compiled = jq_compile(state, source)
+        guard compiled != 0 else {
+            let words = messages.lines.filter { !$0.hasSuffix("compile error") && !$0.contains("compile errors") }
+            throw Failure(words.isEmpty ? "the jq program does not compile" : words.joined(separator: "; "))
+        }
+    }
+
+    deinit {
+        jq_teardown(&state)
+    }
+
+    /// Runs the program on one JSON document given as bytes; its outputs, each as compact
+    /// JSON. A non-JSON input is a runtime error.
+    public func run(json input: some ContiguousBytes) throws(Failure) -> [Data] {
+        try run(Self.parse(input))
+    }
+
+    /// Runs the program on a value built from parts (scan's `{state, event, stream, seq}`).
+    func run(_ input: JQValue) throws(Failure) -> [Data] {
+        var outputs: [Data] = []
+        try forEachOutput(input) { value throws(Failure) in outputs.append(Self.dump(value)) }
+        return outputs
+    }
+
+    /// Runs a program that returns at most one value (scan's): that value, `nil` if none.
+    func single(_ input: JQValue) throws(Failure) -> JQValue? {
+        var first: jv?
+        do {
+            try forEachOutput(input) { value throws(Failure) in
+                guard first == nil else { throw Failure("scan's program returns one state per event, and returned more") }
+                first = jv_copy(value)
+            }
+        } catch {
+            if let first { jv_free(first) }
+            throw error
+        }
+        return first.map { JQValue($0) }
+    }
+
+    /// Runs the program, handing each output to `body` (borrowed: valid during the call),
+    /// within the budget. A runtime error is thrown with jq's message.
+    func forEachOutput(_ input: JQValue, _ body: (jv) throws(Failure) -> Void) throws(Failure) {
+        var count = 0
+        var bytes = 0
+        jq_start(state, input.take(), 0)
+        while true {
+            let result = jq_next(state)
+            if jv_is_valid(result) != 0 {
+                defer { jv_free(result) }
+                count += 1
+                // Strings and containers count by their size in memory, roughly: a
+                // program that builds without end is cut off before malloc fails.
+                bytes += Self.approximateSize(result)
+                if count > budget.maxOutputs || bytes > budget.maxOutputBytes {
+                    // Stops the program where it stands; the next `jq_start` resets it.
+                    throw Failure("the program produced more than \(budget.maxOutputs) outputs or \(budget.maxOutputBytes) bytes for one event")
+                }
+                try body(result)
+                continue
+            }
+            if jv_invalid_has_msg(jv_copy(result)) != 0 {
+                throw Failure(Self.text(of: jv_invalid_get_msg(result)))
+            }
+            jv_free(result)
+            return
+        }
+    }
+
+    /// A value as compact JSON bytes (borrowed: `value` stays the caller's).
+    static func dump(_ value: jv) -> Data {
+        let dumped = jv_dump_string(jv_copy(value), 0)
+        defer { jv_free(dumped) }
+        return Data(bytes: jv_string_value(dumped), count: Int(jv_string_length_bytes(jv_copy(dumped))))
+    }
+
+    private static func approximateSize(_ value: jv) -> Int {
+        switch jv_get_kind(value) {
+        case JV_KIND_STRING: Int(jv_string_length_bytes(jv_copy(value)))
+        case JV_KIND_ARRAY: 16 * Int(jv_array_length(jv_copy(value)))
+        case JV_KIND_OBJECT: 32 * Int(jv_object_length(jv_copy(value)))
+        default: 16
+        }
+    }
+
+    /// A JSON document's value; a non-JSON one is a runtime error that says why.
+    static func parse(_ bytes: some ContiguousBytes) throws(Failure) -> JQValue {
+        let value = bytes.withUnsafeBytes { raw -> jv in
+            guard let base = raw.baseAddress, raw.count > 0 else { return jv_invalid_with_msg(jv_string("the event is empty, not JSON")) }
+            return jv_parse_sized(base.assumingMemoryBound(to: CChar.self), Int32(clamping: raw.count))
+        }
+        guard jv_is_valid(value) != 0 else {
+            let message = jv_invalid_get_msg(value)
+            throw Failure("the event is not JSON: " + text(of: message))
+        }
+        return JQValue(value)
+    }
+
+    /// A message value's text (taking it); a non-string is shown as JSON.
+    static func text(of message: jv) -> String {
+        if jv_get_kind(message) == JV_KIND_STRING {
+            let text = String(cString: jv_string_value(message))
+            jv_free(message)
+            return text
+        }
+        let dumped = jv_dump_string(message, 0)
+        let text = String(cString: jv_string_value(dumped))
+        jv_free(dumped)
+        return text
+    }
+}
+
+/// A jq value owned by Swift until it is handed to the interpreter (`take`). Confined to
+/// the thread of the `JQProgram` it is given to. A class rather than a non-copyable
+/// struct: optionals and closures of non-copyable values are not yet usable in Swift 6.3
+/// without ceremony at every use, and a derivation makes a handful per event.
+final class JQValue {
+    private var value: jv
+    private var taken = false
+
+    init(_ value: jv) { self.value = value }
+
+    static func string(_ text: String) -> JQValue { JQValue(jv_string(text)) }
+    static func number(_ number: Double) -> JQValue { JQValue(jv_number(number)) }
+    static func object() -> JQValue { JQValue(jv_object()) }
+    static func null() -> JQValue { JQValue(jv_null()) }
+
+    /// Sets a field of an object value, taking `field`.
+    func set(_ key: String, _ field: JQValue) {
+        value = jv_object_set(value, jv_string(key), field.take())
+    }
+
+    /// Another reference to the same value (jq's values are immutable and counted).
+    func copy() -> JQValue { JQValue(jv_copy(value)) }
+
+    /// The value, borrowed for a call that does not take it.
+    func withValue<R>(_ body: (jv) throws -> R) rethrows -> R { try body(value) }
+
+    var json: Data { JQProgram.dump(value) }
+
+    /// The value, for a call that consumes it; this object no longer owns it.
+    func take() -> jv {
+        precondition(!taken, "a jq value is handed to the interpreter once")
+        taken = true
+        return value
+    }
+
+    deinit { if !taken { jv_free(value) } }
+}

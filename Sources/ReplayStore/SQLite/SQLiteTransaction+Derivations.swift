@@ -1,0 +1,44 @@
+import Foundation
+import GRDB
+import ReplayModel
+
+/// Derivations' rows and their outputs' origins (migrations/0012_derivations.sql).
+extension SQLiteTransaction {
+    /// A derivation's output: its own statement, so that the plain append's cached
+    /// statement stays as it was measured.
+    func insertOutput(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, origin: String) throws {
+        try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, origin) VALUES (?, ?, ?, ?)").execute(arguments: [
+            EventKey.key(stream: stream, sequence: sequence), millis, payload, origin,
+        ])
+    }
+
+    func derivation(stream: Int64, name: String) throws -> Derivation? {
+        let row = try Row.fetchOne(db, sql: "SELECT * FROM derivations WHERE stream_id = ?", arguments: [stream])
+        return try row.map { try Self.derivation($0, name: name) }
+    }
+
+    func writeDerivation(stream: Int64, _ derivation: Derivation) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT OR REPLACE INTO derivations
+                    (stream_id, definition, positions, state, status, error, processed, errors, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            stream, derivation.spec.json, derivation.positionsJSON, derivation.state, derivation.status.rawValue, derivation.error,
+            Int64(clamping: derivation.processed), Int64(clamping: derivation.errors), derivation.createdAt, derivation.updatedAt,
+        ])
+    }
+
+    /// Every derivation with its stream's name, as last committed.
+    static func derivations(_ db: Database) throws -> [Derivation] {
+        try Row.fetchAll(db, sql: "SELECT d.*, s.name AS stream FROM derivations AS d JOIN streams AS s ON s.id = d.stream_id ORDER BY s.name")
+            .map { try derivation($0, name: $0["stream"]) }
+    }
+
+    static func derivation(_ row: Row, name: String) throws -> Derivation {
+        try Derivation(
+            stream: name, definition: row["definition"], positions: row["positions"], state: row["state"], status: row["status"],
+            error: row["error"], processed: row["processed"], errors: row["errors"], createdAt: row["created_at"], updatedAt: row["updated_at"])
+    }
+}
