@@ -309,6 +309,19 @@ public final class ReplayClient: Sendable {
         try await decode(try await send([.pending(stream: stream, group: group)])[0])
     }
 
+    /// Defines a derived stream: `spec` computed by the daemon from its inputs, exactly
+    /// once, its outputs kept as `stream`'s events (created with `capacity`, `nil`: the
+    /// daemon's default, if new). The same definition again changes nothing; a different
+    /// one is refused unless `rebuild`, which recomputes it from the retained inputs.
+    public func derive(_ stream: String, _ spec: DerivationSpec, capacity: CreateOptions.Capacity? = nil, rebuild: Bool = false) async throws {
+        try await expectOK(.derive(stream: stream, definition: spec.json, options: DeriveOptions(capacity: capacity, rebuild: rebuild)))
+    }
+
+    /// Every derived stream: its inputs, lag, rate, errors and status.
+    public func derivations() async throws -> [DerivationDescription] {
+        try await decode(try await send([.derivations])[0])
+    }
+
     public func deleteGroup(_ group: String, of stream: String) async throws {
         try await expectOK(.deleteGroup(stream: stream, group: group))
     }

@@ -110,6 +110,12 @@ extension ClientCommand {
             Wire.writePayload(bytes, into: &buffer)
         case .reset(let stream, let keepHistory):
             Wire.writeLine(["RESET", stream, keepHistory ? "keep" : "drop"], into: &buffer)
+        case .derive(let stream, let definition, let options):
+            let bytes = ByteBuffer(string: definition)
+            Wire.writeLine(["DERIVE", stream] + options.words + ["\(bytes.readableBytes)"], into: &buffer)
+            Wire.writePayload(bytes, into: &buffer)
+        case .derivations:
+            Wire.writeLine(["DERIVATIONS"], into: &buffer)
         case .ping:
             Wire.writeLine(["PING"], into: &buffer)
         }

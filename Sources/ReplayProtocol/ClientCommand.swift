@@ -16,6 +16,29 @@ public enum StartPosition: Sendable, Equatable {
 }
 
 /// The settings of `CREATE`, as sent on the wire.
+/// DERIVE's words beside its definition: the derived stream's capacity if it is new, and
+/// whether a different definition recomputes it (`rebuild`) rather than being refused.
+public struct DeriveOptions: Sendable, Equatable {
+    public var capacity: CreateOptions.Capacity?
+    public var rebuild: Bool
+
+    public init(capacity: CreateOptions.Capacity? = nil, rebuild: Bool = false) {
+        self.capacity = capacity
+        self.rebuild = rebuild
+    }
+
+    var words: [String] {
+        var words: [String] = []
+        switch capacity {
+        case .count(let n): words.append("capacity=\(n)")
+        case .unlimited: words.append("capacity=unlimited")
+        case nil: break
+        }
+        if rebuild { words.append("rebuild") }
+        return words
+    }
+}
+
 public struct CreateOptions: Sendable, Equatable {
     /// `nil`: the server's default capacity. Otherwise a count, or `.unlimited`.
     public var capacity: Capacity?
@@ -155,6 +178,11 @@ public enum ClientCommand: Sendable, Equatable {
     case complete(stream: String)
     case fail(stream: String, message: String)
     case reset(stream: String, keepHistory: Bool)
+    /// A derived stream defined (created, confirmed or rebuilt): `definition` is a
+    /// `DerivationSpec` as JSON, the command's payload.
+    indirect case derive(stream: String, definition: String, options: DeriveOptions)
+    /// Every derivation with its inputs, lag, rate and status.
+    case derivations
     case ping
 
     /// The verb, as written on the wire.
@@ -181,6 +209,8 @@ public enum ClientCommand: Sendable, Equatable {
         case .complete: "COMPLETE"
         case .fail: "FAIL"
         case .reset: "RESET"
+        case .derive: "DERIVE"
+        case .derivations: "DERIVATIONS"
         case .ping: "PING"
         }
     }

@@ -11,6 +11,7 @@ enum CommandParser {
         case publishChecked(stream: String, checks: AppendConditions)
         case fail(stream: String)
         case create(stream: String, options: CreateOptions)
+        case derive(stream: String, options: DeriveOptions)
 
         func complete(with payload: ByteBuffer) -> ClientCommand {
             switch self {
@@ -23,6 +24,8 @@ enum CommandParser {
             case .create(let stream, var options):
                 options.source = String(decoding: payload.readableBytesView, as: UTF8.self)
                 return .create(stream: stream, options: options)
+            case .derive(let stream, let options):
+                return .derive(stream: stream, definition: String(decoding: payload.readableBytesView, as: UTF8.self), options: options)
             }
         }
     }
@@ -111,6 +114,23 @@ enum CommandParser {
             let (options, sourceSize) = try createOptions(args.dropFirst())
             if let sourceSize { return .needsPayload(.create(stream: stream, options: options), size: sourceSize) }
             return .command(.create(stream: stream, options: options))
+        case "DERIVE":
+            let usage = "usage: DERIVE <stream> [capacity=<n>|unlimited] [rebuild] <bytes>, then the definition (JSON)"
+            guard args.count >= 2 else { throw bad(usage) }
+            var options = DeriveOptions()
+            for word in args.dropFirst().dropLast() {
+                if word == "rebuild" {
+                    options.rebuild = true
+                } else if word.hasPrefix("capacity="), let capacity = CreateOptions.Capacity(String(word.dropFirst(9))) {
+                    options.capacity = capacity
+                } else {
+                    throw bad(usage)
+                }
+            }
+            return .needsPayload(.derive(stream: args[0], options: options), size: try size(args[args.count - 1]))
+        case "DERIVATIONS":
+            try expect(args, count: 0, usage: "DERIVATIONS")
+            return .command(.derivations)
         case "DELETE":
             try expect(args, count: 1, usage: "DELETE <stream>")
             return .command(.delete(stream: args[0]))

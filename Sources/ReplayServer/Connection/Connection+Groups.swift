@@ -108,7 +108,7 @@ extension Connection {
                         return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
                     }
                     guard await answerOK(slot, phase: phase) else { return }
-                    let lease = context.sources.lease(stream)
+                    let lease = context.lease(stream)
                     defer { lease.dispose() }
                     await GroupMember(
                         stream: stream, sid: sid, group: options.group, member: member,
@@ -161,7 +161,7 @@ extension Connection {
                     }
                     guard await answerOK(slot, phase: phase) else { return }
                     let run: @Sendable (StreamHub) async -> Void = { hub in
-                        let lease = context.sources.lease(hub.name)
+                        let lease = context.lease(hub.name)
                         defer { lease.dispose() }
                         await GroupMember(
                             stream: hub.name, sid: sid, group: options.group, member: member,

@@ -8,19 +8,28 @@ import ReplayProtocol
 import ReplayStore
 import ReplaySync
 
-/// What every connection shares: the store, the streams' hubs, the sources, the read pool
-/// and the settings.
+/// What every connection shares: the store, the streams' hubs, the sources and
+/// derivations, the read pool and the settings.
 struct ServerContext: Sendable {
     let store: EventStore
     let hubs: StreamHubs
     let sources: SourceRegistry
+    let derivations: DerivationRegistry
     let reads: ReadPool
     let configuration: ServerConfiguration
     let logger: Logger
 
+    /// A subscriber of `stream` arrived: its source or derivation connects (lazy) or runs
+    /// while it stays (refcount). Disposed when it leaves.
+    func lease(_ stream: String) -> any Disposable {
+        let source = sources.lease(stream)
+        guard let derivation = derivations.lease(stream) else { return source }
+        return CompositeDisposable([source, ActionDisposable(derivation)])
+    }
+
     var admin: StreamAdmin {
         StreamAdmin(
-            store: store, hubs: hubs, sources: sources, reads: reads, defaultCapacity: configuration.defaultCapacity,
+            store: store, hubs: hubs, sources: sources, derivations: derivations, reads: reads, defaultCapacity: configuration.defaultCapacity,
             allowSources: configuration.allowSocketSources)
     }
 }
@@ -279,7 +288,7 @@ final class Connection: Sendable {
         guard await answerOK(slot, phase: phase) else { return }
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
         // subscriber is counted before the source's first events).
-        let lease = context.sources.lease(stream)
+        let lease = context.lease(stream)
         let log = PooledStore(store: context.store, reads: context.reads)
         await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit)
             .run(from: start.next, liveAfter: start.liveAfter)

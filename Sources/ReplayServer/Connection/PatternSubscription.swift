@@ -61,7 +61,7 @@ struct PatternSubscription: Sendable {
         var point = point
         if point == nil { point = await since(hub, position) }
         guard let point, !Task.isCancelled else { return }
-        let lease = context.sources.lease(hub.name)
+        let lease = context.lease(hub.name)
         defer { lease.dispose() }
         let log = PooledStore(store: context.store, reads: context.reads)
         await Subscription(stream: hub.name, sid: sid, hub: hub, log: log, phase: SubscriptionPhase(stream: hub.name), output: output)

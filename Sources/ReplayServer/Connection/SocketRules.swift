@@ -50,6 +50,21 @@ struct SocketRules: Sendable {
             needed = [(.admin, stream)]
         case .subscriptions:
             return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream", principal)
+        case .derive(let stream, let definition, _):
+            // Defining a derived stream writes it, and reads its inputs for anyone who may
+            // read it: both are checked.
+            let inputs = (try? DerivationSpec(json: definition))?.inputs ?? []
+            for input in inputs {
+                if StreamPattern.isPattern(input), case .success(let pattern) = StreamPattern.parse(input) {
+                    if !principal.may(.read, onEvery: pattern) { return refused(.read, "every stream of '\(input)'", principal) }
+                } else if !principal.may(.read, on: input) {
+                    return refused(.read, "'\(input)'", principal)
+                }
+            }
+            needed = [(.admin, stream)]
+        case .derivations:
+            // DERIVATIONS shows only the derived streams it may read.
+            needed = []
         case .list, .unsubscribe, .ack, .nack, .more, .ping:
             // LIST shows only the streams it may read; ACK, NACK and MORE act on what a SUB
             // was allowed to read.

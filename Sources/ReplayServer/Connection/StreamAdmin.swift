@@ -6,7 +6,7 @@ import ReplayProtocol
 import ReplayStore
 
 /// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL, RESET, CONSUMERS, DELCONSUMER, GROUPS,
-/// PENDING, DELGROUP and SUBSCRIPTIONS.
+/// PENDING, DELGROUP, SUBSCRIPTIONS, DERIVE and DERIVATIONS.
 ///
 /// `submit` hands the command to the store's writer before it returns, so a connection's
 /// commands take effect in the order they were sent (a PUB after a COMPLETE is refused,
@@ -15,6 +15,7 @@ struct StreamAdmin: Sendable {
     let store: EventStore
     let hubs: StreamHubs
     let sources: SourceRegistry
+    let derivations: DerivationRegistry
     let reads: ReadPool
     let defaultCapacity: Int?
     let allowSources: Bool
@@ -122,6 +123,18 @@ struct StreamAdmin: Sendable {
             }
         case .deleteGroup(let stream, let name):
             store.group(.delete(group: name, answer), of: stream)
+        case .derive(let stream, let definition, let options):
+            derivations.define(stream, definition: definition, options: options, defaultCapacity: defaultCapacity) { result in
+                switch result {
+                case .success: reply(.ok)
+                case .failure(let error): reply(.error(error))
+                }
+            }
+        case .derivations:
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                reply(json(derivations.all.filter { principal.may(.read, on: $0.stream) }, ServerFrame.list))
+            }
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
             .nack, .subscribePatternGroup, .ping, .windowed, .more:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))

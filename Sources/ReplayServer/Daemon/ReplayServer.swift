@@ -15,7 +15,8 @@ import ServiceLifecycle
 /// graceful shutdown, stops them one by one from the last: the HTTP front door if any (live
 /// reads end, requests in flight finish), then the socket listener (no
 /// new connections; each connection answers what it read and closes), then retention,
-/// then the sources (stopped, not ended), and the store last (it commits what is queued,
+/// then the derivations (a step not committed is computed again at the next start), then
+/// the sources (stopped, not ended), and the store last (it commits what is queued,
 /// checkpoints and closes).
 public struct ReplayServer: Sendable {
     public let services: [any Service]
@@ -38,12 +39,14 @@ public struct ReplayServer: Sendable {
         }
         let hubs = StreamHubs(store: store.store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
         let sources = SourceRegistry(store: store.store, logger: logger)
+        let derivations = DerivationRegistry(store: store.store, logger: logger)
         var services: [any Service] = [
             store,
             sources,
+            derivations,
             RetentionService(store: store.store),
             SocketListener(
-                configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger),
+                configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, logger: logger),
         ]
         if let http = configuration.http {
             services.append(HTTPFrontDoor(settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger))

@@ -35,11 +35,14 @@ final class SocketListener: Service, Sendable {
     private let nextConnectionID = Atomic<UInt64>(0)
     private let readThreads = NIOThreadPool(numberOfThreads: 2)
 
-    init(configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry, logger: Logger) {
+    init(
+        configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry, derivations: DerivationRegistry,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.context = ServerContext(
-            store: store, hubs: hubs, sources: sources, reads: ReadPool(pool: readThreads),
+            store: store, hubs: hubs, sources: sources, derivations: derivations, reads: ReadPool(pool: readThreads),
             configuration: configuration, logger: logger)
     }
 

@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import Logging
+import ReplayDerive
+import ReplayModel
+import ReplayProtocol
+import ReplayStore
+import ReplaySync
+import ServiceLifecycle
+
+/// The runners of every derived stream, kept in step with the store: a definition gets a
+/// runner, a redefinition a new one, a deleted derived stream's runner is retired. Commits
+/// to a runner's inputs wake it.
+///
+/// As a service it starts the runners of the stored derivations (eager ones compute at
+/// once, as `replay()` connects) and, at the graceful shutdown, retires them before the
+/// store closes: a step not yet committed is computed again at the next start.
+final class DerivationRegistry: Service, Sendable {
+    private let runners = Locked<[String: DerivationRunner]>([:])
+    private let store: EventStore
+    private let logger: Logger
+    private let started = Locked(false)
+
+    init(store: EventStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    func run() async throws {
+        try started.withLock { started in
+            guard !started else { throw ReplayServerError("the derivations service runs once") }
+            started = true
+        }
+        store.onCommit { [weak self] batch in self?.notice(batch) }
+        let stored = try await Task.detached { [store] in try store.derivations() }.value
+        for derivation in stored { adopt(derivation) }
+        try? await gracefulShutdown()
+        let retiring = runners.withLock { runners in
+            defer { runners.removeAll() }
+            return Array(runners.values)
+        }
+        for runner in retiring { runner.retire() }
+    }
+
+    /// Checks a definition (its words, then its program, compiled as it will run), then
+    /// has the writer create, confirm or rebuild it; its runner starts with the answer.
+    func define(
+        _ stream: String, definition: String, options: DeriveOptions, defaultCapacity: Int?,
+        completion: @escaping @Sendable (Result<Derivation, ReplayError>) -> Void
+    ) {
+        let spec: DerivationSpec
+        do throws(DerivationSpec.Invalid) {
+            spec = try DerivationSpec(json: definition)
+            try spec.validate(output: stream)
+        } catch {
+            return completion(.failure(ReplayError(.invalidConfig, error.message)))
+        }
+        do throws(JQProgram.Failure) {
+            _ = try DerivationEngine(spec)
+        } catch {
+            return completion(.failure(ReplayError(.invalidConfig, "the program is refused: \(error.message)")))
+        }
+        let capacity: Int? =
+            switch options.capacity {
+            case .count(let n): n
+            case .unlimited: nil
+            case nil: defaultCapacity
+            }
+        store.define(DerivationDefinition(stream: stream, spec: spec, config: StreamConfig(capacity: capacity), rebuild: options.rebuild)) {
+            [self] result in
+            switch result {
+            case .success(let derivation):
+                if options.rebuild || runners.withLock({ $0[stream] }) == nil { replace(with: derivation) }
+                completion(.success(derivation))
+            case .failure(let error):
+                completion(.failure(ReplayError(error)))
+            }
+        }
+    }
+
+    /// A subscriber of `stream` arrived: a lazy derivation connects, a refcount one runs
+    /// while it stays. The result is called when it leaves.
+    func lease(_ stream: String) -> (@Sendable () -> Void)? {
+        runners.withLock { $0[stream] }?.lease()
+    }
+
+    func describe(_ stream: String) -> DerivationDescription? {
+        runners.withLock { $0[stream] }?.describe()
+    }
+
+    var all: [DerivationDescription] {
+        runners.withLock { Array($0.values) }.map { $0.describe() }.sorted { $0.stream < $1.stream }
+    }
+
+    private func adopt(_ derivation: Derivation) {
+        let runner = DerivationRunner(derivation, store: store, logger: logger)
+        runners.withLock { $0[derivation.stream] = runner }
+        runner.start()
+    }
+
+    private func replace(with derivation: Derivation) {
+        runners.withLock { $0.removeValue(forKey: derivation.stream) }?.retire()
+        adopt(derivation)
+    }
+
+    /// On the writer's thread, after each commit: only hands the news on. A deleted derived
+    /// stream retires its runner; a change to a stream a runner reads (or to its own stream:
+    /// a reset) wakes it.
+    private func notice(_ batch: CommitBatch) {
+        let current = runners.withLock { $0 }
+        guard !current.isEmpty else { return }
+        for (name, change) in batch.changes {
+            if change.info == nil, let gone = runners.withLock({ $0.removeValue(forKey: name) }) {
+                gone.retire()
+                continue
+            }
+            for runner in current.values where runner.reads(name) { runner.wake() }
+        }
+    }
+}
