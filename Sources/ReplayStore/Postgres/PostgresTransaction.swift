@@ -194,6 +194,9 @@ final class PostgresTransaction: LogTransaction {
             guard let version = versionsRead[record.id] else { throw NeedsLocks() }
             expected = version
         }
+        // A derivation's outputs carry their origins, which the prepared statement does
+        // not take: they go in an insert of their own.
+        if pending.hasOrigins { try flush() }
         let update = StreamRowUpdate(record: record, events: pending, expectedVersion: expected)
         pending = PendingEvents()
         sendHeldUpdate(notifying: nil)

@@ -1,0 +1,243 @@
+import Foundation
+import ReplayClient
+import ReplayModel
+import ReplayProtocol
+import ReplaySync
+import ReplayTesting
+import Testing
+
+/// Derived streams against the real daemon: exactly once through SIGKILLs, the articles'
+/// connect modes, refused programs, and each error policy.
+@Suite("Derived streams", .timeLimit(.minutes(4)))
+struct DerivedStreamTests {
+    static func payloads(_ range: ClosedRange<Int>) -> [Data] {
+        range.map { Data(#"{"id":\#($0),"customer":"c\#($0 % 7)","amount":\#(($0 * 37) % 200)}"#.utf8) }
+    }
+
+    /// The next ids to publish, shared with a publishing task.
+    final class Counter: Sendable {
+        private let next: Locked<Int>
+        init(_ first: Int) { next = Locked(first) }
+        func take(_ count: Int) -> Int {
+            next.withLock { next in
+                defer { next += count }
+                return next
+            }
+        }
+    }
+
+    static func read(_ client: ReplayClient, _ stream: String, count: Int) async throws -> [ReplayEvent] {
+        guard count > 0 else { return [] }
+        var events: [ReplayEvent] = []
+        for try await event in try await client.subscribe(stream) {
+            events.append(event)
+            if events.count == count { break }
+        }
+        return events
+    }
+
+    static func derivation(_ client: ReplayClient, _ stream: String) async throws -> DerivationDescription? {
+        try await client.derivations().first { $0.stream == stream }
+    }
+
+    static func sql(_ database: String, _ query: String) async throws -> String {
+        let result = try await runProgram("/usr/bin/env", ["sqlite3", database, query])
+        guard result.status == 0 else { throw TestFailure("sqlite3: \(result.stderr)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// SIGKILL three times while two derivations compute and a publisher appends to their
+    /// input: after the last restart their outputs are what an offline computation of the
+    /// stored input gives, none twice, none missing, and each records the input event it
+    /// came from.
+    @Test func threeSIGKILLsDuringADerivationLeaveEveryOutputExactlyOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory)
+            do {
+                let client = try await ReplayClient.connect(to: daemon.socketPath)
+                try await client.create("orders", unlimited: true)
+                _ = try await client.publish("orders", contentsOf: Self.payloads(1...5_000))
+                try await client.derive("big", DerivationSpec(inputs: ["orders"], program: "select(.amount > 100) | {id, amount}"), capacity: .unlimited)
+                try await client.derive(
+                    "totals", DerivationSpec(inputs: ["orders"], program: ".state[.event.customer] += .event.amount | .state", scan: "{}"),
+                    capacity: .count(1))
+                await client.close()
+            }
+            let next = Counter(5_001)
+            var killedWithWorkLeft = 0
+            for round in 1...3 {
+                let socket = daemon.socketPath
+                // Appends until the kill cuts it off: what was stored is read back below.
+                let publisher = Task {
+                    let client = try await ReplayClient.connect(to: socket)
+                    while !Task.isCancelled {
+                        let first = next.take(2_000)
+                        _ = try await client.publish("orders", contentsOf: Self.payloads(first...(first + 1_999)))
+                    }
+                }
+                let client = try await ReplayClient.connect(to: daemon.socketPath)
+                let before = try await Self.derivation(client, "big")?.processed ?? 0
+                try await eventually("round \(round): the derivation computes") {
+                    (try await Self.derivation(client, "big")?.processed ?? 0) > before + 2_000
+                }
+                if (try await Self.derivation(client, "big")?.lag ?? 0) > 0 { killedWithWorkLeft += 1 }
+                #expect(await daemon.stop(SIGKILL) == SIGKILL)
+                publisher.cancel()
+                _ = await publisher.result
+                await client.close()
+                daemon = try await TestDaemon.start(in: directory)
+            }
+            #expect(killedWithWorkLeft >= 1, "every kill came after the derivations had caught up")
+
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            let stored = try await client.info("orders").lastSeq
+            try await eventually(within: 120, "both derivations catch up") {
+                let all = try await client.derivations()
+                return all.count == 2 && all.allSatisfy { $0.lag == 0 && $0.positions["orders"] == stored }
+            }
+            // The offline computation, from the input as stored.
+            let orders = try await Self.read(client, "orders", count: Int(stored))
+            var expected: [String] = []
+            var totals: [String: Int] = [:]
+            for order in orders {
+                let object = try JSONSerialization.jsonObject(with: order.payload) as! [String: Any]
+                let (id, amount, customer) = (object["id"] as! Int, object["amount"] as! Int, object["customer"] as! String)
+                if amount > 100 { expected.append(#"{"id":\#(id),"amount":\#(amount)}"#) }
+                totals[customer, default: 0] += amount
+            }
+            let big = try await Self.read(client, "big", count: expected.count)
+            #expect(big.map { $0.text ?? "" } == expected)
+            #expect(big.map(\.sequence) == Array(1...UInt64(expected.count)))
+            let last = try await Self.read(client, "totals", count: 1)
+            #expect(try JSONSerialization.jsonObject(with: last[0].payload) as? [String: Int] == totals)
+            #expect(last[0].sequence == stored)
+            await client.close()
+            await daemon.stop()
+
+            // Each output names its input event; no input event made two outputs.
+            let database = daemon.databasePath
+            #expect(try await Self.sql(database, "SELECT count(*) FROM derived_events WHERE stream = 'big'") == "\(expected.count)")
+            #expect(try await Self.sql(database, "SELECT count(DISTINCT origin_seq) FROM derived_events WHERE stream = 'big'") == "\(expected.count)")
+            let firstOrigin = orders.first { ((try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["amount"] as? Int ?? 0) > 100 }
+            #expect(
+                try await Self.sql(database, "SELECT origin_stream || ' ' || origin_seq FROM derived_events WHERE stream = 'big' AND seq = 1")
+                    == "orders \(firstOrigin?.sequence ?? 0)")
+        }
+    }
+
+    /// replayLazily: nothing is computed before the first subscriber (the eager twin,
+    /// defined at the same time, has computed everything), then it goes on, also after a
+    /// restart.
+    @Test func aLazyDerivationComputesNothingBeforeItsFirstSubscriber() async throws {
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory)
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            _ = try await client.publish("orders", contentsOf: Self.payloads(1...50))
+            try await client.derive("lazy", DerivationSpec(inputs: ["orders"], program: ".id", connect: .lazy))
+            try await client.derive("eager", DerivationSpec(inputs: ["orders"], program: ".id"))
+            try await eventually("the eager twin computes") { (try await Self.derivation(client, "eager")?.processed ?? 0) == 50 }
+            #expect(try await Self.derivation(client, "lazy")?.status == .waiting)
+            #expect(try await Self.sql(daemon.databasePath, "SELECT count(*) FROM derived_events WHERE stream = 'lazy'") == "0")
+
+            let first = try await Self.read(client, "lazy", count: 50)
+            #expect(first.map { $0.text ?? "" } == (1...50).map(String.init))
+            await client.close()
+            await daemon.stop()
+
+            // Connected once, it computes after a restart without a subscriber.
+            daemon = try await TestDaemon.start(in: directory)
+            let again = try await ReplayClient.connect(to: daemon.socketPath)
+            _ = try await again.publish("orders", contentsOf: Self.payloads(51...60))
+            try await eventually("the lazy derivation goes on") { (try await Self.derivation(again, "lazy")?.processed ?? 0) == 60 }
+            await again.close()
+            await daemon.stop()
+        }
+    }
+
+    /// autoconnect: it computes while someone subscribes; events published while nobody
+    /// did are computed when someone subscribes again, none skipped.
+    @Test func aRefcountDerivationCatchesUpAfterAPause() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            _ = try await client.publish("orders", contentsOf: Self.payloads(1...10))
+            try await client.derive("shared", DerivationSpec(inputs: ["orders"], program: ".id", connect: .refcount))
+            try await client.derive("control", DerivationSpec(inputs: ["orders"], program: ".id"))
+            #expect(try await Self.read(client, "shared", count: 10).map { $0.text ?? "" } == (1...10).map(String.init))
+            try await eventually("the subscriber has left") { try await Self.derivation(client, "shared")?.status == .waiting }
+
+            _ = try await client.publish("orders", contentsOf: Self.payloads(11...20))
+            try await eventually("the eager control computes") { (try await Self.derivation(client, "control")?.processed ?? 0) == 20 }
+            let paused = try await Self.derivation(client, "shared")
+            #expect(paused?.processed == 10)
+            #expect(paused?.lag == 10)
+
+            let all = try await Self.read(client, "shared", count: 20)
+            #expect(all.map { $0.text ?? "" } == (1...20).map(String.init))
+            await client.close()
+        }
+    }
+
+    /// Each bad definition is refused with its reason, and nothing is created.
+    @Test func badProgramsAreRefusedWithTheirMessage() async throws {
+        try await withDaemon { daemon in
+            let replayctl = try builtExecutable("replayctl")
+            let cases: [([String], String)] = [
+                (["--jq", ".a | | .b"], "syntax error"),
+                (["--jq", "nosuch(1)"], "nosuch/1 is not defined"),
+                (["--jq", "{t: now}"], "uses 'now', which reads the clock"),
+                (["--jq", "$ENV.HOME"], "uses '$ENV'"),
+                (["--jq", ".", "--scan", "{not json"], "--scan takes the initial state as JSON"),
+                (["--jq", ".", "--window", "1m"], "--window folds with --scan"),
+                (["--jq", ".", "--on-error", "explode"], "--on-error is skip, stop or dead-letter"),
+            ]
+            for (flags, message) in cases {
+                let result = try await runProgram(replayctl, ["derive", "out", "--from", "orders"] + flags + ["--socket", daemon.socketPath])
+                #expect(result.status != 0, "\(flags)")
+                #expect(result.stderr.contains(message), "\(flags): \(result.stderr)")
+            }
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            #expect(try await client.list().isEmpty)
+            #expect(try await client.derivations().isEmpty)
+            // A derived stream cannot read itself, and a plain stream is not made derived.
+            await #expect(throws: ReplayClientError.self) { try await client.derive("loop", DerivationSpec(inputs: ["loop"], program: ".")) }
+            try await client.create("plain")
+            await #expect(throws: ReplayClientError.self) { try await client.derive("plain", DerivationSpec(inputs: ["orders"], program: ".")) }
+            await client.close()
+        }
+    }
+
+    /// skip counts a failing event and goes on; stop stops with the reason; dead-letter
+    /// keeps the event and the error in its stream.
+    @Test func eachErrorPolicyBehavesAsDescribed() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            _ = try await client.publish("in", contentsOf: [#"{"n":1}"#, "not json", #"{"n":"x"}"#, #"{"n":4}"#].map { Data($0.utf8) })
+            let program = ".n + 1"
+            try await client.derive("skipping", DerivationSpec(inputs: ["in"], program: program, onError: .skip))
+            try await client.derive("stopping", DerivationSpec(inputs: ["in"], program: program, onError: .stop))
+            try await client.derive("lettering", DerivationSpec(inputs: ["in"], program: program, onError: .deadLetter("in-errors")))
+            try await eventually("the three derivations decide") {
+                let all = try await client.derivations()
+                return all.count == 3 && all.allSatisfy { $0.status == .stopped || $0.processed == 4 }
+            }
+            let skipping = try await Self.derivation(client, "skipping")
+            #expect(skipping?.errors == 2)
+            #expect(skipping?.status == .running)
+            #expect(try await Self.read(client, "skipping", count: 2).map { $0.text ?? "" } == ["2", "5"])
+
+            let stopping = try await Self.derivation(client, "stopping")
+            #expect(stopping?.status == .stopped)
+            #expect(stopping?.error?.contains("in seq 2: the event is not JSON") == true, "\(stopping?.error ?? "")")
+            #expect(stopping?.positions["in"] == 1)
+            #expect(try await client.info("stopping").lastSeq == 1)
+
+            #expect(try await Self.read(client, "lettering", count: 2).map { $0.text ?? "" } == ["2", "5"])
+            let letters = try await Self.read(client, "in-errors", count: 2)
+            let second = try JSONSerialization.jsonObject(with: letters[1].payload) as? [String: Any]
+            #expect(second?["seq"] as? Int == 3)
+            #expect(second?["event"] as? String == #"{"n":"x"}"#)
+            #expect((second?["error"] as? String)?.contains("cannot be added") == true)
+            await client.close()
+        }
+    }
+}
