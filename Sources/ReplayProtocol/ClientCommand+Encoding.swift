@@ -44,6 +44,15 @@ extension ClientCommand {
             Wire.writeLine(["SUB", pattern.description, sid, start.wireText], into: &buffer)
         case .subscribeDurable(let stream, let sid, let start, let consumer):
             Wire.writeLine(["SUB", stream, sid, start.wireText, "durable=\(consumer)"], into: &buffer)
+        case .filtered(let subscription, let program):
+            // The SUB's line with `filter=<bytes>` before its line end, then the program.
+            let bytes = ByteBuffer(string: program)
+            var line = ByteBuffer()
+            subscription.write(into: &line)
+            line.moveWriterIndex(to: line.writerIndex - 2)
+            buffer.writeBuffer(&line)
+            buffer.writeString(" filter=\(bytes.readableBytes)\r\n")
+            Wire.writePayload(bytes, into: &buffer)
         case .windowed(let subscription, let window):
             // The SUB's line with one more word before its line end.
             var line = ByteBuffer()

@@ -154,6 +154,10 @@ public enum ClientCommand: Sendable, Equatable {
     /// as HTTP/2's and JetStream pull consumers'), so a slow reader of one subscription holds
     /// back only its own events. Written `SUB … window=<n>`.
     indirect case windowed(ClientCommand, window: Int)
+    /// A SUB of one stream (plain, durable or windowed) whose events pass through a jq
+    /// program on the way out (`filter=<bytes>`, the program as its payload): nothing is
+    /// stored, and sequence numbers stay the stream's.
+    indirect case filtered(ClientCommand, program: String)
     /// Grants a windowed subscription `count` more events.
     case more(sid: String, count: Int)
     case unsubscribe(sid: String)
@@ -191,7 +195,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .publish, .publishChecked: "PUB"
         case .atomic: "ATOMIC"
         case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .subscribePatternGroup: "SUB"
-        case .windowed: "SUB"
+        case .windowed, .filtered: "SUB"
         case .more: "MORE"
         case .unsubscribe: "UNSUB"
         case .ack: "ACK"

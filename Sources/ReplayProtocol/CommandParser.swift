@@ -12,6 +12,7 @@ enum CommandParser {
         case fail(stream: String)
         case create(stream: String, options: CreateOptions)
         case derive(stream: String, options: DeriveOptions)
+        case filtered(ClientCommand)
 
         func complete(with payload: ByteBuffer) -> ClientCommand {
             switch self {
@@ -26,6 +27,8 @@ enum CommandParser {
                 return .create(stream: stream, options: options)
             case .derive(let stream, let options):
                 return .derive(stream: stream, definition: String(decoding: payload.readableBytesView, as: UTF8.self), options: options)
+            case .filtered(let subscription):
+                return .filtered(subscription, program: String(decoding: payload.readableBytesView, as: UTF8.self))
             }
         }
     }
@@ -53,6 +56,18 @@ enum CommandParser {
             }
             return .beginAtomic(count: count)
         case "SUB":
+            // A read-time filter's program is the SUB's payload, as a source's is CREATE's.
+            if let index = args.firstIndex(where: { $0.lowercased().hasPrefix("filter=") }) {
+                let size = try size(String(args[index].dropFirst(7)))
+                var rest = args
+                rest.remove(at: index)
+                let subscription = try subscription(rest)
+                switch subscription {
+                case .subscribe, .subscribeDurable, .windowed: break
+                default: throw bad("filter= is for a SUB of one stream, plain, durable or windowed")
+                }
+                return .needsPayload(.filtered(subscription), size: size)
+            }
             return .command(try subscription(args))
         case "ACK":
             guard (2...3).contains(args.count) else { throw bad("usage: ACK <sid> <seq> [stream=<name>]") }
@@ -213,7 +228,7 @@ enum CommandParser {
     }
 
     static let subscribeUsage =
-        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>] [window=<n>]"
+        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>] [window=<n>] [filter=<bytes>]"
         + " | [group=<name> [member=<id>] [ack_wait=<seconds>] [max_deliver=<n> dead_letter=<stream>] [max_pending=<n>]]"
 
     /// SUB's words: the target, the id, a start, and either `durable=` or a group's options.

@@ -16,7 +16,7 @@ public enum Prerequisite: String, Sendable {
 
     /// The README's two prerequisite lines.
     public static let aptInstall =
-        "apt-get install -y libsqlite3-dev sqlite3 postgresql chromium socat curl openssl python3-pip python3-yaml"
+        "apt-get install -y libsqlite3-dev libjq-dev sqlite3 postgresql chromium socat curl openssl python3-pip python3-yaml"
     public static let pipInstall = "python3 -m pip install durable-streams"
 
     var isPythonModule: Bool { !rawValue.hasPrefix("/") }

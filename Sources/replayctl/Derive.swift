@@ -101,7 +101,8 @@ struct Derivations: DaemonCommand {
             return printOut(try encoder.encode(derivations) + Data([0x0A]))
         }
         func column(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count + 1), withPad: " ", startingAt: 0) }
-        var out = column("STREAM", 20) + column("INPUTS", 20) + column("STATUS", 11) + column("LAG", 9) + column("RATE/S", 9)
+        var out =
+            column("STREAM", 20) + column("INPUTS", 20) + column("STATUS", 11) + column("LAG", 9) + column("RATE/S", 9)
             + column("PROCESSED", 11) + column("ERRORS", 8) + "ERROR\n"
         for d in derivations {
             out +=

@@ -38,6 +38,10 @@ struct Subscribe: DaemonCommand, StreamCommand {
     @Option(help: ArgumentHelp("Read as this durable consumer, acknowledging each event printed.", valueName: "name"))
     var durable: String?
     @OptionGroup var groupArguments: GroupArguments
+    @Option(
+        help: ArgumentHelp(
+            "A jq program each event passes through on the daemon (nothing stored; sequence numbers stay the stream's).", valueName: "program"))
+    var filter: String?
 
     func validate() throws {
         let starts = [from != nil, last != nil, new, since != nil].filter { $0 }.count
@@ -47,6 +51,7 @@ struct Subscribe: DaemonCommand, StreamCommand {
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
         if durable != nil, groupArguments.group != nil { throw ValidationError("choose --durable or --group") }
+        if filter != nil, groupArguments.group != nil { throw ValidationError("--filter reads one stream, plain or durable, not a group") }
     }
 
     var start: StartPosition {
@@ -66,7 +71,7 @@ struct Subscribe: DaemonCommand, StreamCommand {
             if let group {
                 try await client.subscribe(stream, from: start, group: group, onGap: onGap)
             } else {
-                try await client.subscribe(stream, from: start, durable: durable, onGap: onGap)
+                try await client.subscribe(stream, from: start, durable: durable, filter: filter, onGap: onGap)
             }
         var received = 0
         var acknowledging: Task<Void, any Error>?

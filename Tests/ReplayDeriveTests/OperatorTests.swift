@@ -129,7 +129,8 @@ struct OperatorTests {
         let engine = try DerivationEngine(DerivationSpec(inputs: ["in"], program: "range(1e18)"), budget: .init(maxOutputs: 1000))
         let error = #expect(throws: JQProgram.Failure.self) { try engine.feed(Self.events(["1"])[0]) }
         #expect(error?.message.contains("more than 1000 outputs") == true)
-        let growing = try DerivationEngine(DerivationSpec(inputs: ["in"], program: "[limit(100000; repeat(.))] | map(\"aaaaaaaa\") | add"), budget: .init(maxOutputBytes: 1 << 16))
+        let growing = try DerivationEngine(
+            DerivationSpec(inputs: ["in"], program: "[limit(100000; repeat(.))] | map(\"aaaaaaaa\") | add"), budget: .init(maxOutputBytes: 1 << 16))
         #expect(throws: JQProgram.Failure.self) { try growing.feed(Self.events(["1"])[0]) }
     }
 }

@@ -78,7 +78,8 @@ struct DerivationStoreTests {
 
             // A plain stream is not redefined as a derived one.
             await #expect(throws: StoreError.self) {
-                try await store.define(DerivationDefinition(stream: "orders", spec: DerivationSpec(inputs: ["big"], program: "."), config: StreamConfig(capacity: nil)))
+                try await store.define(
+                    DerivationDefinition(stream: "orders", spec: DerivationSpec(inputs: ["big"], program: "."), config: StreamConfig(capacity: nil)))
             }
         }
     }

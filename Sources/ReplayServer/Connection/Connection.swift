@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import ReplayAuth
 import ReplayCore
+import ReplayDerive
 import ReplayModel
 import ReplayProtocol
 import ReplayStore
@@ -196,6 +197,20 @@ final class Connection: Sendable {
             subscribe(subscription, credit: SubscriptionCredit(window: window), slot: slot, output: output)
         case .subscribe, .subscribeDurable:
             subscribe(command, credit: nil, slot: slot, output: output)
+        case .filtered(let subscription, let program):
+            let filter: EventFilter
+            do throws(JQProgram.Failure) {
+                filter = try EventFilter(program)
+            } catch {
+                // The id the state machine reserved is freed with the refusal.
+                if let sid = Self.sid(of: subscription) { state.withLock { $0.subscriptionEnded(sid) } }
+                return replies.fill(slot, with: .error(ReplayError(.invalidConfig, "the filter is refused: \(error.message)")))
+            }
+            if case .windowed(let inner, let window) = subscription {
+                subscribe(inner, credit: SubscriptionCredit(window: window), filter: filter, slot: slot, output: output)
+            } else {
+                subscribe(subscription, credit: nil, filter: filter, slot: slot, output: output)
+            }
         case .more(let sid, let count):
             guard let credit = state.withLock({ $0.running(sid)?.credit }) else {
                 return replies.fill(slot, with: .error(ReplayError(.badCommand, "subscription '\(sid)' has no window (SUB … window=<n>) to grant")))
@@ -211,8 +226,19 @@ final class Connection: Sendable {
         }
     }
 
+    /// The id a SUB of one stream names (windowed or not).
+    private static func sid(of command: ClientCommand) -> String? {
+        switch command {
+        case .subscribe(_, let sid, _), .subscribeDurable(_, let sid, _, _): sid
+        case .windowed(let inner, _): sid(of: inner)
+        default: nil
+        }
+    }
+
     /// A SUB of one stream, plain or durable, with its window's credit if it has one.
-    private func subscribe(_ command: ClientCommand, credit: SubscriptionCredit?, slot: ReplyOrder.Slot, output: SubscriberOutput) {
+    private func subscribe(
+        _ command: ClientCommand, credit: SubscriptionCredit?, filter: EventFilter? = nil, slot: ReplyOrder.Slot, output: SubscriberOutput
+    ) {
         let (stream, sid, start, consumer): (String, String, StartPosition, String?)
         switch command {
         case .subscribe(let name, let id, let from): (stream, sid, start, consumer) = (name, id, from, nil)
@@ -220,7 +246,7 @@ final class Connection: Sendable {
         default: return replies.fill(slot, with: .error(ReplayError(.badCommand, "\(command.verb) is not a SUB of one stream")))
         }
         let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
-        subscribe(stream: stream, sid: sid, position: position, consumer: consumer, credit: credit, slot: slot, output: output)
+        subscribe(stream: stream, sid: sid, position: position, consumer: consumer, credit: credit, filter: filter, slot: slot, output: output)
     }
 
     /// Fixes the start position now, in command order (so `SUB s new` then `PUB s` sees
@@ -228,7 +254,7 @@ final class Connection: Sendable {
     /// sees its subscription confirmed before its events.
     private func subscribe(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
-        credit: SubscriptionCredit?, slot: ReplyOrder.Slot, output: SubscriberOutput
+        credit: SubscriptionCredit?, filter: EventFilter?, slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
@@ -238,7 +264,7 @@ final class Connection: Sendable {
                 let task = Task { [self] in
                     await runSubscription(
                         stream: stream, sid: sid, position: position, slot: slot,
-                        phase: phase, output: output, credit: credit)
+                        phase: phase, output: output, credit: credit, filter: filter)
                     phase.enter(.finished)
                     subscriptionFinished(sid, token: token)
                 }
@@ -275,7 +301,8 @@ final class Connection: Sendable {
         slot: ReplyOrder.Slot,
         phase: SubscriptionPhase,
         output: SubscriberOutput,
-        credit: SubscriptionCredit?
+        credit: SubscriptionCredit?,
+        filter: EventFilter?
     ) async {
         let start: StartPoint
         switch await position.value {
@@ -290,7 +317,7 @@ final class Connection: Sendable {
         // subscriber is counted before the source's first events).
         let lease = context.lease(stream)
         let log = PooledStore(store: context.store, reads: context.reads)
-        await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit)
+        await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit, filter: filter)
             .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()
     }

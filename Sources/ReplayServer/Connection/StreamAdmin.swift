@@ -136,7 +136,7 @@ struct StreamAdmin: Sendable {
                 reply(json(derivations.all.filter { principal.may(.read, on: $0.stream) }, ServerFrame.list))
             }
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
-            .nack, .subscribePatternGroup, .ping, .windowed, .more:
+            .nack, .subscribePatternGroup, .ping, .windowed, .filtered, .more:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
         }
     }

@@ -21,6 +21,9 @@ struct Subscription: Sendable {
     /// A windowed subscription's credit: each page is cut to it, and at zero the cursor
     /// waits for the client's MORE (`nil`: no flow control but the socket's).
     var credit: SubscriptionCredit? = nil
+    /// A read-time filter (`SUB … filter=`): each event's outputs go out under its sequence
+    /// number, none if it selects nothing.
+    var filter: EventFilter? = nil
 
     static let pageEvents = 2048
     static let pageBytes = 1024 * 1024
@@ -35,7 +38,7 @@ struct Subscription: Sendable {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
         var cursor = LogCursor(
-            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid), from: start, liveAfter: liveAfter,
+            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter), from: start, liveAfter: liveAfter,
             retry: .untilCancelled, readAhead: credit == nil)
         defer { cursor.stopReadingAhead() }
         do {
@@ -64,7 +67,11 @@ struct Subscription: Sendable {
                 }
                 switch move {
                 case .ring(let entries):
-                    try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub)
+                    if let filter {
+                        try await Self.send(entries, through: filter, stream: stream, sid: sid, output: output, hub: hub)
+                    } else {
+                        try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub)
+                    }
                 case .stored(let page):
                     hub.delivered(events: page.events, bytes: page.payloadBytes)
                     try await output.write(page.body)
@@ -122,14 +129,41 @@ struct Subscription: Sendable {
 }
 
 /// A subscription's stored pages: EVENT frames written straight from the store's row
-/// buffers on the reader thread.
+/// buffers on the reader thread (through its filter, if it has one).
 struct EventFrames: LogFraming {
     let stream: String
     let sid: String
+    var filter: EventFilter? = nil
 
     func emptyPage() -> ByteBuffer { ByteBuffer() }
 
     func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout ByteBuffer) {
-        ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page)
+        guard let filter else {
+            return ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page)
+        }
+        for output in filter.outputs(payload) {
+            output.withUnsafeBytes { output in
+                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: output, into: &page)
+            }
+        }
+    }
+}
+
+extension Subscription {
+    /// Ring events through a read-time filter: each output framed under its event's
+    /// sequence number (so a filtered reader resumes where it was), in this reader's buffer.
+    static func send(
+        _ entries: [TailRing.Entry], through filter: EventFilter, stream: String, sid: String, output: some FrameOutput, hub: StreamHub
+    ) async throws {
+        hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
+        var own = ByteBuffer()
+        for entry in entries {
+            for result in filter.outputs(entry.payload) {
+                result.withUnsafeBytes { result in
+                    ServerFrame.writeEvent(stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: result, into: &own)
+                }
+            }
+        }
+        if own.readableBytes > 0 { try await output.write(own) }
     }
 }

@@ -50,7 +50,10 @@ public struct Derivation: Sendable, Equatable {
     }
 
     /// A row's columns, as both stores read them.
-    init(stream: String, definition: String, positions: String, state: String?, status: String, error: String?, processed: Int64, errors: Int64, createdAt: Int64, updatedAt: Int64) throws {
+    init(
+        stream: String, definition: String, positions: String, state: String?, status: String, error: String?, processed: Int64, errors: Int64,
+        createdAt: Int64, updatedAt: Int64
+    ) throws {
         self.stream = stream
         do throws(DerivationSpec.Invalid) {
             spec = try DerivationSpec(json: definition)
