@@ -193,6 +193,52 @@ struct DerivedStreamTests {
         }
     }
 
+    /// A `--config` declaration defines a derived stream at the first start, changes nothing
+    /// at the next, recomputes it when its definition changed with `rebuild`, and stops the
+    /// start when it changed without.
+    @Test func aConfigDeclaresADerivedStreamAndRebuildsItWhenItChanges() async throws {
+        try await withTemporaryDirectory { directory in
+            let config = directory + "/replay.json"
+            func declare(_ program: String, rebuild: Bool) throws {
+                let text = #"{"streams": [{"name": "orders", "capacity": -1}], "derived": [{"name": "big", "inputs": ["orders"], "program": "\#(program)", "rebuild": \#(rebuild)}]}"#
+                try text.write(toFile: config, atomically: true, encoding: .utf8)
+            }
+            try declare("select(.amount > 100) | .id", rebuild: false)
+            var daemon = try await TestDaemon.start(in: directory, arguments: ["--config", config])
+            var client = try await ReplayClient.connect(to: daemon.socketPath)
+            _ = try await client.publish("orders", contentsOf: Self.payloads(1...10))
+            try await eventually("it computes") { (try await Self.derivation(client, "big")?.processed ?? 0) == 10 }
+            #expect(try await Self.read(client, "big", count: 5).map { $0.text ?? "" } == ["3", "4", "5", "9", "10"])
+            await client.close()
+            await daemon.stop()
+
+            // The same declaration again: nothing recomputed.
+            daemon = try await TestDaemon.start(in: directory, arguments: ["--config", config])
+            client = try await ReplayClient.connect(to: daemon.socketPath)
+            #expect(try await client.info("big").lastSeq == 5)
+            #expect(try await Self.derivation(client, "big")?.processed == 10)
+            await client.close()
+            await daemon.stop()
+
+            // Changed with rebuild: the old outputs go, the numbering goes on.
+            try declare(".id", rebuild: true)
+            daemon = try await TestDaemon.start(in: directory, arguments: ["--config", config])
+            client = try await ReplayClient.connect(to: daemon.socketPath)
+            let rebuilt = try await Self.read(client, "big", count: 10)
+            #expect(rebuilt.map { $0.text ?? "" } == (1...10).map(String.init))
+            #expect(rebuilt.first?.sequence == 6)
+            await client.close()
+            await daemon.stop()
+
+            // Changed without: the daemon does not start, and says why.
+            try declare(".amount", rebuild: false)
+            let refused = try await TestDaemon.launch(in: directory, arguments: ["--config", config])
+            #expect(await refused.waitForExit() != 0)
+            let log = try String(contentsOfFile: refused.logPath, encoding: .utf8)
+            #expect(log.contains("--rebuild"), "\(log)")
+        }
+    }
+
     /// Each bad definition is refused with its reason, and nothing is created.
     @Test func badProgramsAreRefusedWithTheirMessage() async throws {
         try await withDaemon { daemon in

@@ -11,9 +11,31 @@ import ReplayStore
 /// {"streams": [
 ///   {"name": "uptime", "capacity": 100, "source": "while true; do uptime; sleep 60; done",
 ///    "connect": "eager", "restart": "on-failure"}
+/// ],
+///  "derived": [
+///   {"name": "big-orders", "inputs": ["orders"], "program": "select(.amount > 100)", "capacity": 1000}
 /// ]}
 /// ```
 struct StreamDeclarations: Decodable {
+    /// A derived stream: its definition's keys (`DerivationSpec`) beside its name, its
+    /// capacity if it is new, and `rebuild` to recompute it when the definition changed.
+    struct Derived: Decodable {
+        var name: String
+        var capacity: Int?
+        var rebuild: Bool
+        var spec: DerivationSpec
+
+        enum CodingKeys: String, CodingKey { case name, capacity, rebuild }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            capacity = try container.decodeIfPresent(Int.self, forKey: .capacity)
+            rebuild = try container.decodeIfPresent(Bool.self, forKey: .rebuild) ?? false
+            spec = try DerivationSpec(from: decoder)
+        }
+    }
+
     struct Stream: Decodable {
         var name: String
         /// A count, or absent for the daemon's default; `-1` for unlimited.
@@ -46,6 +68,7 @@ struct StreamDeclarations: Decodable {
     }
 
     var streams: [Stream]
+    var derived: [Derived]
     /// Who may do what over the socket (`SocketRules`).
     var access: [AccessRule]
 
@@ -56,11 +79,12 @@ struct StreamDeclarations: Decodable {
         var ops: [String]
     }
 
-    enum CodingKeys: String, CodingKey { case streams, access }
+    enum CodingKeys: String, CodingKey { case streams, derived, access }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         streams = try container.decodeIfPresent([Stream].self, forKey: .streams) ?? []
+        derived = try container.decodeIfPresent([Derived].self, forKey: .derived) ?? []
         access = try container.decodeIfPresent([AccessRule].self, forKey: .access) ?? []
     }
 
@@ -110,6 +134,21 @@ struct StreamDeclarations: Decodable {
                 )
             } catch {
                 throw ReplayServerError("stream \(stream.name): \(error)")
+            }
+        }
+        for derived in derived {
+            do throws(ReplayError) {
+                _ = try DerivationRegistry.checked(derived.spec.json, for: derived.name)
+            } catch {
+                throw ReplayServerError("derived stream \(derived.name): \(error.message)")
+            }
+            let capacity = derived.capacity.map { $0 < 0 ? nil : $0 } ?? defaultCapacity
+            let definition = DerivationDefinition(
+                stream: derived.name, spec: derived.spec, config: StreamConfig(capacity: capacity), rebuild: derived.rebuild)
+            do {
+                _ = try await store.define(definition)
+            } catch {
+                throw ReplayServerError("derived stream \(derived.name): \(error)")
             }
         }
     }

@@ -49,16 +49,10 @@ final class DerivationRegistry: Service, Sendable {
         completion: @escaping @Sendable (Result<Derivation, ReplayError>) -> Void
     ) {
         let spec: DerivationSpec
-        do throws(DerivationSpec.Invalid) {
-            spec = try DerivationSpec(json: definition)
-            try spec.validate(output: stream)
+        do throws(ReplayError) {
+            spec = try Self.checked(definition, for: stream)
         } catch {
-            return completion(.failure(ReplayError(.invalidConfig, error.message)))
-        }
-        do throws(JQProgram.Failure) {
-            _ = try DerivationEngine(spec)
-        } catch {
-            return completion(.failure(ReplayError(.invalidConfig, "the program is refused: \(error.message)")))
+            return completion(.failure(error))
         }
         let capacity: Int? =
             switch options.capacity {
@@ -76,6 +70,24 @@ final class DerivationRegistry: Service, Sendable {
                 completion(.failure(ReplayError(error)))
             }
         }
+    }
+
+    /// A definition's JSON, checked: its words (`DerivationSpec.validate`), then its program,
+    /// compiled as it will run. What `DERIVE` and the `--config` declarations both check.
+    static func checked(_ definition: String, for stream: String) throws(ReplayError) -> DerivationSpec {
+        let spec: DerivationSpec
+        do throws(DerivationSpec.Invalid) {
+            spec = try DerivationSpec(json: definition)
+            try spec.validate(output: stream)
+        } catch {
+            throw ReplayError(.invalidConfig, error.message)
+        }
+        do throws(JQProgram.Failure) {
+            _ = try DerivationEngine(spec)
+        } catch {
+            throw ReplayError(.invalidConfig, "the program is refused: \(error.message)")
+        }
+        return spec
     }
 
     /// A subscriber of `stream` arrived: a lazy derivation connects, a refcount one runs

@@ -77,9 +77,10 @@ public struct DerivationDefinition: Sendable {
     public let stream: String
     public let spec: DerivationSpec
     public let config: StreamConfig
-    /// Recompute from the retained inputs: the derived stream's events so far are deleted
-    /// (its sequence numbers go on, never reused) and the state starts again. Without it, a
-    /// definition that differs from the stored one is refused.
+    /// Recompute from the retained inputs when the definition differs from the stored one
+    /// (or the stored one stopped on an error): the derived stream's events so far are
+    /// deleted (its sequence numbers go on, never reused) and the state starts again.
+    /// Without it, a definition that differs from the stored one is refused.
     public let rebuild: Bool
 
     public init(stream: String, spec: DerivationSpec, config: StreamConfig, rebuild: Bool = false) {

@@ -24,7 +24,9 @@ extension WriterRules {
             guard let current = try derivation(at: existing) else {
                 return .failure(.streamExists(name))
             }
-            if current.spec == definition.spec, !definition.rebuild { return .success(current) }
+            // The same definition again is a no-op (a `--config` declaration at every
+            // start), rebuilt only if it had stopped.
+            if current.spec == definition.spec, !definition.rebuild || current.status == .running { return .success(current) }
             guard definition.rebuild else {
                 return .failure(.derivationConflict(stream: name, reason: "it is defined otherwise; redefine it with --rebuild to recompute it"))
             }
