@@ -23,14 +23,17 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     /// doors): its change over time is the delivery rate (`replayctl top`, the live view).
     /// `nil` from a daemon that does not say.
     public var delivered: Int?
+    /// A derived stream's derivation: inputs, lag, rate, errors, status.
+    public var derivation: DerivationDescription?
 
     public init(
         name: String, capacity: Int?, maxBytes: Int?, maxAge: Double?, createdAt: String,
         firstSeq: UInt64, lastSeq: UInt64, count: Int, bytes: Int,
         terminal: String?, terminalMessage: String?, subscribers: Int, source: SourceDescription? = nil, keepUnacked: Int? = nil,
-        delivered: Int? = nil
+        delivered: Int? = nil, derivation: DerivationDescription? = nil
     ) {
         self.delivered = delivered
+        self.derivation = derivation
         self.keepUnacked = keepUnacked
         self.name = name
         self.capacity = capacity
@@ -48,7 +51,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, capacity, count, bytes, terminal, subscribers, source, delivered
+        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation
         case maxBytes = "max_bytes"
         case maxAge = "max_age"
         case createdAt = "created_at"
@@ -76,6 +79,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(source, forKey: .source)
         try container.encode(keepUnacked, forKey: .keepUnacked)
         try container.encode(delivered, forKey: .delivered)
+        try container.encodeIfPresent(derivation, forKey: .derivation)
     }
 }
 

@@ -3,8 +3,8 @@ import ReplayProtocol
 
 /// What `replayctl top` shows, from successive LIST snapshots: each stream's publish and
 /// delivery rates (the change of `last_seq` and `delivered` between two snapshots), its
-/// events, the largest lag among its durable consumers and groups, subscribers, source and
-/// state, sorted. Pure, so that its figures and layout are tested without a terminal.
+/// events, the largest lag among its durable consumers and groups, subscribers, source (or
+/// derivation) and state, sorted. Pure, so that its figures and layout are tested without a terminal.
 struct TopBoard {
     enum Order: String, CaseIterable {
         case rate, lag, name
@@ -30,7 +30,7 @@ struct TopBoard {
         rows = streams.map { stream in
             var row = Row(
                 name: stream.name, published: 0, delivered: 0, events: stream.count, lag: lags[stream.name],
-                subscribers: stream.subscribers, source: Self.describe(stream.source), state: stream.terminal ?? "open")
+                subscribers: stream.subscribers, source: Self.describe(stream.source, stream.derivation), state: stream.terminal ?? "open")
             if let before, let was = before.counts[stream.name], time > before.time {
                 let seconds = time - before.time
                 row.published = Double(stream.lastSeq &- min(stream.lastSeq, was.last)) / seconds
@@ -56,7 +56,10 @@ struct TopBoard {
         }
     }
 
-    static func describe(_ source: SourceDescription?) -> String {
+    /// The source column: a source's state, or a derived stream's status and lag behind
+    /// its inputs.
+    static func describe(_ source: SourceDescription?, _ derivation: DerivationDescription? = nil) -> String {
+        if let derivation { return "derived \(derivation.status.rawValue), lag \(derivation.lag)" }
         guard let source else { return "" }
         let restarts = max(0, source.starts - 1)
         return source.state + (restarts > 0 ? " (\(restarts) restarts)" : "")

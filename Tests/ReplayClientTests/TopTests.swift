@@ -15,6 +15,17 @@ struct TopTests {
             count: Int(last), bytes: 0, terminal: nil, terminalMessage: nil, subscribers: 1, source: source, delivered: delivered)
     }
 
+    /// A derived stream's row says its derivation's status and its lag behind its inputs.
+    @Test func aDerivedStreamShowsItsDerivation() {
+        var derived = Self.stream("big", last: 3, delivered: 0)
+        derived.derivation = DerivationDescription(
+            stream: "big", inputs: ["orders"], program: ".", scan: nil, connect: "eager", onError: "stop", status: .stopped, lag: 12,
+            positions: ["orders": 5], processed: 5, errors: 1, error: "orders seq 6: the event is not JSON", rate: 0, stateBytes: 40, lastSeq: 3)
+        var board = TopBoard()
+        board.update([derived], lags: [:], at: 100)
+        #expect(board.rows[0].source == "derived stopped, lag 12")
+    }
+
     @Test func ratesComeFromTwoSnapshotsAndTheOrderChanges() {
         var board = TopBoard()
         board.update([Self.stream("a", last: 10, delivered: 0), Self.stream("b", last: 0, delivered: 0)], lags: [:], at: 100)

@@ -155,7 +155,7 @@ struct StreamAdmin: Sendable {
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
             subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name), keepUnacked: info.config.keepUnacked,
-            delivered: hubs[info.name]?.delivered ?? 0)
+            delivered: hubs[info.name]?.delivered ?? 0, derivation: derivations.describe(info.name))
     }
 
     func describe(_ group: ConsumerGroup, of info: StreamInfo, now: Int64) -> GroupDescription {

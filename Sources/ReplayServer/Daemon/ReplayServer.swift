@@ -49,7 +49,10 @@ public struct ReplayServer: Sendable {
                 configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, logger: logger),
         ]
         if let http = configuration.http {
-            services.append(HTTPFrontDoor(settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, logger: logger))
+            services.append(
+                HTTPFrontDoor(
+                    settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations,
+                    logger: logger))
         }
         self.services = services
     }

@@ -14,8 +14,10 @@ struct HTTPCursor: Sendable {
     /// events: the next chunk reports it.
     private var failure: Failure?
 
-    init(hub: StreamHub, store: EventStore, reads: ReadPool, after position: UInt64) {
-        self.cursor = LogCursor(hub: hub, log: PooledStore(store: store, reads: reads), framing: Payloads(), from: position + 1, retry: .briefly)
+    /// `filter`: a read-time filter (`?filter=`), whose outputs stand for each event.
+    init(hub: StreamHub, store: EventStore, reads: ReadPool, after position: UInt64, filter: EventFilter? = nil) {
+        self.cursor = LogCursor(
+            hub: hub, log: PooledStore(store: store, reads: reads), framing: Payloads(filter: filter), from: position + 1, retry: .briefly)
         self.position = position
     }
 
@@ -88,9 +90,16 @@ struct HTTPCursor: Sendable {
         switch step {
         case .ring(let entries):
             for entry in entries {
-                chunk.bytes.writeBytes(entry.payload)
-                chunk.sizes.append(entry.payload.count)
                 budget -= entry.payload.count
+                guard let filter = cursor.framing.filter else {
+                    chunk.bytes.writeBytes(entry.payload)
+                    chunk.sizes.append(entry.payload.count)
+                    continue
+                }
+                for output in filter.outputs(entry.payload) {
+                    chunk.bytes.writeBytes(output)
+                    chunk.sizes.append(output.count)
+                }
             }
             position = entries.last?.sequence ?? position
             return false
@@ -127,12 +136,22 @@ struct HTTPCursor: Sendable {
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 }
 
-/// An HTTP read's stored pages: the payloads alone, one after another.
+/// An HTTP read's stored pages: the payloads alone, one after another (or a filter's
+/// outputs for each).
 struct Payloads: LogFraming {
+    var filter: EventFilter? = nil
+
     func emptyPage() -> HTTPCursor.Chunk { HTTPCursor.Chunk() }
 
     func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout HTTPCursor.Chunk) {
-        page.bytes.writeBytes(payload)
-        page.sizes.append(payload.count)
+        guard let filter else {
+            page.bytes.writeBytes(payload)
+            page.sizes.append(payload.count)
+            return
+        }
+        for output in filter.outputs(payload) {
+            page.bytes.writeBytes(output)
+            page.sizes.append(output.count)
+        }
     }
 }

@@ -23,19 +23,24 @@ public struct HTTPFrontDoor: Service {
     private let socketConnections: Int
 
     let sources: SourceRegistry
+    let derivations: DerivationRegistry
+    private let defaultCapacity: Int?
 
     init(
-        settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry, logger: Logger
+        settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry,
+        derivations: DerivationRegistry, logger: Logger
     ) {
         self.settings = settings
         self.sources = sources
+        self.derivations = derivations
+        defaultCapacity = configuration.defaultCapacity
         self.logger = logger
         socketConnections = configuration.maxConnections
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
             maxPayload: configuration.maxPayload, logger: logger)
-        metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store) }
+        metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store, derivations: derivations) }
     }
 
     public func run() async throws {
@@ -58,7 +63,7 @@ public struct HTTPFrontDoor: Service {
         let router = Router(context: FrontDoorContext.self)
         if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
         let endpoint = self.endpoint
-        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources)
+        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources, derivations: derivations)
         let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { request, _ in try list.respond(request) }
@@ -68,6 +73,7 @@ public struct HTTPFrontDoor: Service {
         // Before the streams: their catch-all would take `__ds/…` for a stream's name.
         SubscriptionRoutes(subscriptions: subscriptions, webhookTargets: WebhookTargetRule(allowPrivate: settings.webhookAllowPrivate))
             .add(to: router)
+        DerivationRoutes(derivations: derivations, defaultCapacity: defaultCapacity).add(to: router)
         endpoint.addRoutes(to: router.group(RouterPath(StreamEndpoint.prefix)))
         let logger = self.logger
         let host = settings.host

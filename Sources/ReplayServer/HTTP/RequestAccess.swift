@@ -25,6 +25,12 @@ enum RequestAccess: Equatable {
         }
         // The live view's tail checks `read` on its stream itself (`TailEndpoint`).
         if path.hasPrefix(TailEndpoint.prefix) { return .anyToken }
+        // Derived streams: reading them is checked by their routes, per stream; defining
+        // one is administration of it (its inputs' reads are checked by the route).
+        if path == DerivationRoutes.root || path.hasPrefix(DerivationRoutes.root + "/") {
+            guard request.method == .put else { return .anyToken }
+            return .stream(.admin, String(path.dropFirst(DerivationRoutes.root.count + 1)).removingPercentEncoding ?? "")
+        }
         if path.hasPrefix(SubscriptionRoutes.root + "/") {
             if path == SubscriptionRoutes.root + "/jwks.json" { return .open }
             if SubscriptionRoutes.carriesWakeToken(path) { return .wakeToken }

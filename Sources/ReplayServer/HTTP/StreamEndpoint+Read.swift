@@ -2,16 +2,19 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import ReplayDerive
 import ReplayModel
 import ReplayStore
 
 /// GET: catch-up (§5.6), long-poll (§5.7) and SSE (§5.8), all over an `HTTPCursor`.
 extension StreamEndpoint {
-    /// A GET's query: `offset`, `live` and `cursor`, each at most once.
+    /// A GET's query: `offset`, `live`, `cursor` and `filter` (replay's extension: a jq
+    /// program each event passes through for this reader), each at most once.
     struct ReadQuery {
         var offset: StreamOffset.Request
         var live: Live
         var cursor: UInt64?
+        var filter: EventFilter?
 
         enum Live: Equatable {
             case catchUp
@@ -40,6 +43,13 @@ extension StreamEndpoint {
                 throw HTTPError(.badRequest, message: "a live read needs an offset (-1 for the beginning, now for the tail)")
             }
             cursor = try single("cursor").flatMap { UInt64($0) }
+            if let program = try single("filter") {
+                do throws(JQProgram.Failure) {
+                    filter = try EventFilter(String(program))
+                } catch {
+                    throw HTTPError(.badRequest, message: "the filter is refused: \(error.message)")
+                }
+            }
         }
     }
 
@@ -93,7 +103,7 @@ extension StreamEndpoint {
         let info = hub.info
         switch query.live {
         case .sse:
-            let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: try position(query, info))
+            let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: try position(query, info), filter: query.filter)
             return sse(cursor, info: info, clientCursor: query.cursor, closed: closed)
         case .catchUp where query.offset == .now:
             var fields = readHeaders(info, next: info.lastSequence, upToDate: true, closed: info.terminal != nil)
@@ -109,7 +119,7 @@ extension StreamEndpoint {
     private func readChunk(_ hub: StreamHub, _ query: ReadQuery, _ request: Request) async throws -> Response {
         let info = hub.info
         let position = try position(query, info)
-        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position)
+        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter)
         guard query.live == .longPoll else {
             let chunk = try await chunk(&cursor, info)
             return catchUpResponse(chunk, from: position, cursor: cursor, info: info, request: request)

@@ -3,24 +3,28 @@ import Hummingbird
 import Prometheus
 import ReplayCore
 import ReplayModel
+import ReplayProtocol
 import ReplayStore
 import ReplaySync
 
 /// `GET /metrics`: the Prometheus text of the process's registry, after the per-stream
 /// gauges (last sequence, retained events, durable consumers' lag, consumer groups' pending,
-/// delivered, redelivered and dead-lettered events, oldest pending age, lag) are brought up to date
+/// delivered, redelivered and dead-lettered events, oldest pending age, lag; derivations' lag,
+/// computed and failed events, rate, state size and status) are brought up to date
 /// from the hubs and the catalog: read at scrape time, in memory, for every stream there is.
 struct MetricsEndpoint: Sendable {
     let registry: PrometheusCollectorRegistry
     let hubs: StreamHubs
     let store: EventStore
+    let derivations: DerivationRegistry?
     /// The per-stream gauges last exported, by labels, so that a deleted stream's go too.
     private let exported = Locked<[String: Gauge]>([:])
 
-    init(registry: PrometheusCollectorRegistry, hubs: StreamHubs, store: EventStore) {
+    init(registry: PrometheusCollectorRegistry, hubs: StreamHubs, store: EventStore, derivations: DerivationRegistry? = nil) {
         self.registry = registry
         self.hubs = hubs
         self.store = store
+        self.derivations = derivations
     }
 
     func respond() -> Response {
@@ -78,6 +82,23 @@ struct MetricsEndpoint: Sendable {
         ]
     }
 
+    /// A derivation's figures, by derived stream: its lag behind its inputs, the input
+    /// events it computed and failed on, its rate, its state's size, and its status (1 for
+    /// the status it is in, 0 for the others, as a state set).
+    static var derivationFigures: [(name: String, unit: String, help: String, value: @Sendable (DerivationDescription) -> Double)] {
+        [
+            ("lag", "events", "Input events committed and not yet computed by the derivation.", { Double($0.lag) }),
+            ("processed", "events", "Input events the derivation computed.", { Double($0.processed) }),
+            ("errors", "events", "Input events whose computation failed.", { Double($0.errors) }),
+            ("rate", "events_per_second", "Input events computed per second, over the last steps.", { $0.rate }),
+            ("state", "bytes", "The derivation's stored state, in bytes of JSON.", { Double($0.stateBytes) }),
+        ]
+    }
+
+    static func derivation(_ name: String, _ unit: String?, _ help: String) -> MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "derivation_\(name)", unitName: unit, helpText: help)
+    }
+
     private func refreshStreamGauges() {
         var values: [String: (descriptor: MetricNameDescriptor, labels: [(String, String)], value: Double)] = [:]
         func set(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], _ value: Double) {
@@ -99,6 +120,16 @@ struct MetricsEndpoint: Sendable {
                 for figure in Self.groupFigures {
                     set(Self.group(figure.name, figure.unit, figure.help), [("stream", info.name), ("group", group.name)], figure.value(group, info, now))
                 }
+            }
+        }
+        for derivation in derivations?.all ?? [] {
+            for figure in Self.derivationFigures {
+                set(Self.derivation(figure.name, figure.unit, figure.help), [("stream", derivation.stream)], figure.value(derivation))
+            }
+            for status in [DerivationDescription.Status.running, .waiting, .stopped, .completed] {
+                set(
+                    Self.derivation("status", nil, "Whether the derivation is in this status (1) or not (0)."),
+                    [("stream", derivation.stream), ("status", status.rawValue)], derivation.status == status ? 1 : 0)
             }
         }
         exported.withLock { exported in

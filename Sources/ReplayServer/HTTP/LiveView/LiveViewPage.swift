@@ -51,7 +51,7 @@ enum LiveViewPage {
           .reader { display: grid; grid-template-columns: 9rem 80px auto; gap: .4rem; align-items: center; font-size: .85rem; }
           .bar { height: 8px; background: var(--line); border-radius: 4px; overflow: hidden; }
           .bar > div { height: 100%; background: var(--warn); }
-          .source.failed, .state.failed { color: var(--bad); }
+          .source.failed, .state.failed, .derivation.stopped { color: var(--bad); }
           .state.closed { color: var(--muted); }
           #tail { font: 13px/1.5 ui-monospace, monospace; list-style: none; padding: 0; margin: 0; }
           #tail li { display: grid; grid-template-columns: 5rem 7.5rem 1fr; gap: .75rem; border-bottom: 1px solid #f3f4f6; }
@@ -177,7 +177,17 @@ enum LiveViewPage {
           return row;
         }
 
-        function sourceCell(source) {
+        // A derived stream's cell: what it reads, where it stands, how fast, and why it stopped.
+        function derivationCell(d) {
+          const td = el("td", "source derivation " + d.status);
+          td.append(el("div", "", `derived from ${d.inputs.join(", ")}: ${d.status}`));
+          td.append(el("div", "muted", `lag ${d.lag}, ${Math.round(d.rate)}/s, ${d.processed} computed` + (d.errors ? `, ${d.errors} errors` : "")));
+          if (d.error) td.append(el("div", "muted stderr", d.error));
+          return td;
+        }
+
+        function sourceCell(source, derivation) {
+          if (derivation) return derivationCell(derivation);
           const td = el("td", "source");
           if (!source) return td;
           td.classList.add(source.state.replace(/ /g, "-"));
@@ -212,7 +222,7 @@ enum LiveViewPage {
             const retained = el("td", "n retained", s.events ? `${s.first_seq}–${s.last_seq}` : "empty");
             retained.appendChild(el("div", "muted", `${s.events} ${s.events === 1 ? "event" : "events"}, ${bytes(s.bytes)}`));
             tr.append(name, rateCell(r.published, "published"), rateCell(r.delivered, "delivered"), retained,
-              el("td", "n subscribers", s.subscribers), readers, sourceCell(s.source), el("td", "state " + s.state, s.state));
+              el("td", "n subscribers", s.subscribers), readers, sourceCell(s.source, s.derivation), el("td", "state " + s.state, s.state));
             return tr;
           });
           $("streams").replaceChildren(...rows);

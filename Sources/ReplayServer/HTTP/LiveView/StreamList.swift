@@ -6,7 +6,7 @@ import ReplayStore
 import ServiceLifecycle
 
 /// `GET /v1/streams`: the streams as the live view lists them (JSON), from memory, with
-/// their durable consumers, consumer groups and sources, and the events delivered from
+/// their durable consumers, consumer groups, sources and derivations, and the events delivered from
 /// each on this daemon (whose change over time is the delivery rate).
 ///
 /// A page at a time for many streams: `q` keeps the names that contain it, `offset` and
@@ -17,6 +17,7 @@ struct StreamList: Sendable {
     let hubs: StreamHubs
     let store: EventStore
     let sources: SourceRegistry
+    let derivations: DerivationRegistry
 
     struct Group: Encodable {
         let name: String
@@ -52,9 +53,11 @@ struct StreamList: Sendable {
         let consumers: [Consumer]
         let delivered: Int
         let source: SourceDescription?
+        /// A derived stream's derivation: its inputs, lag, rate and status.
+        let derivation: DerivationDescription?
 
         enum CodingKeys: String, CodingKey {
-            case name, events, bytes, state, subscribers, groups, consumers, delivered, source
+            case name, events, bytes, state, subscribers, groups, consumers, delivered, source, derivation
             case contentType = "content_type"
             case firstSeq = "first_seq"
             case lastSeq = "last_seq"
@@ -135,7 +138,7 @@ struct StreamList: Sendable {
             consumers: (store.consumers(of: info.name) ?? []).sorted { $0.name < $1.name }.map {
                 Consumer(name: $0.name, lag: info.lastSequence - min(info.lastSequence, $0.ackedSequence))
             },
-            delivered: hub.delivered, source: sources.describe(info.name))
+            delivered: hub.delivered, source: sources.describe(info.name), derivation: derivations.describe(info.name))
     }
 
     private func groups(of info: StreamInfo) -> [Group] {

@@ -40,8 +40,11 @@ extension WriterRules {
             index = existing
         } else {
             if try record(name) != nil { return .failure(.streamExists(name)) }
-            do throws(StoreError) { try admitNewStream(name, definition.config) } catch { return .failure(error) }
-            index = try insertStream(name, definition.config)
+            // Its events are jq's outputs: JSON, as HTTP readers are told.
+            var config = definition.config
+            config.contentType = config.contentType ?? "application/json"
+            do throws(StoreError) { try admitNewStream(name, config) } catch { return .failure(error) }
+            index = try insertStream(name, config)
         }
         let created = try derivation(at: index)?.createdAt ?? millis
         let derivation = Derivation(
