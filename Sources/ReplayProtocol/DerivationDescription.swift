@@ -7,6 +7,8 @@ public struct DerivationDescription: Codable, Sendable, Equatable {
         case running
         /// lazy or refcount, waiting for a subscriber.
         case waiting
+        /// Another daemon sharing the database computes it; this one takes over if it dies.
+        case standby
         /// Stopped by an error (`on_error=stop`; `error` says which), until redefined.
         case stopped
         /// The derived stream ended (take, takeUntil, its inputs' end).

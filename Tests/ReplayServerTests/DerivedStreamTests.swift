@@ -351,3 +351,46 @@ struct ReadFilterTests {
         }
     }
 }
+
+/// One derivation, two daemons on one PostgreSQL database: one computes it, the other
+/// stands by and takes over when the first is killed, and every output exists once.
+@Suite("Derived streams on a shared PostgreSQL", .timeLimit(.minutes(3)))
+struct SharedDerivationTests {
+    @Test func oneDaemonComputesItAndTheOtherTakesOverWhenItDies() async throws {
+        try await withTwoDaemons { first, second in
+            let one = try await ReplayClient.connect(to: first.socketPath)
+            let two = try await ReplayClient.connect(to: second.socketPath)
+            _ = try await one.publish("orders", contentsOf: DerivedStreamTests.payloads(1...2_000))
+            try await one.derive("big", DerivationSpec(inputs: ["orders"], program: "select(.amount > 100) | .id"), capacity: .unlimited)
+            try await eventually("one daemon computes, the other stands by") {
+                let statuses = [try await DerivedStreamTests.derivation(one, "big")?.status, try await DerivedStreamTests.derivation(two, "big")?.status]
+                return Set(statuses) == [.running, .standby]
+            }
+            let (computing, standing) =
+                try await DerivedStreamTests.derivation(one, "big")?.status == .running ? (first, second) : (second, first)
+            let survivor = computing === first ? two : one
+            // The one computing dies while publishers keep the input growing.
+            let publisher = Task {
+                let client = try await ReplayClient.connect(to: standing.socketPath)
+                for batch in 0..<5 {
+                    let first = 2_001 + batch * 1_000
+                    _ = try await client.publish("orders", contentsOf: DerivedStreamTests.payloads(first...(first + 999)))
+                }
+                await client.close()
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(await computing.stop(SIGKILL) == SIGKILL)
+            try await publisher.value
+            try await eventually(within: 60, "the survivor takes over and catches up") {
+                guard let big = try await DerivedStreamTests.derivation(survivor, "big") else { return false }
+                return big.status == .running && big.positions["orders"] == 7_000
+            }
+            let expected = (1...7_000).filter { ($0 * 37) % 200 > 100 }
+            let outputs = try await DerivedStreamTests.read(survivor, "big", count: expected.count)
+            #expect(outputs.map { $0.text ?? "" } == expected.map(String.init))
+            #expect(try await survivor.info("big").lastSeq == UInt64(expected.count), "no output twice")
+            await one.close()
+            await two.close()
+        }
+    }
+}

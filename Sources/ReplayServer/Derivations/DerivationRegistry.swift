@@ -20,6 +20,12 @@ final class DerivationRegistry: Service, Sendable {
     private let store: EventStore
     private let logger: Logger
     private let started = Locked(false)
+    /// Set at the graceful shutdown: nothing is adopted after it.
+    private let stopped = Locked(false)
+    /// Where the stored derivations are read (blocking): never the cooperative pool.
+    private let control = DispatchQueue(label: "replay.derivations")
+    /// How often a daemon sharing its database looks for derivations another daemon defined.
+    static let sharedPoll = DispatchTimeInterval.seconds(2)
 
     init(store: EventStore, logger: Logger) {
         self.store = store
@@ -32,9 +38,13 @@ final class DerivationRegistry: Service, Sendable {
             started = true
         }
         store.onCommit { [weak self] batch in self?.notice(batch) }
-        let stored = try await Task.detached { [store] in try store.derivations() }.value
+        let stored = try await withCheckedThrowingContinuation { continuation in
+            control.async { [store] in continuation.resume(with: Result { try store.derivations() }) }
+        }
         for derivation in stored { adopt(derivation) }
+        if store.isShared { control.asyncAfter(deadline: .now() + Self.sharedPoll) { [weak self] in self?.adoptDefinedElsewhere() } }
         try? await gracefulShutdown()
+        stopped.withLock { $0 = true }
         let retiring = runners.withLock { runners in
             defer { runners.removeAll() }
             return Array(runners.values)
@@ -102,6 +112,21 @@ final class DerivationRegistry: Service, Sendable {
 
     var all: [DerivationDescription] {
         runners.withLock { Array($0.values) }.map { $0.describe() }.sorted { $0.stream < $1.stream }
+    }
+
+    /// On a shared database: derivations another daemon defined get a runner here too, which
+    /// stands by until this daemon holds their claim (see `DerivationRunner`).
+    private func adoptDefinedElsewhere() {
+        guard let stored = try? store.derivations() else { return schedulePoll() }
+        for derivation in stored where !stopped.value && runners.withLock({ $0[derivation.stream] }) == nil {
+            adopt(derivation)
+        }
+        schedulePoll()
+    }
+
+    private func schedulePoll() {
+        guard !stopped.value else { return }
+        control.asyncAfter(deadline: .now() + Self.sharedPoll) { [weak self] in self?.adoptDefinedElsewhere() }
     }
 
     private func adopt(_ derivation: Derivation) {

@@ -24,6 +24,8 @@ final class DerivationRunner: @unchecked Sendable {
         var connected = false
         var status: DerivationDescription.Status = .running
         var committed: Derivation
+        /// Another daemon sharing the database computes it.
+        var standby = false
         /// Input events computed, with the time, for the rate.
         var samples: [(at: ContinuousClock.Instant, processed: UInt64)] = []
     }
@@ -116,7 +118,15 @@ final class DerivationRunner: @unchecked Sendable {
 
     private func run() {
         var engine: DerivationEngine?
-        while let derivation = waitForTurn() {
+        defer { if store.isShared { store.releaseSource(stream) } }
+        while var derivation = waitForTurn() {
+            guard holdsClaim() else {
+                engine = nil
+                idle(seconds: 1)
+                continue
+            }
+            // As stored, if a claim just taken read it again.
+            derivation = locked { $0.committed }
             do {
                 if engine == nil { engine = try DerivationEngine(derivation.spec, state: derivation.state) }
             } catch {
@@ -143,6 +153,18 @@ final class DerivationRunner: @unchecked Sendable {
         }
     }
 
+    /// On a database several daemons share, one computes each derivation: the one that
+    /// holds its claim (the same as a source's, released when its daemon's session ends).
+    /// The others stand by, asking again every second; one that gets it starts from what
+    /// is stored, and the positions each step names keep a daemon that lost it harmless.
+    private func holdsClaim() -> Bool {
+        guard store.isShared, !store.holdsSource(stream) else { return true }
+        let claimed = store.claimSource(stream)
+        reload()
+        locked { $0.standby = !claimed }
+        return claimed
+    }
+
     /// Blocks until the runner may compute; `nil` once it is retired.
     private func waitForTurn() -> Derivation? {
         condition.lock()
@@ -158,7 +180,8 @@ final class DerivationRunner: @unchecked Sendable {
             case .refcount: mayRun = control.leases > 0
             }
             control.status =
-                derivation.status == .stopped ? .stopped : ended ? .completed : mayRun ? .running : .waiting
+                derivation.status == .stopped
+                ? .stopped : ended ? .completed : !mayRun ? .waiting : control.standby ? .standby : .running
             if mayRun, derivation.status == .running, !ended { return derivation }
             condition.wait()
         }
@@ -284,7 +307,9 @@ final class DerivationRunner: @unchecked Sendable {
 
     /// The derivation as stored, after a conflict.
     private func reload() {
-        guard let stored = try? store.derivations().first(where: { $0.stream == stream }) else {
+        guard let all = try? store.derivations() else { return }
+        guard let stored = all.first(where: { $0.stream == stream }) else {
+            // Deleted, by this daemon or another.
             retire()
             return
         }

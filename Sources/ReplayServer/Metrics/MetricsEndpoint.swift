@@ -126,7 +126,7 @@ struct MetricsEndpoint: Sendable {
             for figure in Self.derivationFigures {
                 set(Self.derivation(figure.name, figure.unit, figure.help), [("stream", derivation.stream)], figure.value(derivation))
             }
-            for status in [DerivationDescription.Status.running, .waiting, .stopped, .completed] {
+            for status in [DerivationDescription.Status.running, .waiting, .standby, .stopped, .completed] {
                 set(
                     Self.derivation("status", nil, "Whether the derivation is in this status (1) or not (0)."),
                     [("stream", derivation.stream), ("status", status.rawValue)], derivation.status == status ? 1 : 0)
