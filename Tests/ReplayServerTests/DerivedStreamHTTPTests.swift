@@ -38,7 +38,9 @@ struct DerivedStreamHTTPTests {
             #expect(refused.text.contains("uses 'now'"), "\(refused.text)")
             let changed = try await http.request("PUT", "/v1/derived/big", headers: Self.json, body: #"{"inputs": ["orders"], "program": ".id"}"#)
             #expect(changed.status == 409, "\(changed.text)")
-            #expect(try await http.request("PUT", "/v1/derived/big?rebuild=true", headers: Self.json, body: #"{"inputs": ["orders"], "program": ".id"}"#).status == 200)
+            #expect(
+                try await http.request("PUT", "/v1/derived/big?rebuild=true", headers: Self.json, body: #"{"inputs": ["orders"], "program": ".id"}"#).status
+                    == 200)
             #expect(try await http.request("GET", "/v1/derived/nothing").status == 404)
 
             // The page's list shows the derivation with its stream.

@@ -200,7 +200,8 @@ struct DerivedStreamTests {
         try await withTemporaryDirectory { directory in
             let config = directory + "/replay.json"
             func declare(_ program: String, rebuild: Bool) throws {
-                let text = #"{"streams": [{"name": "orders", "capacity": -1}], "derived": [{"name": "big", "inputs": ["orders"], "program": "\#(program)", "rebuild": \#(rebuild)}]}"#
+                let text =
+                    #"{"streams": [{"name": "orders", "capacity": -1}], "derived": [{"name": "big", "inputs": ["orders"], "program": "\#(program)", "rebuild": \#(rebuild)}]}"#
                 try text.write(toFile: config, atomically: true, encoding: .utf8)
             }
             try declare("select(.amount > 100) | .id", rebuild: false)
