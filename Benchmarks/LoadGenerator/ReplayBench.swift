@@ -138,6 +138,8 @@ struct ReplayBench: ParsableCommand {
         case "sse-readers":
             return try run.sseReaders(readers: max(100, Int(10_000 * run.scale)), streams: 100, rate: 100, seconds: 10)
                 + run.sseReaders(readers: max(10, Int(1_000 * run.scale)), streams: 1, rate: 1_000, seconds: 10)
+        // Derived streams beside plain publishing and an outside worker (replay only).
+        case "derive": return try run.derive()
         default: throw ValidationError("unknown scenario \(scenario)")
         }
     }

@@ -87,8 +87,13 @@ final class ServerProcess {
         process.waitUntilExit()
     }
 
-    func restart(client: (String) throws -> any BenchClient) throws -> UInt64 {
-        stop()
+    func restart(killing: Bool = false, client: (String) throws -> any BenchClient) throws -> UInt64 {
+        if killing {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        } else {
+            stop()
+        }
         process = make()
         return try timeToFirstPing(process, socket: socketPath, client: client)
     }
@@ -110,10 +115,13 @@ final class ReplaySystem: SystemUnderTest {
     }
 
     func client() throws -> any BenchClient { try ReplayBenchClient(path: server.socketPath) }
+    var socketPath: String { server.socketPath }
     var residentBytes: Int { server.residentBytes }
     var cpuSeconds: Double { server.cpuSeconds }
     func stop() { server.stop() }
     func restart() throws -> UInt64 { try server.restart { try ReplayBenchClient(path: $0) } }
+    /// SIGKILL, then a start on the same data.
+    func killAndRestart() throws -> UInt64 { try server.restart(killing: true) { try ReplayBenchClient(path: $0) } }
 }
 
 /// redis-server with the durability that matches `full`: appendonly, appendfsync always.
