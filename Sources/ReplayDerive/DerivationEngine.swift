@@ -50,6 +50,9 @@ public final class DerivationEngine {
     private var accumulator: JQValue?
     private var latest: JQValue?
     private let initial: Data?
+    /// A keyed scan's key program, and each key's state.
+    private let keyProgram: JQProgram?
+    private var keyed: [String: JQValue] = [:]
 
     /// Compiles the program and takes the stored state (`nil`: a new derivation).
     public init(_ spec: DerivationSpec, state: String? = nil, budget: JQProgram.Budget = .init()) throws(JQProgram.Failure) {
@@ -57,7 +60,12 @@ public final class DerivationEngine {
         program = try JQProgram(spec.program, budget: budget)
         stored = try DerivationState(json: state)
         initial = spec.scan.map { Data($0.utf8) }
-        if let text = stored.accumulator ?? spec.scan { accumulator = try JQProgram.parse(Data(text.utf8)) }
+        if let scanKey = spec.scanKey { keyProgram = try JQProgram(scanKey, budget: budget) } else { keyProgram = nil }
+        if keyProgram != nil {
+            if let text = stored.accumulator { keyed = try Self.states(JQProgram.parse(Data(text.utf8))) }
+        } else if let text = stored.accumulator ?? spec.scan {
+            accumulator = try JQProgram.parse(Data(text.utf8))
+        }
         if spec.combineLatest { latest = try JQProgram.parse(Data((stored.latest ?? "{}").utf8)) }
         if spec.take == 0 { stored.completed = true }
     }
@@ -68,6 +76,12 @@ public final class DerivationEngine {
     public var state: DerivationState {
         var state = stored
         state.accumulator = accumulator.map { String(decoding: $0.json, as: UTF8.self) }
+        if keyProgram != nil {
+            // Keys in order, so that the same states are the same text.
+            let all = JQValue.object()
+            for key in keyed.keys.sorted() { all.set(key, keyed[key]!.copy()) }
+            state.accumulator = String(decoding: all.json, as: UTF8.self)
+        }
         state.latest = latest.map { String(decoding: $0.json, as: UTF8.self) }
         return state
     }
@@ -84,6 +98,8 @@ public final class DerivationEngine {
         let produced: [Data]
         if spec.combineLatest {
             produced = try combine(event)
+        } else if keyProgram != nil {
+            produced = try keyedScan(event)
         } else if spec.window != nil {
             produced = try windowed(event)
         } else if spec.scan != nil {
@@ -109,6 +125,61 @@ public final class DerivationEngine {
         let emit = folded.emit ?? [state.json]
         accumulator = state
         return emit
+    }
+
+    /// `{state, key, event, stream, seq}` in, with the event's key's state; the key's new
+    /// state out (emitted as `{key, state}`), or `{state, emit}`.
+    private func keyedScan(_ event: InputEvent) throws(JQProgram.Failure) -> [Data] {
+        let value = try JQProgram.parse(event.payload)
+        guard let keyValue = try keyProgram!.single(value.copy()) else { throw JQProgram.Failure("the scan key's program gave no key") }
+        guard let key = keyValue.withValue(Self.keyText) else {
+            throw JQProgram.Failure("a scan key is a string or a number, not \(String(decoding: keyValue.json, as: UTF8.self).prefix(64))")
+        }
+        let input = JQValue.object()
+        if let state = keyed[key] {
+            input.set("state", state.copy())
+        } else {
+            input.set("state", try JQProgram.parse(initial ?? Data("null".utf8)))
+        }
+        input.set("key", keyValue.copy())
+        input.set("event", value)
+        input.set("stream", .string(event.stream))
+        input.set("seq", .number(Double(event.sequence)))
+        guard let output = try program.single(input) else { return [] }
+        if let emit = output.withValue(Self.emitted) {
+            keyed[key] = output.withValue { JQValue(jv_object_get(jv_copy($0), jv_string("state"))) }
+            return emit
+        }
+        keyed[key] = output
+        let emitted = JQValue.object()
+        emitted.set("key", keyValue)
+        emitted.set("state", output.copy())
+        return [emitted.json]
+    }
+
+    /// A key's text: a string's own, a number's JSON.
+    private static func keyText(_ value: jv) -> String? {
+        switch jv_get_kind(value) {
+        case JV_KIND_STRING: String(cString: jv_string_value(value))
+        case JV_KIND_NUMBER: String(decoding: JQProgram.dump(value), as: UTF8.self)
+        default: nil
+        }
+    }
+
+    /// A stored object of keys' states, as a dictionary.
+    private static func states(_ object: JQValue) -> [String: JQValue] {
+        object.withValue { value in
+            guard jv_get_kind(value) == JV_KIND_OBJECT else { return [:] }
+            var states: [String: JQValue] = [:]
+            var index = jv_object_iter(value)
+            while jv_object_iter_valid(value, index) != 0 {
+                let key = jv_object_iter_key(value, index)
+                states[String(cString: jv_string_value(key))] = JQValue(jv_object_iter_value(value, index))
+                jv_free(key)
+                index = jv_object_iter_next(value, index)
+            }
+            return states
+        }
     }
 
     /// A fold per window of `window` seconds of commit time; a window's result, with its

@@ -82,6 +82,11 @@ public struct DerivationSpec: Codable, Equatable, Sendable {
     public var program: String
     /// scan's initial state, as JSON text; `nil`: not a scan.
     public var scan: String?
+    /// A keyed scan: a jq program giving each event's key (a string or a number); each key
+    /// has its own state, from `scan`, and the program sees `{state, key, event, stream,
+    /// seq}`. A running sum per customer then touches one customer's state per event, where
+    /// one object of every customer would be copied by jq at each event.
+    public var scanKey: String?
     /// Emit the latest event of each input, keyed by input, once every input has one.
     public var combineLatest: Bool
     /// Tumbling windows of this many seconds of commit time: the scan's state starts again
@@ -102,18 +107,20 @@ public struct DerivationSpec: Codable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case inputs, program, scan, window, take, skip, distinct, connect, start
         case combineLatest = "combine_latest"
+        case scanKey = "scan_key"
         case takeUntil = "take_until"
         case onError = "on_error"
     }
 
     public init(
-        inputs: [String], program: String, scan: String? = nil, combineLatest: Bool = false, window: Double? = nil,
+        inputs: [String], program: String, scan: String? = nil, scanKey: String? = nil, combineLatest: Bool = false, window: Double? = nil,
         take: UInt64? = nil, skip: UInt64? = nil, takeUntil: String? = nil, distinct: Bool = false,
         connect: Connect = .eager, start: Start = .beginning, onError: OnError = .stop
     ) {
         self.inputs = inputs
         self.program = program
         self.scan = scan
+        self.scanKey = scanKey
         self.combineLatest = combineLatest
         self.window = window
         self.take = take
@@ -130,6 +137,7 @@ public struct DerivationSpec: Codable, Equatable, Sendable {
         inputs = try c.decode([String].self, forKey: .inputs)
         program = try c.decode(String.self, forKey: .program)
         scan = try c.decodeIfPresent(String.self, forKey: .scan)
+        scanKey = try c.decodeIfPresent(String.self, forKey: .scanKey)
         combineLatest = try c.decodeIfPresent(Bool.self, forKey: .combineLatest) ?? false
         window = try c.decodeIfPresent(Double.self, forKey: .window)
         take = try c.decodeIfPresent(UInt64.self, forKey: .take)
@@ -172,6 +180,10 @@ public struct DerivationSpec: Codable, Equatable, Sendable {
                 throw Invalid("combine-latest takes two or more inputs by name")
             }
             if scan != nil || window != nil { throw Invalid("combine-latest does not combine with --scan or --window") }
+        }
+        if scanKey != nil {
+            guard scan != nil else { throw Invalid("--scan-key keys a fold: give the state each key starts from with --scan INIT") }
+            guard window == nil, !combineLatest else { throw Invalid("--scan-key does not combine with --window or --combine-latest") }
         }
         if let window {
             guard window >= 0.001, window <= 86_400 * 366 else { throw Invalid("--window is from 1ms to a year") }

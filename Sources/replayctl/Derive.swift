@@ -18,7 +18,9 @@ struct Derive: DaemonCommand, StreamCommand {
 
             With --scan INIT the program sees {state, event, stream, seq} and returns the new state \
             (emitted), or {state, emit: [...]}. --window 1m folds each minute of commit time and \
-            emits {start, end, events, state} when the next begins. --combine-latest: the program \
+            emits {start, end, events, state} when the next begins. --scan-key KEY folds each key \
+            apart: the program sees {state, key, event, stream, seq}, {key, state} is emitted. \
+            --combine-latest: the program \
             sees {latest: {input: event}, stream, seq} once every input has an event.
 
             --connect eager computes now and after every restart; lazy from the first subscriber \
@@ -36,6 +38,8 @@ struct Derive: DaemonCommand, StreamCommand {
     var inputs: [String] = []
     @Option(help: ArgumentHelp("The jq program run on each event.", valueName: "program")) var jq: String
     @Option(help: ArgumentHelp("Fold: the initial state, as JSON.", valueName: "init")) var scan: String?
+    @Option(name: .customLong("scan-key"), help: ArgumentHelp("Fold per key: a jq program giving each event's key.", valueName: "program"))
+    var scanKey: String?
     @Flag(name: .customLong("combine-latest"), help: "Emit the latest event of every input, once each has one.") var combineLatest = false
     @Option(help: ArgumentHelp("Tumbling windows of commit time (with --scan): 10s, 1m, 1h.", valueName: "duration")) var window: String?
     @Option(help: ArgumentHelp("Complete the derived stream after N outputs.", valueName: "n")) var take: UInt64?
@@ -62,7 +66,7 @@ struct Derive: DaemonCommand, StreamCommand {
                 windowSeconds = seconds
             }
             return DerivationSpec(
-                inputs: inputs, program: jq, scan: scan, combineLatest: combineLatest, window: windowSeconds, take: take, skip: skip,
+                inputs: inputs, program: jq, scan: scan, scanKey: scanKey, combineLatest: combineLatest, window: windowSeconds, take: take, skip: skip,
                 takeUntil: takeUntil, distinct: distinct, connect: connect, start: start, onError: onError)
         }
     }

@@ -55,6 +55,26 @@ struct OperatorTests {
         #expect(engine.state.accumulator == #"{"a":7,"b":1}"#)
     }
 
+    /// A keyed scan folds each key apart: a running sum per customer.
+    @Test func aKeyedScanFoldsEachKeyApartAndResumesFromItsStates() throws {
+        let spec = DerivationSpec(inputs: ["in"], program: ".state + .event.amount", scan: "0", scanKey: ".customer")
+        let engine = try DerivationEngine(spec)
+        let outputs = try Self.run(
+            engine, Self.events([#"{"customer":"a","amount":5}"#, #"{"customer":"b","amount":1}"#, #"{"customer":"a","amount":2}"#]))
+        #expect(outputs == [#"{"key":"a","state":5}"#, #"{"key":"b","state":1}"#, #"{"key":"a","state":7}"#])
+        #expect(engine.state.accumulator == #"{"a":7,"b":1}"#)
+        let resumed = try DerivationEngine(spec, state: engine.state.json)
+        #expect(
+            try Self.run(resumed, [InputEvent(stream: "in", sequence: 4, millis: 0, payload: Data(#"{"customer":"b","amount":10}"#.utf8))]) == [
+                #"{"key":"b","state":11}"#
+            ])
+        // A key that is neither a string nor a number is a runtime error, the states as they were.
+        #expect(throws: JQProgram.Failure.self) {
+            try resumed.feed(InputEvent(stream: "in", sequence: 5, millis: 0, payload: Data(#"{"customer":[1],"amount":1}"#.utf8)))
+        }
+        #expect(resumed.state.accumulator == #"{"a":7,"b":11}"#)
+    }
+
     /// A stored state is where a restarted derivation goes on from.
     @Test func scanResumesFromItsStoredState() throws {
         let first = try DerivationEngine(DerivationSpec(inputs: ["in"], program: ".state + .event", scan: "0"))

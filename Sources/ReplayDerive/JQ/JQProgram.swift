@@ -87,12 +87,13 @@ public final class JQProgram {
         return outputs
     }
 
-    /// Runs a program that returns at most one value (scan's): that value, `nil` if none.
+    /// Runs a program that returns at most one value (scan's, a key's): that value, `nil`
+    /// if none.
     func single(_ input: JQValue) throws(Failure) -> JQValue? {
         var first: jv?
         do {
             try forEachOutput(input) { value throws(Failure) in
-                guard first == nil else { throw Failure("scan's program returns one state per event, and returned more") }
+                guard first == nil else { throw Failure("the program returns at most one value per event, and returned more") }
                 first = jv_copy(value)
             }
         } catch {
