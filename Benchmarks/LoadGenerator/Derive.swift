@@ -17,6 +17,9 @@ import ReplaySync
 extension Scenarios {
     func derive() throws -> [Figure] {
         guard let replay = system as? ReplaySystem else { return [] }
+        // The SIGKILLs below cut the clients' connections: a write then fails, it must not
+        // end the bench.
+        signal(SIGPIPE, SIG_IGN)
         return try deriveLive() + deriveBacklog(replay)
     }
 
@@ -118,28 +121,37 @@ extension Scenarios {
         try worker.run(through: UInt64(count))
         figures.append(catchUp("derive: the same map/filter as an outside worker", count, since: started))
 
-        // A SIGKILL halfway through each, while it computes: the outputs each then has twice.
+        // The same worker one event at a time (publish, then acknowledge), as most are written.
+        let small = max(1_000, count / 50)
+        started = now()
+        let careful = OutsideWorker(socket: replay.socketPathForDerive, input: "backlog", output: "worker-one", consumer: "one", oneAtATime: true)
+        try careful.run(through: UInt64(small))
+        figures.append(catchUp("derive: the same as a worker, one event at a time", small, since: started))
+
+        // Three SIGKILLs while each computes: the outputs each then has twice.
         try admin.derive("evens-killed", DerivationSpec(inputs: ["backlog"], program: filter))
-        try admin.waitForDerivation("evens-killed", input: "backlog", at: UInt64(count / 2), orMore: true)
-        _ = try replay.killAndRestart()
-        let after = try ReplayBenchClient(path: replay.socketPathForDerive)
-        try after.waitForDerivation("evens-killed", input: "backlog", at: UInt64(count))
-        let killed = OutsideWorker(socket: replay.socketPathForDerive, input: "backlog", output: "worker-killed", consumer: "killed")
-        let running = Thread.detachNewThreadWithResult { (try? killed.run(through: UInt64(count))) != nil }
-        while killed.acknowledged < UInt64(count / 2) { usleep(1_000) }
-        _ = try replay.killAndRestart()
-        _ = running.wait()
-        let resumed = OutsideWorker(socket: replay.socketPathForDerive, input: "backlog", output: "worker-killed", consumer: "killed")
-        try resumed.run(through: UInt64(count))
-        let reader = try ReplayBenchClient(path: replay.socketPathForDerive)
-        figures.append(
-            Figure(
-                scenario: "derive: duplicates after a SIGKILL, derived", system: system.name,
-                value: Double(try reader.duplicates(in: "evens-killed", expected: count / 2)), unit: "outputs", serverRSS: 0))
-        figures.append(
-            Figure(
-                scenario: "derive: duplicates after a SIGKILL, worker", system: system.name,
-                value: Double(try reader.duplicates(in: "worker-killed", expected: count / 2)), unit: "outputs", serverRSS: 0))
+        for kill in 1...3 {
+            let monitor = try ReplayBenchClient(path: replay.socketPathForDerive)
+            try monitor.waitForDerivation("evens-killed", input: "backlog", at: UInt64(count * kill / 4), orMore: true)
+            _ = try replay.killAndRestart()
+        }
+        try ReplayBenchClient(path: replay.socketPathForDerive).waitForDerivation("evens-killed", input: "backlog", at: UInt64(count))
+        for kill in 1...3 {
+            let worker = OutsideWorker(socket: replay.socketPathForDerive, input: "backlog", output: "worker-killed", consumer: "killed", oneAtATime: true)
+            let running = Thread.detachNewThreadWithResult { (try? worker.run(through: UInt64(small))) != nil }
+            while worker.acknowledged < UInt64(small * kill / 4) { usleep(500) }
+            _ = try replay.killAndRestart()
+            _ = running.wait()
+        }
+        let resumed = OutsideWorker(socket: replay.socketPathForDerive, input: "backlog", output: "worker-killed", consumer: "killed", oneAtATime: true)
+        try resumed.run(through: UInt64(small))
+        for (name, stream, expected) in [("derived", "evens-killed", count / 2), ("worker", "worker-killed", small / 2)] {
+            let reader = try ReplayBenchClient(path: replay.socketPathForDerive)
+            figures.append(
+                Figure(
+                    scenario: "derive: duplicates after 3 SIGKILLs, \(name)", system: system.name,
+                    value: Double(try reader.duplicates(in: stream, expected: expected)), unit: "outputs", serverRSS: 0))
+        }
         return figures
     }
 
@@ -170,15 +182,19 @@ final class OutsideWorker {
     let input: String
     let output: String
     let consumer: String
+    /// Publish each output and acknowledge each event before the next, rather than a page
+    /// at a time.
+    let oneAtATime: Bool
     /// The last input event acknowledged (read by the thread that kills the daemon).
     private let last = Locked<UInt64>(0)
     var acknowledged: UInt64 { last.value }
 
-    init(socket: String, input: String, output: String, consumer: String = "worker") {
+    init(socket: String, input: String, output: String, consumer: String = "worker", oneAtATime: Bool = false) {
         self.socket = socket
         self.input = input
         self.output = output
         self.consumer = consumer
+        self.oneAtATime = oneAtATime
     }
 
     /// Works until its position reaches `sequence`, or its connection fails.
@@ -201,13 +217,26 @@ final class OutsideWorker {
                 }
             } while reader.socket.input.readableBytes > 0 && (events.last?.0 ?? 0) < sequence
             guard !events.isEmpty else { continue }
+            if oneAtATime {
+                let target = sequence
+                for (sequence, payload) in events where sequence <= target {
+                    if let v = Self.value(payload), v % 2 == 0 {
+                        writer.queuePublish(output, ByteBuffer(string: #"{"v":\#(v)}"#))
+                        try writer.flush()
+                        try writer.readAck()
+                    }
+                    reader.socket.write { ClientCommand.ack(sid: "w", sequence: sequence).write(into: &$0) }
+                    try reader.flush()
+                    last.withLock { $0 = sequence }
+                }
+                reader.socket.write { ClientCommand.more(sid: "w", count: events.count).write(into: &$0) }
+                try reader.flush()
+                continue
+            }
             var published = 0
             for (sequence, payload) in events {
                 position = sequence
-                // The map/filter: `select(.v % 2 == 0) | {v}`, decoded as a worker would.
-                guard let object = try? JSONSerialization.jsonObject(with: Data(payload.readableBytesView)) as? [String: Any],
-                    let v = object["v"] as? Int
-                else { continue }
+                guard let v = Self.value(payload) else { continue }
                 if v % 2 == 0 {
                     writer.queuePublish(output, ByteBuffer(string: #"{"v":\#(v)}"#))
                     published += 1
@@ -220,6 +249,13 @@ final class OutsideWorker {
             try reader.flush()
             last.withLock { $0 = position }
         }
+    }
+}
+
+extension OutsideWorker {
+    /// The map/filter `select(.v % 2 == 0) | {v}`'s input, decoded as a worker would.
+    static func value(_ payload: ByteBuffer) -> Int? {
+        (try? JSONSerialization.jsonObject(with: Data(payload.readableBytesView)) as? [String: Any])?["v"] as? Int
     }
 }
 
