@@ -18,19 +18,6 @@ public struct InputEvent: Sendable {
     }
 }
 
-/// One output of a derivation, with the input event that produced it.
-public struct DerivedOutput: Sendable, Equatable {
-    public let payload: Data
-    public let originStream: String
-    public let originSequence: UInt64
-
-    public init(payload: Data, originStream: String, originSequence: UInt64) {
-        self.payload = payload
-        self.originStream = originStream
-        self.originSequence = originSequence
-    }
-}
-
 /// A derivation's operators over its events, one event at a time: the articles' map,
 /// filter, flattenMap, scan, combineLatest, take, skip, takeUntil, distinctUntilChanged
 /// and tumbling windows, evaluated by jq. Pure in its inputs: the same events from the

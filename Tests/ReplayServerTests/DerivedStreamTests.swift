@@ -66,7 +66,10 @@ struct DerivedStreamTests {
                 let client = try await ReplayClient.connect(to: daemon.socketPath)
                 try await client.create("orders", unlimited: true)
                 _ = try await client.publish("orders", contentsOf: Self.payloads(1...5_000))
-                try await client.derive("big", DerivationSpec(inputs: ["orders"], program: "select(.amount > 100) | {id, amount}"), capacity: .unlimited)
+                // Made slow on purpose (a list built and dropped per event), so that a kill always
+                // finds it with input left to compute, however busy the machine.
+                let slow = "([range(300)] | length) as $n | select(.amount > 100) | {id, amount}"
+                try await client.derive("big", DerivationSpec(inputs: ["orders"], program: slow), capacity: .unlimited)
                 try await client.derive(
                     "totals", DerivationSpec(inputs: ["orders"], program: ".state[.event.customer] += .event.amount | .state", scan: "{}"),
                     capacity: .count(1))

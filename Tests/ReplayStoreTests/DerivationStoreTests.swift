@@ -13,7 +13,7 @@ struct DerivationStoreTests {
 
     static func step(_ derivation: Derivation, to position: UInt64, outputs: [(String, UInt64)], state: String? = nil) -> DerivationStep {
         var step = DerivationStep(stream: derivation.stream, expected: derivation.positions, positions: ["orders": position], state: state)
-        step.outputs = outputs.map { DerivationStep.Output(payload: Data($0.0.utf8), originStream: "orders", originSequence: $0.1) }
+        step.outputs = outputs.map { DerivedOutput(payload: Data($0.0.utf8), originStream: "orders", originSequence: $0.1) }
         step.processed = position - (derivation.positions["orders"] ?? 0)
         return step
     }

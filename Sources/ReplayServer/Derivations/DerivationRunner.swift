@@ -216,10 +216,8 @@ final class DerivationRunner: @unchecked Sendable {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
             do {
                 let outputs = try engine.feed(event)
-                for output in outputs {
-                    step.outputs.append(.init(payload: output.payload, originStream: output.originStream, originSequence: output.originSequence))
-                    bytes += output.payload.count
-                }
+                step.outputs += outputs
+                bytes += outputs.reduce(0) { $0 + $1.payload.count }
             } catch {
                 let message = "\(event.stream) seq \(event.sequence): \(error.message)"
                 step.error = message

@@ -96,24 +96,11 @@ public struct DerivationDefinition: Sendable {
 /// positions it read from: if the stored ones differ (another runner moved it, or it was
 /// redefined), the step is refused and nothing is written.
 public struct DerivationStep: Sendable {
-    /// One output and the input event it came from.
-    public struct Output: Sendable {
-        public let payload: Data
-        public let originStream: String
-        public let originSequence: UInt64
-
-        public init(payload: Data, originStream: String, originSequence: UInt64) {
-            self.payload = payload
-            self.originStream = originStream
-            self.originSequence = originSequence
-        }
-    }
-
     public let stream: String
     public let expected: [String: UInt64]
     public var positions: [String: UInt64]
     public var state: String?
-    public var outputs: [Output] = []
+    public var outputs: [DerivedOutput] = []
     /// Events for `on_error=dead-letter`, appended to `deadLetterStream` (created with the
     /// store's settings for new streams if it does not exist).
     public var deadLetters: [Data] = []
@@ -132,7 +119,4 @@ public struct DerivationStep: Sendable {
         self.positions = positions
         self.state = state
     }
-
-    /// The origin column's text: `stream:seq` (a stream name never has a ':').
-    static func origin(_ output: Output) -> String { "\(output.originStream):\(output.originSequence)" }
 }

@@ -1,0 +1,18 @@
+import Foundation
+
+/// One output of a derivation, with the input event that produced it: what the operators
+/// make (ReplayDerive), what the writer stores with its origin (ReplayStore), one type.
+public struct DerivedOutput: Sendable, Equatable {
+    public let payload: Data
+    public let originStream: String
+    public let originSequence: UInt64
+
+    public init(payload: Data, originStream: String, originSequence: UInt64) {
+        self.payload = payload
+        self.originStream = originStream
+        self.originSequence = originSequence
+    }
+
+    /// The origin as the store's column keeps it: `stream:seq` (a stream name never has a ':').
+    public var origin: String { "\(originStream):\(originSequence)" }
+}
