@@ -20,6 +20,8 @@ final class Catalog: Sendable {
         /// The time (ms) of its last write in this process, events or not (a close): a
         /// time-to-live counts from it.
         var lastWrite: Int64 = 0
+        /// A derived stream: only its derivation appends to it.
+        var derived = false
     }
 
     private let records: Locked<[String: Record]>
@@ -53,6 +55,10 @@ final class Catalog: Sendable {
                 name: row["name"], ackedSequence: UInt64(row["acked_seq"] as Int64),
                 createdAt: Timestamp.date(millis: row["created_at"]), updatedAt: Timestamp.date(millis: row["updated_at"]))
             records[stream]?.consumers[consumer.name] = consumer
+        }
+        for id in try Int64.fetchAll(db, sql: "SELECT stream_id FROM derivations") {
+            guard let stream = names[id] else { continue }
+            records[stream]?.derived = true
         }
         for row in try Row.fetchAll(db, sql: "SELECT * FROM groups") {
             guard let stream = names[row["stream_id"]] else { continue }

@@ -32,6 +32,9 @@ struct DerivedStreamHTTPTests {
             let list = try JSONDecoder().decode([DerivationDescription].self, from: try await http.request("GET", "/v1/derived").body)
             #expect(list.map(\.stream) == ["big"])
 
+            // Only its derivation appends to it.
+            let appended = try await http.request("POST", "/v1/stream/big", headers: Self.json, body: "7")
+            #expect(appended.status == 409, "\(appended.text)")
             // Refusals: the program, a conflict, a bad name.
             let refused = try await http.request("PUT", "/v1/derived/bad", headers: Self.json, body: #"{"inputs": ["orders"], "program": "now"}"#)
             #expect(refused.status == 400)

@@ -264,6 +264,11 @@ struct DerivedStreamTests {
             let client = try await ReplayClient.connect(to: daemon.socketPath)
             #expect(try await client.list().isEmpty)
             #expect(try await client.derivations().isEmpty)
+            _ = try await client.publish("orders", "{}")
+            // Only its derivation appends to a derived stream.
+            try await client.derive("copy", DerivationSpec(inputs: ["orders"], program: "."))
+            let refused = await #expect(throws: ReplayClientError.self) { _ = try await client.publish("copy", "{}") }
+            #expect("\(refused.map { "\($0)" } ?? "")".contains("only its derivation appends to it"))
             // A derived stream cannot read itself, and a plain stream is not made derived.
             await #expect(throws: ReplayClientError.self) { try await client.derive("loop", DerivationSpec(inputs: ["loop"], program: ".")) }
             try await client.create("plain")

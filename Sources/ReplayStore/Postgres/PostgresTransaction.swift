@@ -86,7 +86,8 @@ final class PostgresTransaction: LogTransaction {
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
         s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
-        EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups
+        EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups,
+        EXISTS (SELECT FROM derivations d WHERE d.stream_id = s.id) AS is_derived
         """
 
     static var locksStreamsUpFront: Bool { true }
@@ -492,6 +493,7 @@ final class PostgresTransaction: LogTransaction {
                 keepUnacked: try c["keep_unacked"].decode(Int?.self),
                 forkSource: try c["fork_source"].decode(String?.self))
             records[stream.name] = try stream.record()
+            records[stream.name]?.derived = try c["is_derived"].decode(Bool.self)
             versions[stream.id] = try c["row_version"].decode(Int64.self)
             if try c["has_consumers"].decode(Bool.self) { withConsumers[stream.id] = stream.name }
             if try c["has_groups"].decode(Bool.self) { withGroups[stream.id] = stream.name }

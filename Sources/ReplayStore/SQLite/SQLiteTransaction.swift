@@ -51,6 +51,7 @@ final class SQLiteTransaction: LogTransaction {
             arguments: [name])
         guard let row else { return nil }
         var record = try StreamRow(row: row).record()
+        record.derived = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM derivations WHERE stream_id = ?)", arguments: [record.id]) ?? false
         for row in try Row.fetchAll(db, sql: "SELECT * FROM consumers WHERE stream_id = ?", arguments: [record.id]) {
             let consumer = ConsumerInfo(
                 name: row["name"], ackedSequence: UInt64(row["acked_seq"] as Int64),

@@ -12,6 +12,7 @@ extension WriterRules {
         _ payload: Data, to name: String, autoCreate: StreamConfig?, conditions: AppendConditions
     ) throws -> Result<Appended, StoreError> {
         let existing = try touch(name)
+        if let existing, let refused = refusal(toAppendTo: existing) { return .failure(refused) }
         if let expected = conditions.expectedLastSequence {
             let last = existing.map { streams[$0].record.info.lastSequence } ?? 0
             guard last == expected else { return .failure(.wrongLastSequence(stream: name, last: last, expected: expected)) }
@@ -113,6 +114,7 @@ extension WriterRules {
         if info.terminal != nil {
             return write.payloads.isEmpty && write.close ? .success(.alreadyClosed(info)) : .failure(.terminated(stream: name))
         }
+        if !write.payloads.isEmpty, let refused = refusal(toAppendTo: index) { return .failure(refused) }
         if let received = write.writerSequence {
             if let last = info.writerSequence, !last.utf8.lexicographicallyPrecedes(received.utf8) {
                 return .failure(.writerSequenceRegression(stream: name, last: last, received: received))

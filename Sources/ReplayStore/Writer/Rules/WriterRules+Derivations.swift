@@ -50,7 +50,15 @@ extension WriterRules {
         let derivation = Derivation(
             stream: name, spec: definition.spec, positions: startingPositions(definition.spec), createdAt: created, updatedAt: millis)
         derivationChanges[streams[index].record.id] = derivation
+        streams[index].record.derived = true
         return .success(derivation)
+    }
+
+    /// Why an append from anyone but its derivation is refused, if the stream is derived.
+    func refusal(toAppendTo index: Int) -> StoreError? {
+        guard streams[index].record.derived else { return nil }
+        let name = streams[index].record.info.name
+        return .derivationConflict(stream: name, reason: "it is derived: only its derivation appends to it")
     }
 
     /// Where a new derivation starts: nothing read (the inputs' retained beginning), or
