@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// What a derivation remembers between input events, as it is stored (the `state` column
 /// of its `derivations` row, JSON that `sqlite3` shows): committed with its outputs and
@@ -28,9 +29,7 @@ public struct DerivationState: Codable, Equatable, Sendable {
     public init() {}
 
     public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+        JSONText.of(self)
     }
 
     /// The stored state (`nil`: a fresh start). An unreadable one is an error, never a

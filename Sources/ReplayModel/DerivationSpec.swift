@@ -199,9 +199,7 @@ public struct DerivationSpec: Codable, Equatable, Sendable {
 
     /// The definition as JSON text: the socket's payload and the store's column.
     public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+        JSONText.of(self)
     }
 
     public init(json: some StringProtocol) throws(Invalid) {

@@ -96,8 +96,7 @@ final class DerivationRunner: @unchecked Sendable {
         let (derivation, status, rate) = locked { control -> (Derivation, DerivationDescription.Status, Double) in
             var rate = 0.0
             if let first = control.samples.first, let last = control.samples.last, last.at > first.at {
-                let seconds = Double((last.at - first.at).components.attoseconds) / 1e18 + Double((last.at - first.at).components.seconds)
-                rate = Double(last.processed - first.processed) / seconds
+                rate = Double(last.processed - first.processed) / ((last.at - first.at) / .seconds(1))
             }
             return (control.committed, control.status, rate)
         }

@@ -44,9 +44,7 @@ public struct Derivation: Sendable, Equatable {
 
     /// The positions as their column's JSON.
     var positionsJSON: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(positions)) ?? Data("{}".utf8), as: UTF8.self)
+        JSONText.of(positions)
     }
 
     /// A row's columns, as both stores read them.
