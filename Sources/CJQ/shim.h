@@ -2,3 +2,5 @@
 // read-time filters run their programs in.
 #include <jv.h>
 #include <jq.h>
+// glibc's heap figures (mallinfo2): the watchdog's measure of a program's memory.
+#include <malloc.h>

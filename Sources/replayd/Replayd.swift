@@ -165,6 +165,17 @@ struct Replayd: AsyncParsableCommand {
     )
     var webhookAllowPrivate = false
 
+    @Option(
+        name: .customLong("jq-time-limit"),
+        help: ArgumentHelp(
+            "CPU seconds a jq program (a derivation's, a reader's filter) may run on one event; past it the event is a runtime error.", valueName: "seconds"))
+    var jqTimeLimit: Double = 0.25
+
+    @Option(
+        name: .customLong("jq-memory-limit"),
+        help: ArgumentHelp("Megabytes the heap may grow while a jq program runs on one event; past it the event is a runtime error.", valueName: "MB"))
+    var jqMemoryLimit: Int = 256
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -192,6 +203,8 @@ struct Replayd: AsyncParsableCommand {
         }
         guard httpMaxConnections > 0 else { throw ValidationError("--http-max-connections must be more than 0") }
         guard httpHeaderTimeout >= 0.1, httpHeaderTimeout <= 3600 else { throw ValidationError("--http-header-timeout takes seconds from 0.1 to 3600") }
+        guard jqTimeLimit >= 0.001, jqTimeLimit <= 3600 else { throw ValidationError("--jq-time-limit takes seconds from 0.001 to 3600") }
+        guard jqMemoryLimit >= 1 else { throw ValidationError("--jq-memory-limit takes megabytes, 1 or more") }
         if let tokenMaxStreams, tokenMaxStreams < 0 { throw ValidationError("--token-max-streams takes a count, 0 or more") }
         if tokenMaxStreams != nil, authKeys == nil { throw ValidationError("--token-max-streams is for scoped tokens: give --auth-keys too") }
         if authKeys != nil, http == nil { throw ValidationError("--auth-keys is for the HTTP door: give --http HOST:PORT too") }
@@ -229,6 +242,8 @@ struct Replayd: AsyncParsableCommand {
         configuration.access = AccessPolicy(allowedUIDs: Set(allowUID), allowedGIDs: Set(allowGID))
         configuration.allowSocketSources = !noSocketSources
         configuration.declarationsPath = config
+        configuration.programBudget.timeLimit = .milliseconds(Int64((jqTimeLimit * 1000).rounded()))
+        configuration.programBudget.memoryLimit = jqMemoryLimit << 20
         configuration.connectionLimits = ClientLimits(requests: rateLimitRequests, bytes: rateLimitBytes)
         if let address = http, var settings = HTTPSettings(address: address) {
             settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }

@@ -45,3 +45,47 @@ struct ProgramTests {
         #expect(error?.message.hasPrefix("the event is not JSON") == true, "\(error?.message ?? "")")
     }
 }
+
+/// A program that loops or grows without bound on one event is cut off by its budget and
+/// counts as a runtime error; the interpreter goes on with the next event. What is asserted
+/// is the outcome (the error, and the next event's result), never how long it took.
+@Suite("jq budgets")
+struct BudgetTests {
+    @Test(arguments: ["def f: f; f", "last(range(1e18))", "until(false; .)", "[limit(1; repeat(.) | select(false))]"])
+    func aProgramThatLoopsIsCutOffByTheTimeLimit(program: String) throws {
+        let budget = JQProgram.Budget(timeLimit: .milliseconds(50), memoryLimit: 1 << 40)
+        let looping = try JQProgram("if . == 1 then (\(program)) else . end", budget: budget)
+        let error = #expect(throws: JQProgram.Failure.self) { try looping.run(json: Data("1".utf8)) }
+        #expect(error?.message == "the program ran past its time limit of 0.05 s on one event", "\(error?.message ?? "")")
+        #expect(try looping.run(json: Data("2".utf8)) == [Data("2".utf8)])
+    }
+
+    @Test(arguments: [#""x" | until(false; . + .)"#, "[range(1e10)]", "def f: [f]; f", "reduce range(1e10) as $i ({}; .[\"k\\($i)\"] = $i)"])
+    func aProgramThatGrowsWithoutBoundIsCutOffByTheMemoryLimit(program: String) throws {
+        let budget = JQProgram.Budget(timeLimit: .seconds(600), memoryLimit: 64 << 20)
+        let growing = try JQProgram("if . == 1 then (\(program)) else . end", budget: budget)
+        let error = #expect(throws: JQProgram.Failure.self) { try growing.run(json: Data("1".utf8)) }
+        #expect(error?.message == "the program grew past its memory limit of 64 MB on one event", "\(error?.message ?? "")")
+        #expect(try growing.run(json: Data("2".utf8)) == [Data("2".utf8)])
+    }
+
+    /// Halting one program leaves another, run on another thread meanwhile, alone.
+    @Test func aBreachHaltsOnlyItsOwnProgram() async throws {
+        let budget = JQProgram.Budget(timeLimit: .milliseconds(50), memoryLimit: 1 << 40)
+        let sums = try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask {
+                let looping = try JQProgram("def f: f; f", budget: budget)
+                #expect(throws: JQProgram.Failure.self) { try looping.run(json: Data("1".utf8)) }
+                return 0
+            }
+            group.addTask {
+                let counting = try JQProgram("[range(.)] | add", budget: JQProgram.Budget())
+                var total = 0
+                for _ in 0..<2_000 { total += Int(String(decoding: try counting.run(json: Data("100".utf8))[0], as: UTF8.self))! }
+                return total
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(sums == 2_000 * 4_950)
+    }
+}

@@ -311,6 +311,28 @@ struct DerivedStreamTests {
             await client.close()
         }
     }
+
+    /// A program that loops, or grows without bound, on one event is cut off by the
+    /// daemon's budget: that event is a runtime error under the policy, the derivation goes
+    /// on, and so does a reader whose filter does the same. The time limit is long enough
+    /// that the growing program passes its memory limit first, however loaded the machine.
+    @Test func aProgramPastItsBudgetOnOneEventCostsOnlyThatEvent() async throws {
+        try await withDaemon(arguments: ["--jq-time-limit", "1", "--jq-memory-limit", "64"]) { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            _ = try await client.publish("in", contentsOf: (1...4).map { Data(#"{"n":\#($0)}"#.utf8) })
+            let program = #"if .n == 2 then (def f: f; f) elif .n == 3 then ("x" | until(false; . + .)) else .n end"#
+            try await client.derive("out", DerivationSpec(inputs: ["in"], program: program, onError: .deadLetter("in-errors")))
+            #expect(try await Self.read(client, "out", count: 2).map { $0.text ?? "" } == ["1", "4"])
+            let letters = try await Self.read(client, "in-errors", count: 2).map {
+                (try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["error"] as? String ?? ""
+            }
+            #expect(letters == ["the program ran past its time limit of 1 s on one event", "the program grew past its memory limit of 64 MB on one event"])
+            let filtered = try await Self.read(from: client, "in", from: 1, filter: program, count: 2)
+            #expect(filtered.map(\.sequence) == [1, 4])
+            #expect(try await Self.derivation(client, "out")?.errors == 2)
+            await client.close()
+        }
+    }
 }
 
 /// Read-time filters on the socket: a per-reader projection, nothing stored, sequence

@@ -200,7 +200,7 @@ final class Connection: Sendable {
         case .filtered(let subscription, let program):
             let filter: EventFilter
             do throws(JQProgram.Failure) {
-                filter = try EventFilter(program)
+                filter = try EventFilter(program, budget: context.configuration.programBudget)
             } catch {
                 // The id the state machine reserved is freed with the refusal.
                 if let sid = Self.sid(of: subscription) { state.withLock { $0.subscriptionEnded(sid) } }

@@ -39,7 +39,7 @@ public struct ReplayServer: Sendable {
         }
         let hubs = StreamHubs(store: store.store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
         let sources = SourceRegistry(store: store.store, logger: logger)
-        let derivations = DerivationRegistry(store: store.store, logger: logger)
+        let derivations = DerivationRegistry(store: store.store, budget: configuration.programBudget, logger: logger)
         var services: [any Service] = [
             store,
             sources,
@@ -48,7 +48,8 @@ public struct ReplayServer: Sendable {
             SocketListener(
                 configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, logger: logger),
         ]
-        if let http = configuration.http {
+        if var http = configuration.http {
+            http.programBudget = configuration.programBudget
             services.append(
                 HTTPFrontDoor(
                     settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations,

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayAuth
+import ReplayDerive
 import ReplayProtocol
 import ReplayStore
 
@@ -39,6 +40,9 @@ public struct ServerConfiguration: Sendable {
     var socketRules: SocketRules?
     /// The Durable Streams HTTP front door; `nil` (the default): no HTTP.
     public var http: HTTPSettings?
+    /// What a jq program (a derivation's, a reader's filter) may spend on one event
+    /// (`--jq-time-limit`, `--jq-memory-limit`).
+    public var programBudget = JQProgram.Budget()
 
     /// The daemon's defaults, in one place (`replayd`'s flags start from them too).
     public enum Defaults {

@@ -19,6 +19,7 @@ final class DerivationRegistry: Service, Sendable {
     private let runners = Locked<[String: DerivationRunner]>([:])
     private let store: EventStore
     private let logger: Logger
+    private let budget: JQProgram.Budget
     private let started = Locked(false)
     /// Set at the graceful shutdown: nothing is adopted after it.
     private let stopped = Locked(false)
@@ -27,8 +28,9 @@ final class DerivationRegistry: Service, Sendable {
     /// How often a daemon sharing its database looks for derivations another daemon defined.
     static let sharedPoll = DispatchTimeInterval.seconds(2)
 
-    init(store: EventStore, logger: Logger) {
+    init(store: EventStore, budget: JQProgram.Budget = .init(), logger: Logger) {
         self.store = store
+        self.budget = budget
         self.logger = logger
     }
 
@@ -130,7 +132,7 @@ final class DerivationRegistry: Service, Sendable {
     }
 
     private func adopt(_ derivation: Derivation) {
-        let runner = DerivationRunner(derivation, store: store, logger: logger)
+        let runner = DerivationRunner(derivation, store: store, budget: budget, logger: logger)
         runners.withLock { $0[derivation.stream] = runner }
         runner.start()
     }

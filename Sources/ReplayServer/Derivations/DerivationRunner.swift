@@ -36,6 +36,7 @@ final class DerivationRunner: @unchecked Sendable {
     private let inputs: Set<String>
     private let patterns: [StreamPattern]
     private let store: EventStore
+    private let budget: JQProgram.Budget
     private let logger: Logger
     private let condition = NSCondition()
     private var control: Control
@@ -43,7 +44,7 @@ final class DerivationRunner: @unchecked Sendable {
     static let maxOutputsPerStep = 4096
     static let maxBytesPerStep = 4 << 20
 
-    init(_ derivation: Derivation, store: EventStore, logger: Logger) {
+    init(_ derivation: Derivation, store: EventStore, budget: JQProgram.Budget, logger: Logger) {
         self.stream = derivation.stream
         let spec = derivation.spec
         inputs = Set(spec.inputs + (spec.takeUntil.map { [$0] } ?? []))
@@ -52,6 +53,7 @@ final class DerivationRunner: @unchecked Sendable {
             return pattern
         }
         self.store = store
+        self.budget = budget
         self.logger = logger
         // A lazy derivation that committed a step was connected before: it goes on.
         control = Control(connected: derivation.state != nil, committed: derivation)
@@ -127,7 +129,7 @@ final class DerivationRunner: @unchecked Sendable {
             // As stored, if a claim just taken read it again.
             derivation = locked { $0.committed }
             do {
-                if engine == nil { engine = try DerivationEngine(derivation.spec, state: derivation.state) }
+                if engine == nil { engine = try DerivationEngine(derivation.spec, state: derivation.state, budget: budget) }
             } catch {
                 // A definition that compiled at creation but not now (a damaged state).
                 _ = commit(stopping(derivation, because: error.message))

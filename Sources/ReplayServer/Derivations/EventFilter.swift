@@ -16,11 +16,12 @@ final class EventFilter: @unchecked Sendable {
     private let lock = NSLock()
 
     /// Compiles `source`; a refusal says why, as a derivation's would.
-    init(_ source: String) throws(JQProgram.Failure) {
-        program = try JQProgram(source)
+    init(_ source: String, budget: JQProgram.Budget) throws(JQProgram.Failure) {
+        program = try JQProgram(source, budget: budget)
     }
 
-    /// The program's outputs for one event's payload (none if it failed on it).
+    /// The program's outputs for one event's payload (none if it failed on it, or passed
+    /// its budget: a reader's filter is cut off as a derivation's is).
     func outputs(_ payload: some ContiguousBytes) -> [Data] {
         lock.withLock { (try? program.run(json: payload)) ?? [] }
     }

@@ -23,7 +23,7 @@ extension StreamEndpoint {
         }
 
         @inline(never)  // else its messages take the async `read`'s frame
-        init(_ query: FlatDictionary<Substring, Substring>) throws {
+        init(_ query: FlatDictionary<Substring, Substring>, budget: JQProgram.Budget) throws {
             func single(_ key: Substring) throws -> Substring? {
                 let found = query[values: key]
                 guard found.count <= 1 else { throw HTTPError(.badRequest, message: "give '\(key)' once") }
@@ -45,7 +45,7 @@ extension StreamEndpoint {
             cursor = try single("cursor").flatMap { UInt64($0) }
             if let program = try single("filter") {
                 do throws(JQProgram.Failure) {
-                    filter = try EventFilter(String(program))
+                    filter = try EventFilter(String(program), budget: budget)
                 } catch {
                     throw HTTPError(.badRequest, message: "the filter is refused: \(error.message)")
                 }
@@ -76,7 +76,7 @@ extension StreamEndpoint {
 
     @inline(never)
     private func start(_ name: String, _ request: Request, closed: EventLoopFuture<Void>) throws -> ReadStart {
-        let query = try ReadQuery(request.uri.queryParameters)
+        let query = try ReadQuery(request.uri.queryParameters, budget: settings.programBudget)
         guard let hub = try liveHub(name) else { return .expired }
         store.noteRead(name)
         if let response = try respondAtOnce(hub, query, closed: closed) { return .answered(response) }
