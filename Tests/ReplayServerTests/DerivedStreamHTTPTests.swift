@@ -53,6 +53,42 @@ struct DerivedStreamHTTPTests {
         }
     }
 
+    /// An HTTP reader counts as a subscriber: a catch-up GET connects a lazy derivation, which
+    /// then keeps going; a refcount one runs while an SSE reader stays or a long poll waits.
+    @Test func anHTTPReaderConnectsALazyDerivationAndKeepsARefcountOneRunning() async throws {
+        try await withHTTP { _, http in
+            #expect(try await http.request("PUT", "/v1/stream/orders", headers: Self.json).status == 201)
+            for id in 1...3 { #expect(try await http.request("POST", "/v1/stream/orders", headers: Self.json, body: #"{"id":\#(id)}"#).status == 204) }
+            for (name, connect) in [("lazy", "lazy"), ("shared", "refcount")] {
+                let body = #"{"inputs": ["orders"], "program": ".id", "connect": "\#(connect)"}"#
+                #expect(try await http.request("PUT", "/v1/derived/\(name)", headers: Self.json, body: body).status == 200)
+            }
+            @Sendable func described(_ name: String) async throws -> DerivationDescription? {
+                try? JSONDecoder().decode(DerivationDescription.self, from: try await http.request("GET", "/v1/derived/\(name)").body)
+            }
+            #expect(try await described("lazy")?.status == .waiting)
+            #expect(try await described("shared")?.status == .waiting)
+
+            // A catch-up connects the lazy one for good.
+            #expect(try await http.request("GET", "/v1/stream/lazy?offset=-1").status == 200)
+            try await eventually("the lazy derivation computes") { try await described("lazy")?.processed == 3 }
+
+            // The refcount one computes for an SSE reader, and waits again once it leaves.
+            let sse = try await http.stream("/v1/stream/shared?offset=-1&live=sse") { $0.contains("data:3") }
+            #expect(sse.text.contains("data:1,\ndata:2,"), "\(sse.text)")
+            try await eventually("the refcount derivation waits again") { try await described("shared")?.status == .waiting }
+            #expect(try await http.request("POST", "/v1/stream/orders", headers: Self.json, body: #"{"id":4}"#).status == 204)
+            try await eventually("the lazy derivation keeps going") { try await described("lazy")?.processed == 4 }
+            #expect(try await described("shared")?.processed == 3)
+
+            // A long poll from its tail is served by the computation it starts.
+            let tail = try await http.request("GET", "/v1/stream/shared?offset=now")
+            let polled = try await http.request("GET", "/v1/stream/shared?offset=\(tail["Stream-Next-Offset"] ?? "")&live=long-poll")
+            #expect(polled.status == 200)
+            #expect(polled.text == "[4]")
+        }
+    }
+
     @Test func aFilterProjectsCatchUpLongPollAndSSEReadsUnderTheStreamsOffsets() async throws {
         try await withHTTP { _, http in
             #expect(try await http.request("PUT", "/v1/stream/prices", headers: Self.json).status == 201)

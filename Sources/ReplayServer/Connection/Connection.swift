@@ -23,9 +23,7 @@ struct ServerContext: Sendable {
     /// A subscriber of `stream` arrived: its source or derivation connects (lazy) or runs
     /// while it stays (refcount). Disposed when it leaves.
     func lease(_ stream: String) -> any Disposable {
-        let source = sources.lease(stream)
-        guard let derivation = derivations.lease(stream) else { return source }
-        return CompositeDisposable([source, ActionDisposable(derivation)])
+        StreamLeases(sources: sources, derivations: derivations).lease(stream)
     }
 
     var admin: StreamAdmin {

@@ -90,7 +90,11 @@ final class DerivationRunner: @unchecked Sendable {
             control.connected = true
         }
         condition.broadcast()
-        return { [self] in locked { $0.leases -= 1 } }
+        return { [self] in
+            locked { $0.leases -= 1 }
+            // So that the status says `waiting` once the last one left.
+            condition.broadcast()
+        }
     }
 
     /// What DERIVATIONS, INFO, the page and `top` show.

@@ -39,7 +39,7 @@ public struct HTTPFrontDoor: Service {
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
-            maxPayload: configuration.maxPayload, logger: logger)
+            maxPayload: configuration.maxPayload, leases: StreamLeases(sources: sources, derivations: derivations), logger: logger)
         metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store, derivations: derivations) }
     }
 
@@ -95,7 +95,8 @@ public struct HTTPFrontDoor: Service {
         let inline = InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter)
         let inlineAppends = settings.tokenKeys == nil
         let streams = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout)] + (inlineAppends ? [InlineAppendHandler(inline)] : []))
+            additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout), EventStreamHangUp()] + (inlineAppends ? [InlineAppendHandler(inline)] : [])
+        )
         let server: HTTPServerBuilder
         let reloads: Task<Void, Never>?
         if let tls = settings.tls {

@@ -117,6 +117,8 @@ extension StreamEndpoint {
     /// A catch-up or long-poll response: one chunk, after a wait for a commit if the
     /// long poll finds nothing.
     private func readChunk(_ hub: StreamHub, _ query: ReadQuery, _ request: Request) async throws -> Response {
+        let lease = leases.lease(hub.name)
+        defer { lease.dispose() }
         let info = hub.info
         let position = try position(query, info)
         var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter)

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import ReplayCore
 import ReplayStore
 
 /// SSE (Durable Streams PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
@@ -23,7 +24,8 @@ extension StreamEndpoint {
         // holds a reference rather than a copy of what the reader holds.
         nonisolated(unsafe) let reader = SSEReader(
             cursor: start, encoding: encoding, clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
-            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, parked: parked, closed: closed)
+            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, parked: parked, closed: closed,
+            lease: leases.lease(info.name))
         let body = ResponseBody { writer in try await reader.run(writing: &writer) }
         return Response(status: .ok, headers: fields, body: body)
     }
@@ -46,10 +48,13 @@ final class SSEReader {
     private let deadline: ContinuousClock.Instant?
     private let parked: ParkedReads
     private let interrupt = WaitInterrupt()
+    /// Held while the reader reads (and released by `deinit` if its body never ran): a lazy
+    /// derivation or source connects, a refcount one runs while the reader stays.
+    private let lease: any Disposable
 
     init(
         cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?,
-        parked: ParkedReads, closed: EventLoopFuture<Void>
+        parked: ParkedReads, closed: EventLoopFuture<Void>, lease: any Disposable
     ) {
         let interrupt = self.interrupt
         closed.whenComplete { _ in interrupt.fire() }
@@ -59,7 +64,10 @@ final class SSEReader {
         self.keepAlive = keepAlive
         self.parked = parked
         self.deadline = deadline
+        self.lease = lease
     }
+
+    deinit { lease.dispose() }
 
     /// What follows a chunk written.
     enum Next {
@@ -71,7 +79,10 @@ final class SSEReader {
     @inline(never)
     func run(writing writer: inout any ResponseBodyWriter) async throws {
         Self.count(+1)
-        defer { Self.count(-1) }
+        defer {
+            Self.count(-1)
+            lease.dispose()
+        }
         while !Task.isCancelled {
             // Gone or deleted mid-stream: end; the client's reconnect gets the status.
             guard let (buffer, next) = await read() else { break }

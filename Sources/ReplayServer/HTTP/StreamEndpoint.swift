@@ -19,6 +19,9 @@ struct StreamEndpoint: Sendable {
     let reads: ReadPool
     let settings: HTTPSettings
     let maxPayload: Int
+    /// What a GET holds while it reads: lazy sources and derivations connect, refcount
+    /// ones run while a long poll waits or an SSE reader stays.
+    let leases: StreamLeases
     let logger: Logger
     /// The live reads parked here, ended at the door's shutdown (`HTTPFrontDoor.run`).
     let parked = ParkedReads()

@@ -1,0 +1,44 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// Closes a connection whose client hung up while its event stream (SSE) was being
+/// served, so that its reader ends at once and not at its next keep-alive write.
+///
+/// Hummingbird allows half-closure (a client may end its input and still read its
+/// answer), so a client's FIN arrives as `ChannelEvent.inputClosed`, not as the
+/// connection's close that ends a parked reader's wait (`WaitInterrupt`). An SSE client
+/// that ends its input has left: `EventSource`, curl and every client that reads an event
+/// stream close both directions at once. Other answers are left alone, so a client that
+/// half-closes after its request (`nc -N`) still gets it, as nginx serves it too.
+final class EventStreamHangUp: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private var streaming = false
+    private var inputClosed = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            streaming = head.headerFields[.contentType] == "text/event-stream"
+            context.write(data, promise: promise)
+            if streaming, inputClosed { context.close(promise: nil) }
+        case .end:
+            streaming = false
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            inputClosed = true
+            if streaming { return context.close(promise: nil) }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
