@@ -111,7 +111,7 @@ extension Scenarios {
         try admin.waitForDerivation("sums", input: "backlog", at: UInt64(count))
         figures.append(catchUp("derive: catch-up scan over 1,000 keys, --scan-key", count, since: started))
         started = now()
-        let scan = #".event as $e | (.state[$e.k] += $e.v) as $s | {state: $s, emit: [{k: $e.k, total: $s[$e.k]}]}"#
+        let scan = #".event as $e | (.state | .[$e.k] += $e.v) as $s | {state: $s, emit: [{k: $e.k, total: $s[$e.k]}]}"#
         try admin.derive("totals", DerivationSpec(inputs: ["backlog"], program: scan, scan: "{}"))
         try admin.waitForDerivation("totals", input: "backlog", at: UInt64(count))
         figures.append(catchUp("derive: catch-up scan over 1,000 keys, one object", count, since: started))

@@ -7,9 +7,13 @@ import ReplayStore
 
 /// Computes one derived stream, on a thread of its own: reads its inputs after its
 /// committed positions, runs the operators (`DerivationEngine`, jq), and hands the writer
-/// one step with the outputs, the new state and the new positions; waits for the commit,
-/// then goes on. The engine's state runs ahead of the store only between a read and its
-/// commit: if the commit fails, the engine is made again from the committed state.
+/// one step with the outputs, the new state and the new positions. While the writer
+/// commits that step, the runner computes the next one from where it leaves off, and hands
+/// it over once the first is committed: one step in flight, so that computing and
+/// committing overlap (computing and committing one after the other left both threads
+/// idle half the time in a catch-up). The engine's state runs ahead of the store only by
+/// the steps not yet committed: if a commit fails, the step computed ahead is dropped and
+/// the engine is made again from the committed state.
 ///
 /// A thread, not a task: jq's interpreter is confined to one thread (see `JQProgram`), and
 /// a program may run long; on the cooperative pool it would hold a thread that connections
@@ -123,27 +127,40 @@ final class DerivationRunner: @unchecked Sendable {
 
     private func run() {
         var engine: DerivationEngine?
+        /// The step computed while the one before it committed, not yet handed over.
+        var ahead: DerivationStep?
         defer { if store.isShared { store.releaseSource(stream) } }
         while var derivation = waitForTurn() {
             guard holdsClaim() else {
                 engine = nil
+                ahead = nil
                 idle(seconds: 1)
                 continue
             }
             // As stored, if a claim just taken read it again.
             derivation = locked { $0.committed }
             do {
-                if engine == nil { engine = try DerivationEngine(derivation.spec, state: derivation.state, budget: budget) }
+                if engine == nil {
+                    ahead = nil
+                    engine = try DerivationEngine(derivation.spec, state: derivation.state, budget: budget)
+                }
             } catch {
                 // A definition that compiled at creation but not now (a damaged state).
-                _ = commit(stopping(derivation, because: error.message))
+                _ = commit(stopping(derivation, because: error.message)).wait()
                 continue
             }
-            guard let prepared = prepare(derivation, engine!) else {
+            let step: DerivationStep
+            if let computed = ahead, computed.expected == derivation.positions {
+                step = computed
+            } else if let prepared = prepare(derivation, engine!) {
+                step = prepared
+            } else {
                 idle()
                 continue
             }
-            switch commit(prepared) {
+            let pending = commit(step)
+            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!)
+            switch pending.wait() {
             case .success: break
             case .failure(.derivationConflict):
                 // Redefined or moved under it: start again from what is stored.
@@ -156,6 +173,15 @@ final class DerivationRunner: @unchecked Sendable {
                 idle(seconds: 1)
             }
         }
+    }
+
+    /// Where the derivation will stand once `step` is committed: the next step reads from
+    /// there.
+    static func advanced(_ derivation: Derivation, by step: DerivationStep) -> Derivation {
+        var next = derivation
+        next.positions = step.positions
+        next.state = step.state
+        return next
     }
 
     /// On a database several daemons share, one computes each derivation: the one that
@@ -283,29 +309,45 @@ final class DerivationRunner: @unchecked Sendable {
         return step
     }
 
-    /// Hands the step to the writer and waits for its commit (this thread may wait).
-    private func commit(_ step: DerivationStep) -> Result<Derivation, StoreError> {
-        let done = DispatchSemaphore(value: 0)
-        let answer = Answer()
+    /// Hands the step to the writer; the result's `wait` gives its commit (this thread may
+    /// wait).
+    private func commit(_ step: DerivationStep) -> PendingCommit {
+        let pending = PendingCommit(runner: self, step: step)
         store.commit(step) { result in
-            answer.result = result
-            done.signal()
+            pending.result = result
+            pending.done.signal()
         }
-        done.wait()
-        let result = answer.result!
-        if case .success(let derivation) = result {
-            locked { control in
-                control.committed = derivation
-                control.samples.append((.now, derivation.processed))
-                if control.samples.count > 8 { control.samples.removeFirst() }
-            }
-            if step.stop { logger.warning("derivation stopped", metadata: ["stream": "\(stream)", "error": "\(step.error ?? "")"]) }
-        }
-        return result
+        return pending
     }
 
-    private final class Answer: @unchecked Sendable {
+    /// A step at the writer. The writer's callback sets `result` before it signals, and
+    /// the runner's thread reads it only after the signal: the semaphore orders the two.
+    private final class PendingCommit: @unchecked Sendable {
+        let runner: DerivationRunner
+        let step: DerivationStep
+        let done = DispatchSemaphore(value: 0)
         var result: Result<Derivation, StoreError>?
+
+        init(runner: DerivationRunner, step: DerivationStep) {
+            self.runner = runner
+            self.step = step
+        }
+
+        func wait() -> Result<Derivation, StoreError> {
+            done.wait()
+            let result = result!
+            if case .success(let derivation) = result { runner.committed(derivation, by: step) }
+            return result
+        }
+    }
+
+    private func committed(_ derivation: Derivation, by step: DerivationStep) {
+        locked { control in
+            control.committed = derivation
+            control.samples.append((.now, derivation.processed))
+            if control.samples.count > 8 { control.samples.removeFirst() }
+        }
+        if step.stop { logger.warning("derivation stopped", metadata: ["stream": "\(stream)", "error": "\(step.error ?? "")"]) }
     }
 
     /// The derivation as stored, after a conflict.
