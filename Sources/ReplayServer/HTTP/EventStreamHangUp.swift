@@ -11,6 +11,10 @@ import NIOHTTPTypes
 /// that ends its input has left: `EventSource`, curl and every client that reads an event
 /// stream close both directions at once. Other answers are left alone, so a client that
 /// half-closes after its request (`nc -N`) still gets it, as nginx serves it too.
+///
+/// Its cost, with the lease an SSE reader now holds: 24,349 bytes of RSS per reader
+/// against 23,981 before, 10,000 readers (`replay-bench --against
+/// replay-http,replay-http@baseline --scenarios sse-readers --scale 1 --rounds 2`).
 final class EventStreamHangUp: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
