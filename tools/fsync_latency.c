@@ -15,7 +15,7 @@
  *                      [--rewrite]
  *
  * An appended flush's time grows with what it writes, a rewritten one's hardly: on the
- * machine of docs/PERFORMANCE.md's session 29 section, appends of 128 bytes, 4 KiB and
+ * 2-core machine docs/PERFORMANCE.md describes, appends of 128 bytes, 4 KiB and
  * 16 KiB took 119, 162 and 210 µs at the median; the same rewritten, 80, 95 and 91 µs.
  *
  * Run it under `nice -n -10` to see whether the caller's priority matters (on this machine it

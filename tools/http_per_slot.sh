@@ -1,6 +1,6 @@
 #!/bin/bash
 # HTTP appends per connection against the socket's pipelined publishing per slot, in one
-# run (issue 30's per-connection figure, docs/PERFORMANCE.md): each round runs
+# run (the per-connection figure of docs/PERFORMANCE.md): each round runs
 # `replay-bench --scenarios publish-pipelined` (× 1 is one connection with 100 in flight)
 # on a fresh daemon, then `wrk` with 16 connections of one POST each on another. Divide
 # × 1 by 100 and the POSTs/s by 16.

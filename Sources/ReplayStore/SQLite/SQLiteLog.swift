@@ -25,7 +25,7 @@ final class SQLiteLog: LogDatabase {
     /// every 85 ms, and the events that arrived meanwhile, about one in a hundred, waited for
     /// it: they were its p99. At 4,000, one checkpoint in four remains, each longer (it
     /// copies more pages, but a page written many times is copied once), and the p99 no
-    /// longer falls in one (docs/PERFORMANCE.md, session 31). The price: the WAL holds up to
+    /// longer falls in one (docs/PERFORMANCE.md, the work queue). The price: the WAL holds up to
     /// 16 MB (its file, about 20 MB, is kept between runs: `WALFile`); readers search a
     /// larger index of it; and a start after a crash reads up to that much of it. 8,000
     /// pages gave the same p99.
