@@ -10,7 +10,7 @@ import ReplayModel
 /// the same for every append: the writer's rules hold them). That took the enum from 328
 /// bytes to 104 (`WriteRequestSizeTests` keeps it within 128). With 328, 4 × 200,000
 /// pipelined PUBs took 7 % more daemon CPU than at 624a989, `memmove` 7 % of the samples
-/// against 4 % (docs/PERFORMANCE.md).
+/// against 4 %.
 enum WriteRequest: Sendable {
     typealias Completion<T> = @Sendable (Result<T, StoreError>) -> Void
 
