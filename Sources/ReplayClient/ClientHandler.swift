@@ -40,11 +40,13 @@ final class ClientHandler: ChannelDuplexHandler {
             pending.popFirst()?.succeed(frame)
         case .event(let stream, let sid, let sequence, let time, let payload):
             subscriptions[sid]?.push(.event(ReplayEvent(stream: stream, sequence: sequence, time: time, payload: Data(payload.readableBytesView))))
-        case .gap(_, let sid, let from, let through):
-            subscriptions[sid]?.push(.gap(from...through))
-        case .completed(_, let sid, _):
+        case .gap(let stream, let sid, let from, let through):
+            subscriptions[sid]?.push(.gap(stream: stream, from...through))
+        case .completed(let stream, let sid, _):
+            if let feed = subscriptions[sid], feed.spansStreams { return feed.push(.ended(stream: stream, failure: nil)) }
             subscriptions.removeValue(forKey: sid)?.finish(.success(()))
         case .failed(let stream, let sid, _, let message):
+            if let feed = subscriptions[sid], feed.spansStreams { return feed.push(.ended(stream: stream, failure: message)) }
             subscriptions.removeValue(forKey: sid)?.finish(.failure(.streamFailed(stream: stream, message: message)))
         }
     }

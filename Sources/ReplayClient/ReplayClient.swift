@@ -187,11 +187,32 @@ public final class ReplayClient: Sendable {
         }
         // A read-time filter: each event through a jq program, on the daemon.
         let filtered: (ClientCommand) -> ClientCommand = { command in filter.map { .filtered(command, program: $0) } ?? command }
+        let gaps = onGap.map { onGap in { @Sendable (_: String, range: ClosedRange<UInt64>) in onGap(range) } }
         do {
-            return try await subscribe(onGap: onGap, window: window) { sid in filtered(.windowed(plain(sid), window: window)) }
+            return try await subscribe(onGap: gaps, window: window) { sid in filtered(.windowed(plain(sid), window: window)) }
         } catch ReplayClientError.server(let error) where error.code == .badCommand && error.message.contains("window") {
-            return try await subscribe(onGap: onGap, window: nil) { sid in filtered(plain(sid)) }
+            return try await subscribe(onGap: gaps, window: nil) { sid in filtered(plain(sid)) }
         }
+    }
+
+    /// Subscribes to every stream whose name matches `pattern` (`orders/*`, `orders/**`),
+    /// those created later included: each from `start` (a stream created later, from its
+    /// first event), each in order, streams interleaved. With `group`, as a member of the
+    /// group of that name on every matching stream; acknowledge with
+    /// `ReplaySubscription.acknowledge(_:)` given the event, which names its stream.
+    ///
+    /// A stream that completes or fails ends only its part: `onEnd` hears its name and its
+    /// failure's message (`nil`: completed), and the subscription goes on until cancelled.
+    public func subscribe(
+        pattern: StreamPattern, from start: StartPosition = .all, group options: GroupOptions? = nil,
+        onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)? = nil, onEnd: (@Sendable (String, String?) -> Void)? = nil
+    ) async throws -> ReplaySubscription {
+        var subscription = try await subscribe(onGap: onGap, window: nil, spansStreams: true) { sid in
+            options.map { .subscribePatternGroup(pattern: pattern, sid: sid, start: start, options: $0) }
+                ?? .subscribePattern(pattern: pattern, sid: sid, start: start)
+        }
+        subscription.onEnd = onEnd
+        return subscription
     }
 
     /// Joins a consumer group of `stream` as a member (created at `start` on first use, with
@@ -203,16 +224,18 @@ public final class ReplayClient: Sendable {
         _ stream: String, from start: StartPosition = .all, group options: GroupOptions,
         onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
-        try await subscribe(onGap: onGap, window: nil) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
+        let gaps = onGap.map { onGap in { @Sendable (_: String, range: ClosedRange<UInt64>) in onGap(range) } }
+        return try await subscribe(onGap: gaps, window: nil) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
     }
 
     private func subscribe(
-        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?, window: Int?, _ makeCommand: (String) -> ClientCommand
+        onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)?, window: Int?, spansStreams: Bool = false,
+        _ makeCommand: (String) -> ClientCommand
     ) async throws -> ReplaySubscription {
         let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
         let channel = self.channel
         let reading: @Sendable (Bool) -> Void = { channel.setOption(ChannelOptions.autoRead, value: $0).whenComplete { _ in } }
-        let feed = SubscriptionFeed(windowed: window != nil, reading: reading) { [weak self] in
+        let feed = SubscriptionFeed(windowed: window != nil, spansStreams: spansStreams, reading: reading) { [weak self] in
             guard let self else { return }
             Task { await self.unsubscribe(sid) }
         }
@@ -226,7 +249,10 @@ public final class ReplayClient: Sendable {
         let command = makeCommand(sid)
         let reply = try await send([command], subscribe: (sid, feed))[0]
         switch reply {
-        case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap, credit: credit)
+        case .ok:
+            var subscription = ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap, credit: credit)
+            subscription.spansStreams = spansStreams
+            return subscription
         case .error(let error):
             feed.finish(.failure(.server(error)))
             throw ReplayClientError.server(error)
@@ -238,8 +264,8 @@ public final class ReplayClient: Sendable {
         _ = try? await send([.unsubscribe(sid: sid)], forget: sid)
     }
 
-    func acknowledge(_ sequence: UInt64, sid: String) async throws {
-        try await expectOK(.ack(sid: sid, sequence: sequence))
+    func acknowledge(_ sequence: UInt64, sid: String, stream: String? = nil) async throws {
+        try await expectOK(.ack(sid: sid, sequence: sequence, stream: stream))
     }
 
     func giveBack(_ sequence: UInt64, delay: Double?, sid: String) async throws {

@@ -1,7 +1,9 @@
-/// The events of one server-side subscription, in sequence order.
+/// The events of one server-side subscription, in sequence order (a pattern's: each
+/// stream's in order, streams interleaved).
 ///
 /// Ends after the stream's `COMPLETED`; throws `ReplayClientError.streamFailed` after
-/// `FAILED`, `disconnected` if the connection drops. It is iterated once: cancelling the
+/// `FAILED`, `disconnected` if the connection drops. A pattern's subscription goes on when
+/// one of its streams ends (`onEnd` hears of it) until it is cancelled. It is iterated once: cancelling the
 /// consuming task, or dropping its iterator, unsubscribes and ends it.
 public struct ReplaySubscription: AsyncSequence, Sendable {
     public typealias Element = ReplayEvent
@@ -9,9 +11,13 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     let client: ReplayClient
     let sid: String
     let feed: SubscriptionFeed
-    let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
+    let onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)?
+    /// A pattern's stream that ended: its name, and its failure's message (`nil`: completed).
+    var onEnd: (@Sendable (String, String?) -> Void)? = nil
     /// A windowed subscription's grants; `nil` without a window.
     let credit: WindowCredit?
+    /// A pattern's subscription names the stream of what it acknowledges.
+    var spansStreams = false
 
     /// For a durable subscription: acknowledges every event up to `sequence` for its
     /// consumer, and returns once that position is committed. Cumulative; it never goes
@@ -21,6 +27,12 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     /// otherwise: its time ran out and another member has it), once committed.
     public func acknowledge(_ sequence: UInt64) async throws {
         try await client.acknowledge(sequence, sid: sid)
+    }
+
+    /// Acknowledges `event` as `acknowledge(_:)` does its sequence number, naming its stream
+    /// where a pattern's group member must.
+    public func acknowledge(_ event: ReplayEvent) async throws {
+        try await client.acknowledge(event.sequence, sid: sid, stream: spansStreams ? event.stream : nil)
     }
 
     /// For a group member: gives the event back to the group, to be handed out again (to
@@ -36,13 +48,14 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(items: feed.events.makeAsyncIterator(), feed: feed, onGap: onGap, credit: credit)
+        Iterator(items: feed.events.makeAsyncIterator(), feed: feed, onGap: onGap, onEnd: onEnd, credit: credit)
     }
 
     public struct Iterator: AsyncIteratorProtocol {
         var items: SubscriptionFeed.Events.AsyncIterator
         let feed: SubscriptionFeed
-        let onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
+        let onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)?
+        let onEnd: (@Sendable (String, String?) -> Void)?
         let credit: WindowCredit?
 
         public mutating func next() async throws -> ReplayEvent? {
@@ -58,7 +71,8 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
                 case .event(let event):
                     credit?.took()
                     return event
-                case .gap(let range): onGap?(range)
+                case .gap(let stream, let range): onGap?(stream, range)
+                case .ended(let stream, let failure): onEnd?(stream, failure)
                 case nil: return nil
                 }
             }

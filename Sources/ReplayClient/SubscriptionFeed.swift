@@ -17,7 +17,10 @@ import Synchronization
 final class SubscriptionFeed: Sendable {
     enum Item: Sendable {
         case event(ReplayEvent)
-        case gap(ClosedRange<UInt64>)
+        case gap(stream: String, ClosedRange<UInt64>)
+        /// One stream of a pattern's subscription ended (its failure's message, or `nil`:
+        /// completed); the subscription goes on with the others.
+        case ended(stream: String, failure: String?)
     }
 
     typealias Events = NIOThrowingAsyncSequenceProducer<
@@ -39,6 +42,8 @@ final class SubscriptionFeed: Sendable {
     private let control: SubscriptionFeedControl
     /// Set for a windowed subscription: the window bounds the feed, not the socket.
     let windowed: Bool
+    /// Set for a pattern's subscription: a stream's end ends only that stream's part.
+    let spansStreams: Bool
     /// Events pushed and not yet taken by the consumer (a windowed feed's never exceed
     /// its window).
     private let held = Atomic<Int>(0)
@@ -47,8 +52,11 @@ final class SubscriptionFeed: Sendable {
     /// `reading(false)` asks the connection to stop reading its socket, `reading(true)` to
     /// read again. `abandoned` runs if the consumer stops (cancelled, or its iterator
     /// dropped) before the daemon ended the subscription: the place to unsubscribe.
-    init(windowed: Bool, reading: @escaping @Sendable (Bool) -> Void, abandoned: @escaping @Sendable () -> Void) {
+    init(
+        windowed: Bool, spansStreams: Bool = false, reading: @escaping @Sendable (Bool) -> Void, abandoned: @escaping @Sendable () -> Void
+    ) {
         self.windowed = windowed
+        self.spansStreams = spansStreams
         let control = SubscriptionFeedControl(setReading: reading, abandoned: abandoned)
         let made = Events.makeSequence(
             backPressureStrategy: .init(lowWatermark: Self.lowWatermark, highWatermark: Self.highWatermark),

@@ -14,6 +14,27 @@ struct StreamArgument: ParsableArguments {
     }
 }
 
+/// The `<stream>` argument of a verb that also takes a pattern over stream names, as the
+/// protocol's SUB does (`orders/*`, `orders/**`): a name by the name rule, a pattern by the
+/// pattern rule, each refused with its reason before connecting.
+struct StreamOrPatternArgument: ParsableArguments {
+    @Argument(help: "The stream, or a pattern over stream names ('orders/*': one segment; 'orders/**': any).") var stream: String
+
+    /// The pattern, if the argument is one.
+    var pattern: StreamPattern? {
+        guard StreamPattern.isPattern(stream), case .success(let pattern) = StreamPattern.parse(stream) else { return nil }
+        return pattern
+    }
+
+    func validate() throws {
+        if StreamPattern.isPattern(stream) {
+            if case .failure(let problem) = StreamPattern.parse(stream) { throw ValidationError("'\(stream)' is not a valid pattern: \(problem)") }
+        } else if let problem = StreamName.problem(with: stream) {
+            throw ValidationError("'\(stream)' is not a valid stream name (\(problem)): \(StreamName.rule)")
+        }
+    }
+}
+
 /// A verb that names a stream with `StreamArgument`.
 protocol StreamCommand {
     var target: StreamArgument { get }

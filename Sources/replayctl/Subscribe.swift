@@ -4,7 +4,7 @@ import ReplayClient
 import ReplayModel
 import ReplayProtocol
 
-struct Subscribe: DaemonCommand, StreamCommand {
+struct Subscribe: DaemonCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a stream's events: its retained history, then live ones.",
         discussion: """
@@ -22,12 +22,19 @@ struct Subscribe: DaemonCommand, StreamCommand {
             --group NAME reads as a member of that consumer group of the stream (created on \
             first use at the start option): it is handed its share of the events, each to one \
             member at a time, and acknowledges each event after printing it.
+
+            A pattern ('orders/*', 'orders/**') reads every matching stream, those created \
+            later included, each from the start option (a later one from its first event); \
+            with --json each line names its stream. A stream that completes or fails is \
+            reported on standard error and the others go on, until --count or Ctrl-C. A \
+            pattern takes --group (the group of that name on each stream), not --durable or \
+            --filter.
             """)
 
     @OptionGroup var connection: ConnectionOptions
     @ParentCommand var root: Replayctl
 
-    @OptionGroup var target: StreamArgument
+    @OptionGroup var target: StreamOrPatternArgument
     @Option(help: "Start at this sequence number.") var from: UInt64?
     @Option(help: "Start with the last N retained events.") var last: UInt64?
     @Flag(help: "Only events published from now on.") var new = false
@@ -52,7 +59,13 @@ struct Subscribe: DaemonCommand, StreamCommand {
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
         if durable != nil, groupArguments.group != nil { throw ValidationError("choose --durable or --group") }
         if filter != nil, groupArguments.group != nil { throw ValidationError("--filter reads one stream, plain or durable, not a group") }
+        if StreamPattern.isPattern(target.stream) {
+            if durable != nil { throw ValidationError("a pattern takes no --durable: a durable consumer follows one stream") }
+            if filter != nil { throw ValidationError("a pattern takes no --filter: a filter reads one stream") }
+        }
     }
+
+    var stream: String { target.stream }
 
     var start: StartPosition {
         if let from { return .from(from) }
@@ -68,7 +81,16 @@ struct Subscribe: DaemonCommand, StreamCommand {
         }
         let group = groupArguments.options()
         let subscription =
-            if let group {
+            if let pattern = target.pattern {
+                try await client.subscribe(
+                    pattern: pattern, from: start, group: group,
+                    onGap: { stream, gap in
+                        printError("replayctl: gap: events \(gap.lowerBound)...\(gap.upperBound) of '\(stream)' are no longer retained")
+                    },
+                    onEnd: { stream, failure in
+                        printError("replayctl: '\(stream)' " + (failure.map { "failed: \($0)" } ?? "completed"))
+                    })
+            } else if let group {
                 try await client.subscribe(stream, from: start, group: group, onGap: onGap)
             } else {
                 try await client.subscribe(stream, from: start, durable: durable, filter: filter, onGap: onGap)
@@ -85,7 +107,7 @@ struct Subscribe: DaemonCommand, StreamCommand {
                 // A durable consumer's ACK is cumulative; a group member's is of that event.
                 acknowledging = Task { [previous = acknowledging] in
                     try await previous?.value
-                    try await subscription.acknowledge(event.sequence)
+                    try await subscription.acknowledge(event)
                 }
             }
             // Acknowledgements are awaited while the subscription is still being read: leaving

@@ -107,6 +107,51 @@ struct ReplayctlTests {
         }
     }
 
+    /// A pattern reads every matching stream, a stream's end ends only its part, and a
+    /// member of a pattern's group acknowledges each event on its own stream.
+    @Test func subscribeTakesAPatternAsTheProtocolDoes() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            _ = try await runProgram(ctl, ["send", "orders/eu", "e1"] + socket)
+            _ = try await runProgram(ctl, ["send", "orders/us", "u1"] + socket)
+            _ = try await runProgram(ctl, ["send", "other", "x"] + socket)
+            #expect(try await runProgram(ctl, ["complete", "orders/us"] + socket).status == 0)
+            // The completed stream's end is reported, and the reading goes on with the other.
+            async let reading = runProgram(ctl, ["subscribe", "orders/*", "--json", "--count", "3"] + socket)
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await runProgram(ctl, ["send", "orders/eu", "e2"] + socket)
+            let read = try await reading
+            #expect(read.status == 0, "\(read.stderr)")
+            let lines = read.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            #expect(Set(lines.compactMap { $0["stream"] as? String }) == ["orders/eu", "orders/us"])
+            #expect(read.stderr.contains("'orders/us' completed"), "\(read.stderr)")
+
+            // A stream created after the SUB is read too, from its first event (and one
+            // created just before it, from the start: either way, its event).
+            async let later = runProgram(ctl, ["subscribe", "later/**", "--count", "1"] + socket)
+            try await Task.sleep(for: .milliseconds(200))
+            _ = try await runProgram(ctl, ["send", "later/asia/tokyo", "t1"] + socket)
+            #expect(try await later.stdout == "t1\n")
+
+            let member = try await runProgram(ctl, ["subscribe", "orders/*", "--group", "g", "--count", "2"] + socket)
+            #expect(member.status == 0, "\(member.stderr)")
+            let groups = try await runProgram(ctl, ["groups", "orders/eu", "--json"] + socket)
+            #expect(groups.stdout.contains("\"pending\":0"), "\(groups.stdout)")
+
+            for (flags, message) in [(["--durable", "d"], "a pattern takes no --durable"), (["--filter", "."], "a pattern takes no --filter")] {
+                let refused = try await runProgram(ctl, ["subscribe", "orders/*"] + flags + socket)
+                #expect(refused.status == 64)
+                #expect(refused.stderr.contains(message), "\(refused.stderr)")
+            }
+            let bad = try await runProgram(ctl, ["subscribe", "ord*"] + socket)
+            #expect(bad.status == 64)
+            #expect(bad.stderr.contains("'ord*' is not a valid pattern"), "\(bad.stderr)")
+        }
+    }
+
     @Test func infoAndListAsTablesAndJSON() async throws {
         try await withDaemon { daemon in
             let ctl = try replayctl
