@@ -259,6 +259,12 @@ struct HTTPFrontDoorTests {
                 try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "5"), ("Stream-Expires-At", "2030-01-01T00:00:00Z")]).status == 400
             )
             #expect(try await http.request("PUT", "/v1/stream/bad//name", headers: [auth]).status == 400)
+            // A name whose escapes are not UTF-8 is a bad request that says why, on every method.
+            for method in ["PUT", "POST", "GET", "HEAD", "DELETE"] {
+                let invalid = try await http.request(method, "/v1/stream/a%FFb", headers: [auth, ("Content-Type", "text/plain")], body: "x")
+                #expect(invalid.status == 400, "\(method)")
+                if method != "HEAD" { #expect(invalid.text.contains("not valid percent-encoded UTF-8"), "\(method): \(invalid.text)") }
+            }
             // Numbers at the edge of their types are clear errors or plain answers, never a crash.
             #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "9223372036854775807")]).status == 400)
             #expect(try await http.request("PUT", "/v1/stream/t", headers: [auth, ("Stream-TTL", "99999999999999999999")]).status == 400)

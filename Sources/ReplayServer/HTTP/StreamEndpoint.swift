@@ -50,7 +50,9 @@ struct StreamEndpoint: Sendable {
     static func streamName(raw: some StringProtocol) throws -> String {
         let name: String
         if raw.utf8.contains(UInt8(ascii: "%")) {
-            guard let decoded = raw.removingPercentEncoding else { throw HTTPError(.notFound) }
+            guard let decoded = raw.removingPercentEncoding else {
+                throw HTTPError(.badRequest, message: "the stream's name is not valid percent-encoded UTF-8: \(raw.prefix(200))")
+            }
             name = decoded
         } else {
             name = String(raw)
