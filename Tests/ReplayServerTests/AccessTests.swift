@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayClient
 import ReplayProtocol
 import ReplayTesting
 import Testing
@@ -34,7 +35,8 @@ struct AccessTests {
                 #"""
                 {"streams": [
                   {"name": "declared", "capacity": -1, "source": "echo from the config file", "connect": "eager"},
-                  {"name": "plain", "capacity": 5}
+                  {"name": "plain", "capacity": 5},
+                  {"name": "jobs", "capacity": 5, "keep_unacked": 50}
                 ]}
                 """#.utf8
             ).write(to: URL(fileURLWithPath: declarations))
@@ -48,6 +50,10 @@ struct AccessTests {
                 try await client.subscribe("declared", sid: "d")
                 #expect(try await client.events(1).map(\.1) == ["from the config file"])
             }
+            // Every option of `create` can be declared, `keep_unacked` included.
+            let replay = try await ReplayClient.connect(to: daemon.socketPath)
+            #expect(try await replay.info("jobs").keepUnacked == 50)
+            await replay.close()
             await daemon.stop()
 
             // A declaration that contradicts the database stops the start, with the reason.

@@ -10,7 +10,8 @@ import ReplayStore
 /// ```json
 /// {"streams": [
 ///   {"name": "uptime", "capacity": 100, "source": "while true; do uptime; sleep 60; done",
-///    "connect": "eager", "restart": "on-failure"}
+///    "connect": "eager", "restart": "on-failure"},
+///   {"name": "jobs", "capacity": 10000, "keep_unacked": 100000}
 /// ],
 ///  "derived": [
 ///   {"name": "big-orders", "inputs": ["orders"], "program": "select(.amount > 100)", "capacity": 1000}
@@ -42,6 +43,9 @@ struct StreamDeclarations: Decodable {
         var capacity: Int?
         var maxBytes: Int?
         var maxAge: Double?
+        /// Events a consumer group has not acknowledged kept beyond the limits, as
+        /// `create --keep-unacked`.
+        var keepUnacked: Int?
         var source: String?
         var connect: String?
         /// The source's options, at the declaration's top level under their own keys
@@ -52,6 +56,7 @@ struct StreamDeclarations: Decodable {
             case name, capacity, source, connect
             case maxBytes = "max_bytes"
             case maxAge = "max_age"
+            case keepUnacked = "keep_unacked"
         }
 
         init(from decoder: any Decoder) throws {
@@ -60,6 +65,7 @@ struct StreamDeclarations: Decodable {
             capacity = try container.decodeIfPresent(Int.self, forKey: .capacity)
             maxBytes = try container.decodeIfPresent(Int.self, forKey: .maxBytes)
             maxAge = try container.decodeIfPresent(Double.self, forKey: .maxAge)
+            keepUnacked = try container.decodeIfPresent(Int.self, forKey: .keepUnacked)
             source = try container.decodeIfPresent(String.self, forKey: .source)
             connect = try container.decodeIfPresent(String.self, forKey: .connect)
             let given = try decoder.container(keyedBy: SourceOptions.Key.self).allKeys
@@ -162,6 +168,7 @@ extension StreamDeclarations.Stream {
         var words = sourceOptions?.words ?? [:]
         if let sourceOptions, words.isEmpty { words[SourceOptions.Key.framing.rawValue] = sourceOptions.framing.rawValue }
         let limit: CreateOptions.Capacity? = capacity.map { $0 < 0 ? .unlimited : .count($0) }
-        return CreateOptions(capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words)
+        return CreateOptions(
+            capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words, keepUnacked: keepUnacked)
     }
 }
