@@ -42,7 +42,7 @@ enum RequestAccess: Equatable {
         switch request.method {
         case .get, .head: return .stream(.read, name)
         // Closing a stream is administration; appending to it, writing.
-        case .post: return request.headers.value(.streamClosed)?.lowercased() == "true" ? .stream(.admin, name) : .stream(.write, name)
+        case .post: return RequestHeaders(fields: request.headers).closes ? .stream(.admin, name) : .stream(.write, name)
         default: return .stream(.admin, name)
         }
     }
