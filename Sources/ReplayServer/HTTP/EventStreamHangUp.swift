@@ -27,7 +27,8 @@ final class EventStreamHangUp: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
-            streaming = head.headerFields[.contentType] == "text/event-stream"
+            // An event stream is a 200; an append's 204 skips the look at its fields.
+            streaming = head.status == .ok && head.headerFields[.contentType] == "text/event-stream"
             context.write(data, promise: promise)
             if streaming, inputClosed { context.close(promise: nil) }
         case .end:
