@@ -2,7 +2,6 @@ import Foundation
 import NIOCore
 import NIOExtras
 import ReplayAuth
-import ReplayCore
 import ReplayProtocol
 import ReplayStore
 import ReplaySync

@@ -1,4 +1,3 @@
-import ReplayCore
 import ReplaySync
 
 /// A value that arrives later, from any thread, awaited by one task: the connection's one

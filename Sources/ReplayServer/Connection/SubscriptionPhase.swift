@@ -1,4 +1,3 @@
-import ReplayCore
 import ReplaySync
 
 /// Where one subscription stands, for the daemon's state dump (SIGUSR1): a subscription

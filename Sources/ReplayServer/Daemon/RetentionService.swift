@@ -1,4 +1,3 @@
-import ReplayCore
 import ReplayStore
 import ReplaySync
 import ServiceLifecycle

@@ -1,6 +1,5 @@
 import Foundation
 import NIOPosix
-import ReplayCore
 import ReplayStore
 import ReplaySync
 import ServiceLifecycle

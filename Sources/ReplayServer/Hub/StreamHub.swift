@@ -1,5 +1,4 @@
 import NIOCore
-import ReplayCore
 import ReplayProtocol
 import ReplayStore
 import ReplaySync

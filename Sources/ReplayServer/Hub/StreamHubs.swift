@@ -1,4 +1,3 @@
-import ReplayCore
 import ReplayModel
 import ReplayStore
 import ReplaySync

@@ -3,7 +3,6 @@ import Logging
 import NIOCore
 import NIOExtras
 import NIOPosix
-import ReplayCore
 import ReplayProtocol
 import ReplayStore
 import ReplaySync

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import Prometheus
-import ReplayCore
 import ReplayModel
 import ReplayProtocol
 import ReplayStore

@@ -1,4 +1,3 @@
-import ReplayCore
 import ReplaySync
 
 /// The source runs in progress (each a task around one swift-subprocess run), so that
