@@ -3,7 +3,7 @@ import ReplayTesting
 import Testing
 
 /// docs/ARCHITECTURE.md stays true to the code: every type, file or script it names in
-/// backticks exists. (A newcomer traces a PUB, a SUB and a shutdown through it.) It lives
+/// backticks exists, and so does every member it names as `Type.member`. (A newcomer traces a PUB, a SUB and a shutdown through it.) It lives
 /// with the daemon's tests: the document describes the daemon's modules first of all.
 @Suite("docs/ARCHITECTURE.md")
 struct ArchitectureDocTests {
@@ -25,6 +25,10 @@ struct ArchitectureDocTests {
             for word in span.split(whereSeparator: { !($0.isLetter || $0.isNumber || "_+./-".contains($0)) }).map(String.init) {
                 if [".swift", ".sh", ".sql"].contains(where: word.hasSuffix) {
                     if !files.contains(where: { $0.hasSuffix(word) }) { missing.append(word) }
+                } else if let member = Self.member(of: word) {
+                    // Declared somewhere as a function, property, case or initializer's label.
+                    let declared = "\\b(func|var|let|case)\\s+(`?\\w+`?\\s*,\\s*)*\(member)\\b|\\b\(member)\\s*[:(<]"
+                    if sources.range(of: declared, options: .regularExpression) == nil { missing.append(word) }
                 } else if word.first?.isUppercase == true, word.contains(where: \.isLowercase),
                     word.dropFirst().contains(where: \.isUppercase), word.allSatisfy({ $0.isLetter || $0.isNumber })
                 {
@@ -35,5 +39,15 @@ struct ArchitectureDocTests {
             }
         }
         #expect(missing.isEmpty, "named in docs/ARCHITECTURE.md but not in the code: \(missing)")
+    }
+
+    /// The member of `Type.member` (a type's name, then a lowercase identifier), if the word
+    /// is one.
+    static func member(of word: String) -> String? {
+        let parts = word.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].first?.isUppercase == true, parts[0].allSatisfy({ $0.isLetter || $0.isNumber }),
+            parts[1].first?.isLowercase == true, parts[1].allSatisfy({ $0.isLetter || $0.isNumber })
+        else { return nil }
+        return String(parts[1])
     }
 }
