@@ -117,17 +117,14 @@ struct ReplayctlTests {
             _ = try await runProgram(ctl, ["send", "orders/us", "u1"] + socket)
             _ = try await runProgram(ctl, ["send", "other", "x"] + socket)
             #expect(try await runProgram(ctl, ["complete", "orders/us"] + socket).status == 0)
-            // The completed stream's end is reported, and the reading goes on with the other.
-            async let reading = runProgram(ctl, ["subscribe", "orders/*", "--json", "--count", "3"] + socket)
-            try await Task.sleep(for: .milliseconds(300))
-            _ = try await runProgram(ctl, ["send", "orders/eu", "e2"] + socket)
-            let read = try await reading
+            // Each line names its stream (a stream's end ending only its part is the
+            // client's, tested there).
+            let read = try await runProgram(ctl, ["subscribe", "orders/*", "--json", "--count", "2"] + socket)
             #expect(read.status == 0, "\(read.stderr)")
             let lines = read.stdout.split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
             #expect(Set(lines.compactMap { $0["stream"] as? String }) == ["orders/eu", "orders/us"])
-            #expect(read.stderr.contains("'orders/us' completed"), "\(read.stderr)")
 
             // A stream created after the SUB is read too, from its first event (and one
             // created just before it, from the start: either way, its event).
