@@ -26,9 +26,10 @@ import Foundation
 /// bound is stopped within a tick of passing it, or one instruction later (a string that
 /// doubles does so in one instruction).
 ///
-/// `@unchecked Sendable` with an `NSLock` rather than a `Mutex`: what it guards holds
+/// `@unchecked Sendable` with an `NSCondition` rather than a `Mutex`: what it guards holds
 /// jq's interpreter pointers, which are not `Sendable`, and handing them over under the
-/// lock is the point.
+/// lock is the point. The one condition is both the table's lock and the watcher's sleep,
+/// so that a program adopted while the watcher decides to sleep always wakes it.
 final class JQWatchdog: @unchecked Sendable {
     static let shared = JQWatchdog()
 
@@ -58,28 +59,24 @@ final class JQWatchdog: @unchecked Sendable {
         var runs: [ObjectIdentifier: Run] = [:]
         /// Programs alive: the thread sleeps while there are none.
         var programs = 0
-        var started = false
     }
 
     /// How often running programs are looked at: a loop is cut off at most a tick late.
     static let tick: Duration = .milliseconds(5)
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var watched = Watched()
-    private let wake = NSCondition()
+
+    /// Made at the first program's adoption (`shared` is lazy), with its thread.
+    private init() {
+        let thread = Thread { [self] in watch() }
+        thread.name = "replay.jq-watchdog"
+        thread.start()
+    }
 
     /// A program exists: the watchdog runs while any does.
     func adopt() {
-        let start = withLock { watched -> Bool in
-            watched.programs += 1
-            defer { watched.started = true }
-            return !watched.started
-        }
-        if start {
-            let thread = Thread { [self] in watch() }
-            thread.name = "replay.jq-watchdog"
-            thread.start()
-        }
-        wake.signal()
+        withLock { $0.programs += 1 }
+        condition.signal()
     }
 
     func release() {
@@ -101,53 +98,46 @@ final class JQWatchdog: @unchecked Sendable {
     }
 
     private func withLock<T>(_ body: (inout Watched) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
+        condition.lock()
+        defer { condition.unlock() }
         return body(&watched)
     }
 
     private func watch() {
+        condition.lock()
         while true {
-            let idle = withLock { $0.programs == 0 }
-            wake.lock()
-            if idle {
-                wake.wait()
-            } else {
-                _ = wake.wait(until: Date(timeIntervalSinceNow: Double(Self.tick.components.attoseconds) / 1e18))
-            }
-            wake.unlock()
-            inspect()
+            while watched.programs == 0 { condition.wait() }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Self.tick / .seconds(1)))
+            inspect(&watched)
         }
     }
 
-    /// Halts every run past its limits.
-    private func inspect() {
-        withLock { watched in
-            guard !watched.runs.isEmpty else { return }
-            let now = ContinuousClock.now
-            var heap: Int?
-            for (key, var run) in watched.runs where run.breach == nil {
-                let elapsed = now - run.started
-                guard elapsed >= Self.tick else { continue }
-                let current = heap ?? Self.heapBytes()
-                heap = current
-                // The thread is inside its run (`end` waits for this lock), so its clock
-                // is valid.
-                let cpu = Self.cpuTime(of: run.thread)
-                guard let sighted = run.sighted else {
-                    run.sighted = (cpu, min(elapsed, Self.tick))
-                    run.heapBaseline = current
-                    watched.runs[key] = run
-                    continue
-                }
-                if sighted.charged + (cpu - sighted.cpu) > run.timeLimit {
-                    run.breach = .time(run.timeLimit)
-                } else if current - run.heapBaseline > run.memoryLimit {
-                    run.breach = .memory(run.memoryLimit)
-                }
-                if run.breach != nil { jq_halt(run.state, jv_null(), jv_null()) }
+    /// Halts every run past its limits (under the lock).
+    private func inspect(_ watched: inout Watched) {
+        guard !watched.runs.isEmpty else { return }
+        let now = ContinuousClock.now
+        var heap: Int?
+        for (key, var run) in watched.runs where run.breach == nil {
+            let elapsed = now - run.started
+            guard elapsed >= Self.tick else { continue }
+            let current = heap ?? Self.heapBytes()
+            heap = current
+            // The thread is inside its run (`end` waits for this lock), so its clock
+            // is valid.
+            let cpu = Self.cpuTime(of: run.thread)
+            guard let sighted = run.sighted else {
+                run.sighted = (cpu, min(elapsed, Self.tick))
+                run.heapBaseline = current
                 watched.runs[key] = run
+                continue
             }
+            if sighted.charged + (cpu - sighted.cpu) > run.timeLimit {
+                run.breach = .time(run.timeLimit)
+            } else if current - run.heapBaseline > run.memoryLimit {
+                run.breach = .memory(run.memoryLimit)
+            }
+            if run.breach != nil { jq_halt(run.state, jv_null(), jv_null()) }
+            watched.runs[key] = run
         }
     }
 
