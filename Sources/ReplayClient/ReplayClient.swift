@@ -187,11 +187,10 @@ public final class ReplayClient: Sendable {
         }
         // A read-time filter: each event through a jq program, on the daemon.
         let filtered: (ClientCommand) -> ClientCommand = { command in filter.map { .filtered(command, program: $0) } ?? command }
-        let gaps = onGap.map { onGap in { @Sendable (_: String, range: ClosedRange<UInt64>) in onGap(range) } }
         do {
-            return try await subscribe(onGap: gaps, window: window) { sid in filtered(.windowed(plain(sid), window: window)) }
+            return try await subscribe(onGap: Self.ofOneStream(onGap), window: window) { sid in filtered(.windowed(plain(sid), window: window)) }
         } catch ReplayClientError.server(let error) where error.code == .badCommand && error.message.contains("window") {
-            return try await subscribe(onGap: gaps, window: nil) { sid in filtered(plain(sid)) }
+            return try await subscribe(onGap: Self.ofOneStream(onGap), window: nil) { sid in filtered(plain(sid)) }
         }
     }
 
@@ -207,12 +206,18 @@ public final class ReplayClient: Sendable {
         pattern: StreamPattern, from start: StartPosition = .all, group options: GroupOptions? = nil,
         onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)? = nil, onEnd: (@Sendable (String, String?) -> Void)? = nil
     ) async throws -> ReplaySubscription {
-        var subscription = try await subscribe(onGap: onGap, window: nil, spansStreams: true) { sid in
+        try await subscribe(onGap: onGap, window: nil, spansStreams: true, onEnd: onEnd) { sid in
             options.map { .subscribePatternGroup(pattern: pattern, sid: sid, start: start, options: $0) }
                 ?? .subscribePattern(pattern: pattern, sid: sid, start: start)
         }
-        subscription.onEnd = onEnd
-        return subscription
+    }
+
+    /// A one-stream subscription's gap callback, as the feed's (which names the stream).
+    private static func ofOneStream(
+        _ onGap: (@Sendable (ClosedRange<UInt64>) -> Void)?
+    ) -> (@Sendable (String, ClosedRange<UInt64>) -> Void)? {
+        guard let onGap else { return nil }
+        return { @Sendable (_: String, range: ClosedRange<UInt64>) in onGap(range) }
     }
 
     /// Joins a consumer group of `stream` as a member (created at `start` on first use, with
@@ -224,13 +229,12 @@ public final class ReplayClient: Sendable {
         _ stream: String, from start: StartPosition = .all, group options: GroupOptions,
         onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
-        let gaps = onGap.map { onGap in { @Sendable (_: String, range: ClosedRange<UInt64>) in onGap(range) } }
-        return try await subscribe(onGap: gaps, window: nil) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
+        try await subscribe(onGap: Self.ofOneStream(onGap), window: nil) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
     }
 
     private func subscribe(
         onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)?, window: Int?, spansStreams: Bool = false,
-        _ makeCommand: (String) -> ClientCommand
+        onEnd: (@Sendable (String, String?) -> Void)? = nil, _ makeCommand: (String) -> ClientCommand
     ) async throws -> ReplaySubscription {
         let sid = "c\(nextSid.wrappingAdd(1, ordering: .relaxed).newValue)"
         let channel = self.channel
@@ -249,10 +253,7 @@ public final class ReplayClient: Sendable {
         let command = makeCommand(sid)
         let reply = try await send([command], subscribe: (sid, feed))[0]
         switch reply {
-        case .ok:
-            var subscription = ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap, credit: credit)
-            subscription.spansStreams = spansStreams
-            return subscription
+        case .ok: return ReplaySubscription(client: self, sid: sid, feed: feed, onGap: onGap, onEnd: onEnd, credit: credit)
         case .error(let error):
             feed.finish(.failure(.server(error)))
             throw ReplayClientError.server(error)

@@ -13,11 +13,9 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     let feed: SubscriptionFeed
     let onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)?
     /// A pattern's stream that ended: its name, and its failure's message (`nil`: completed).
-    var onEnd: (@Sendable (String, String?) -> Void)? = nil
+    let onEnd: (@Sendable (String, String?) -> Void)?
     /// A windowed subscription's grants; `nil` without a window.
     let credit: WindowCredit?
-    /// A pattern's subscription names the stream of what it acknowledges.
-    var spansStreams = false
 
     /// For a durable subscription: acknowledges every event up to `sequence` for its
     /// consumer, and returns once that position is committed. Cumulative; it never goes
@@ -32,7 +30,7 @@ public struct ReplaySubscription: AsyncSequence, Sendable {
     /// Acknowledges `event` as `acknowledge(_:)` does its sequence number, naming its stream
     /// where a pattern's group member must.
     public func acknowledge(_ event: ReplayEvent) async throws {
-        try await client.acknowledge(event.sequence, sid: sid, stream: spansStreams ? event.stream : nil)
+        try await client.acknowledge(event.sequence, sid: sid, stream: feed.spansStreams ? event.stream : nil)
     }
 
     /// For a group member: gives the event back to the group, to be handed out again (to

@@ -8,8 +8,13 @@ struct StreamArgument: ParsableArguments {
     @Argument(help: "The stream.") var stream: String
 
     func validate() throws {
-        if let problem = StreamName.problem(with: stream) {
-            throw ValidationError("'\(stream)' is not a valid stream name (\(problem)): \(StreamName.rule)")
+        try Self.check(stream)
+    }
+
+    /// A usage error that says what is wrong with `name`, if anything is.
+    static func check(_ name: String) throws {
+        if let problem = StreamName.problem(with: name) {
+            throw ValidationError("'\(name)' is not a valid stream name (\(problem)): \(StreamName.rule)")
         }
     }
 }
@@ -29,8 +34,8 @@ struct StreamOrPatternArgument: ParsableArguments {
     func validate() throws {
         if StreamPattern.isPattern(stream) {
             if case .failure(let problem) = StreamPattern.parse(stream) { throw ValidationError("'\(stream)' is not a valid pattern: \(problem)") }
-        } else if let problem = StreamName.problem(with: stream) {
-            throw ValidationError("'\(stream)' is not a valid stream name (\(problem)): \(StreamName.rule)")
+        } else {
+            try StreamArgument.check(stream)
         }
     }
 }

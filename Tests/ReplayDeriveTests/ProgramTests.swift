@@ -53,20 +53,24 @@ struct ProgramTests {
 struct BudgetTests {
     @Test(arguments: ["def f: f; f", "last(range(1e18))", "until(false; .)", "[limit(1; repeat(.) | select(false))]"])
     func aProgramThatLoopsIsCutOffByTheTimeLimit(program: String) throws {
-        let budget = JQProgram.Budget(timeLimit: .milliseconds(50), memoryLimit: 1 << 40)
-        let looping = try JQProgram("if . == 1 then (\(program)) else . end", budget: budget)
-        let error = #expect(throws: JQProgram.Failure.self) { try looping.run(json: Data("1".utf8)) }
-        #expect(error?.message == "the program ran past its time limit of 0.05 s on one event", "\(error?.message ?? "")")
-        #expect(try looping.run(json: Data("2".utf8)) == [Data("2".utf8)])
+        try Self.expectCutOff(
+            program, JQProgram.Budget(timeLimit: .milliseconds(50), memoryLimit: 1 << 40),
+            saying: "the program ran past its time limit of 0.05 s on one event")
     }
 
     @Test(arguments: [#""x" | until(false; . + .)"#, "[range(1e10)]", "def f: [f]; f", "reduce range(1e10) as $i ({}; .[\"k\\($i)\"] = $i)"])
     func aProgramThatGrowsWithoutBoundIsCutOffByTheMemoryLimit(program: String) throws {
-        let budget = JQProgram.Budget(timeLimit: .seconds(600), memoryLimit: 64 << 20)
-        let growing = try JQProgram("if . == 1 then (\(program)) else . end", budget: budget)
-        let error = #expect(throws: JQProgram.Failure.self) { try growing.run(json: Data("1".utf8)) }
-        #expect(error?.message == "the program grew past its memory limit of 64 MB on one event", "\(error?.message ?? "")")
-        #expect(try growing.run(json: Data("2".utf8)) == [Data("2".utf8)])
+        try Self.expectCutOff(
+            program, JQProgram.Budget(timeLimit: .seconds(600), memoryLimit: 64 << 20),
+            saying: "the program grew past its memory limit of 64 MB on one event")
+    }
+
+    /// `program` on the event `1` fails with `message`; the event `2` then passes through.
+    static func expectCutOff(_ program: String, _ budget: JQProgram.Budget, saying message: String) throws {
+        let cut = try JQProgram("if . == 1 then (\(program)) else . end", budget: budget)
+        let error = #expect(throws: JQProgram.Failure.self) { try cut.run(json: Data("1".utf8)) }
+        #expect(error?.message == message, "\(error?.message ?? "")")
+        #expect(try cut.run(json: Data("2".utf8)) == [Data("2".utf8)])
     }
 
     /// Halting one program leaves another, run on another thread meanwhile, alone.

@@ -48,8 +48,7 @@ public struct ReplayServer: Sendable {
             SocketListener(
                 configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, logger: logger),
         ]
-        if var http = configuration.http {
-            http.programBudget = configuration.programBudget
+        if let http = configuration.http {
             services.append(
                 HTTPFrontDoor(
                     settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations,

@@ -39,7 +39,8 @@ public struct HTTPFrontDoor: Service {
         readThreads = NIOThreadPool(numberOfThreads: 2)
         endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
-            maxPayload: configuration.maxPayload, leases: StreamLeases(sources: sources, derivations: derivations), logger: logger)
+            maxPayload: configuration.maxPayload, leases: StreamLeases(sources: sources, derivations: derivations),
+            programBudget: configuration.programBudget, logger: logger)
         metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store, derivations: derivations) }
     }
 

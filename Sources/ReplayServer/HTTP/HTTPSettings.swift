@@ -1,6 +1,5 @@
 import Prometheus
 import ReplayAuth
-import ReplayDerive
 
 /// The Durable Streams HTTP front door's settings (`replayd --http HOST:PORT` and friends).
 public struct HTTPSettings: Sendable {
@@ -55,9 +54,6 @@ public struct HTTPSettings: Sendable {
     /// The registry the process's metrics backend writes to, served at `GET /metrics`;
     /// `nil`: no metrics endpoint.
     public var metrics: PrometheusCollectorRegistry?
-    /// What a reader's `?filter=` may spend on one event: the daemon's
-    /// `ServerConfiguration.programBudget`, copied here when the door is built.
-    var programBudget = JQProgram.Budget()
 
     public init(host: String, port: Int) {
         self.host = host

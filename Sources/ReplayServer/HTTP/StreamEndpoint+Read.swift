@@ -76,7 +76,7 @@ extension StreamEndpoint {
 
     @inline(never)
     private func start(_ name: String, _ request: Request, closed: EventLoopFuture<Void>) throws -> ReadStart {
-        let query = try ReadQuery(request.uri.queryParameters, budget: settings.programBudget)
+        let query = try ReadQuery(request.uri.queryParameters, budget: programBudget)
         guard let hub = try liveHub(name) else { return .expired }
         store.noteRead(name)
         if let response = try respondAtOnce(hub, query, closed: closed) { return .answered(response) }

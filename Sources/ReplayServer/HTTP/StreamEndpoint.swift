@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ReplayAuth
+import ReplayDerive
 import ReplayModel
 import ReplayStore
 
@@ -22,6 +23,8 @@ struct StreamEndpoint: Sendable {
     /// What a GET holds while it reads: lazy sources and derivations connect, refcount
     /// ones run while a long poll waits or an SSE reader stays.
     let leases: StreamLeases
+    /// What a reader's `?filter=` may spend on one event (the daemon's `--jq-*-limit`).
+    let programBudget: JQProgram.Budget
     let logger: Logger
     /// The live reads parked here, ended at the door's shutdown (`HTTPFrontDoor.run`).
     let parked = ParkedReads()
