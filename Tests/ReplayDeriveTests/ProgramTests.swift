@@ -58,7 +58,7 @@ struct BudgetTests {
             saying: "the program ran past its time limit of 0.05 s on one event")
     }
 
-    @Test(arguments: [#""x" | until(false; . + .)"#, "[range(1e10)]", "def f: [f]; f", "reduce range(1e10) as $i ({}; .[\"k\\($i)\"] = $i)"])
+    @Test(arguments: ["[range(1e10) | tostring]", "[range(1e10)]", "def f: [f]; f", "reduce range(1e10) as $i ({}; .[\"k\\($i)\"] = $i)"])
     func aProgramThatGrowsWithoutBoundIsCutOffByTheMemoryLimit(program: String) throws {
         try Self.expectCutOff(
             program, JQProgram.Budget(timeLimit: .seconds(600), memoryLimit: 64 << 20),

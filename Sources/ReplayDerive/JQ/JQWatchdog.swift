@@ -24,7 +24,8 @@ import Foundation
 /// count one program's bytes. Other threads' allocations in that span count against it,
 /// which is why the limit is generous (256 MB by default); a program that grows without
 /// bound is stopped within a tick of passing it, or one instruction later (a string that
-/// doubles does so in one instruction).
+/// doubles does so in one instruction), when this thread gets a core: on a machine whose
+/// cores are all busy it may look a few ticks late.
 ///
 /// `@unchecked Sendable` with an `NSCondition` rather than a `Mutex`: what it guards holds
 /// jq's interpreter pointers, which are not `Sendable`, and handing them over under the
