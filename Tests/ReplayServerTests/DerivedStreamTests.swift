@@ -319,7 +319,7 @@ struct DerivedStreamTests {
     /// it grows linearly, so that a watchdog kept off the CPU by a loaded machine lets it
     /// pass the limit by little (a string that doubles could reach gigabytes meanwhile).
     @Test func aProgramPastItsBudgetOnOneEventCostsOnlyThatEvent() async throws {
-        try await withDaemon(arguments: ["--jq-time-limit", "1", "--jq-memory-limit", "64"]) { daemon in
+        try await withDaemon(arguments: ["--jq-time-limit", "2", "--jq-memory-limit", "16"]) { daemon in
             let client = try await ReplayClient.connect(to: daemon.socketPath)
             _ = try await client.publish("in", contentsOf: (1...4).map { Data(#"{"n":\#($0)}"#.utf8) })
             let program = #"if .n == 2 then (def f: f; f) elif .n == 3 then [range(1e10)] else .n end"#
@@ -328,7 +328,7 @@ struct DerivedStreamTests {
             let letters = try await Self.read(client, "in-errors", count: 2).map {
                 (try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["error"] as? String ?? ""
             }
-            #expect(letters == ["the program ran past its time limit of 1 s on one event", "the program grew past its memory limit of 64 MB on one event"])
+            #expect(letters == ["the program ran past its time limit of 2 s on one event", "the program grew past its memory limit of 16 MB on one event"])
             let filtered = try await Self.read(from: client, "in", from: 1, filter: program, count: 2)
             #expect(filtered.map(\.sequence) == [1, 4])
             #expect(try await Self.derivation(client, "out")?.errors == 2)
