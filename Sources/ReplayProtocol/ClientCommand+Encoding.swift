@@ -6,6 +6,7 @@ extension ClientCommand {
     public func write(into buffer: inout ByteBuffer) {
         switch self {
         case .publish(let stream, let payload):
+            // Written in place, without the words of `controlLine`: a producer sends one per event.
             buffer.writeStaticString("PUB ")
             buffer.writeString(stream)
             buffer.writeSpace()
@@ -13,7 +14,6 @@ extension ClientCommand {
             buffer.writeStaticString("\r\n")
             Wire.writePayload(payload, into: &buffer)
         case .publishChecked(let stream, let payload, let checks):
-            // Written in place like a plain PUB: a producer sends one per event.
             buffer.writeStaticString("PUB ")
             buffer.writeString(stream)
             if let expect = checks.expectedLastSequence {
@@ -33,100 +33,65 @@ extension ClientCommand {
             buffer.writeStaticString("\r\n")
             Wire.writePayload(payload, into: &buffer)
         case .atomic(let events):
-            Wire.writeLine(["ATOMIC", "\(events.count)"], into: &buffer)
+            Wire.writeLine(controlLine, into: &buffer)
             for event in events {
                 ClientCommand.publishChecked(stream: event.stream, payload: event.payload, checks: AppendConditions(expectedLastSequence: event.expect))
                     .write(into: &buffer)
             }
-        case .subscribe(let stream, let sid, let start):
-            Wire.writeLine(["SUB", stream, sid, start.wireText], into: &buffer)
-        case .subscribePattern(let pattern, let sid, let start):
-            Wire.writeLine(["SUB", pattern.description, sid, start.wireText], into: &buffer)
-        case .subscribeDurable(let stream, let sid, let start, let consumer):
-            Wire.writeLine(["SUB", stream, sid, start.wireText, "durable=\(consumer)"], into: &buffer)
-        case .filtered(let subscription, let program):
-            // The SUB's line with `filter=<bytes>` before its line end, then the program.
-            let bytes = ByteBuffer(string: program)
-            var line = ByteBuffer()
-            subscription.write(into: &line)
-            line.moveWriterIndex(to: line.writerIndex - 2)
-            buffer.writeBuffer(&line)
-            buffer.writeString(" filter=\(bytes.readableBytes)\r\n")
-            Wire.writePayload(bytes, into: &buffer)
-        case .windowed(let subscription, let window):
-            // The SUB's line with one more word before its line end.
-            var line = ByteBuffer()
-            subscription.write(into: &line)
-            line.moveWriterIndex(to: line.writerIndex - 2)
-            buffer.writeBuffer(&line)
-            buffer.writeString(" window=\(window)\r\n")
-        case .more(let sid, let count):
-            Wire.writeLine(["MORE", sid, "\(count)"], into: &buffer)
-        case .ack(let sid, let sequence, let stream):
-            Wire.writeLine(["ACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []), into: &buffer)
-        case .nack(let sid, let sequence, let stream, let delay):
-            Wire.writeLine(
-                ["NACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []) + (delay.map { ["delay=\($0)"] } ?? []), into: &buffer)
-        case .subscribeGroup(let stream, let sid, let start, let options):
-            Wire.writeLine(["SUB", stream, sid, start.wireText] + options.words, into: &buffer)
+        default:
+            Wire.writeLine(controlLine, into: &buffer)
+            if let payload { Wire.writePayload(payload, into: &buffer) }
+        }
+    }
+
+    /// The words of the command's control line. An ATOMIC's is the line that opens it;
+    /// its PUBs follow as commands of their own.
+    var controlLine: [String] {
+        switch self {
+        case .publish(let stream, let payload): ["PUB", stream, "\(payload.readableBytes)"]
+        case .publishChecked(let stream, let payload, let checks): ["PUB", stream] + checks.words + ["\(payload.readableBytes)"]
+        case .atomic(let events): ["ATOMIC", "\(events.count)"]
+        case .subscribe(let stream, let sid, let start): ["SUB", stream, sid, start.wireText]
+        case .subscribePattern(let pattern, let sid, let start): ["SUB", pattern.description, sid, start.wireText]
+        case .subscribeDurable(let stream, let sid, let start, let consumer): ["SUB", stream, sid, start.wireText, "durable=\(consumer)"]
+        case .subscribeGroup(let stream, let sid, let start, let options): ["SUB", stream, sid, start.wireText] + options.words
         case .subscribePatternGroup(let pattern, let sid, let start, let options):
-            Wire.writeLine(["SUB", pattern.description, sid, start.wireText] + options.words, into: &buffer)
-        case .subscriptions:
-            Wire.writeLine(["SUBSCRIPTIONS"], into: &buffer)
-        case .groups(let stream):
-            Wire.writeLine(["GROUPS", stream], into: &buffer)
-        case .pending(let stream, let group):
-            Wire.writeLine(["PENDING", stream, group], into: &buffer)
-        case .deleteGroup(let stream, let group):
-            Wire.writeLine(["DELGROUP", stream, group], into: &buffer)
-        case .consumers(let stream):
-            Wire.writeLine(["CONSUMERS", stream], into: &buffer)
-        case .deleteConsumer(let stream, let name):
-            Wire.writeLine(["DELCONSUMER", stream, name], into: &buffer)
-        case .unsubscribe(let sid):
-            Wire.writeLine(["UNSUB", sid], into: &buffer)
-        case .create(let stream, let options):
-            var words = ["CREATE", stream]
-            switch options.capacity {
-            case .count(let n): words.append("capacity=\(n)")
-            case .unlimited: words.append("capacity=unlimited")
-            case nil: break
-            }
-            if let maxBytes = options.maxBytes { words.append("max_bytes=\(maxBytes)") }
-            if let keep = options.keepUnacked { words.append("keep_unacked=\(keep)") }
-            if let maxAge = options.maxAge { words.append("max_age=\(maxAge)") }
-            for (key, value) in options.sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
-            if let source = options.source {
-                let command = ByteBuffer(string: source)
-                words.append("connect=\(options.connect ?? CreateOptions.defaultConnect)")
-                words.append("source=\(command.readableBytes)")
-                Wire.writeLine(words, into: &buffer)
-                Wire.writePayload(command, into: &buffer)
-            } else {
-                Wire.writeLine(words, into: &buffer)
-            }
-        case .delete(let stream):
-            Wire.writeLine(["DELETE", stream], into: &buffer)
-        case .info(let stream):
-            Wire.writeLine(["INFO", stream], into: &buffer)
-        case .list:
-            Wire.writeLine(["LIST"], into: &buffer)
-        case .complete(let stream):
-            Wire.writeLine(["COMPLETE", stream], into: &buffer)
-        case .fail(let stream, let message):
-            let bytes = ByteBuffer(string: message)
-            Wire.writeLine(["FAIL", stream, "\(bytes.readableBytes)"], into: &buffer)
-            Wire.writePayload(bytes, into: &buffer)
-        case .reset(let stream, let keepHistory):
-            Wire.writeLine(["RESET", stream, keepHistory ? "keep" : "drop"], into: &buffer)
-        case .derive(let stream, let definition, let options):
-            let bytes = ByteBuffer(string: definition)
-            Wire.writeLine(["DERIVE", stream] + options.words + ["\(bytes.readableBytes)"], into: &buffer)
-            Wire.writePayload(bytes, into: &buffer)
-        case .derivations:
-            Wire.writeLine(["DERIVATIONS"], into: &buffer)
-        case .ping:
-            Wire.writeLine(["PING"], into: &buffer)
+            ["SUB", pattern.description, sid, start.wireText] + options.words
+        case .filtered(let subscription, let program): subscription.controlLine + ["filter=\(program.utf8.count)"]
+        case .windowed(let subscription, let window): subscription.controlLine + ["window=\(window)"]
+        case .more(let sid, let count): ["MORE", sid, "\(count)"]
+        case .ack(let sid, let sequence, let stream): ["ACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? [])
+        case .nack(let sid, let sequence, let stream, let delay):
+            ["NACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? []) + (delay.map { ["delay=\($0)"] } ?? [])
+        case .unsubscribe(let sid): ["UNSUB", sid]
+        case .subscriptions: ["SUBSCRIPTIONS"]
+        case .groups(let stream): ["GROUPS", stream]
+        case .pending(let stream, let group): ["PENDING", stream, group]
+        case .deleteGroup(let stream, let group): ["DELGROUP", stream, group]
+        case .consumers(let stream): ["CONSUMERS", stream]
+        case .deleteConsumer(let stream, let name): ["DELCONSUMER", stream, name]
+        case .create(let stream, let options): ["CREATE", stream] + options.words
+        case .delete(let stream): ["DELETE", stream]
+        case .info(let stream): ["INFO", stream]
+        case .list: ["LIST"]
+        case .complete(let stream): ["COMPLETE", stream]
+        case .fail(let stream, let message): ["FAIL", stream, "\(message.utf8.count)"]
+        case .reset(let stream, let keepHistory): ["RESET", stream, keepHistory ? "keep" : "drop"]
+        case .derive(let stream, let definition, let options): ["DERIVE", stream] + options.words + ["\(definition.utf8.count)"]
+        case .derivations: ["DERIVATIONS"]
+        case .ping: ["PING"]
+        }
+    }
+
+    /// The bytes after the control line, for the commands that have them.
+    var payload: ByteBuffer? {
+        switch self {
+        case .publish(_, let payload), .publishChecked(_, let payload, _): payload
+        case .filtered(_, let program): ByteBuffer(string: program)
+        case .create(_, let options): options.source.map { ByteBuffer(string: $0) }
+        case .fail(_, let message): ByteBuffer(string: message)
+        case .derive(_, let definition, _): ByteBuffer(string: definition)
+        default: nil
         }
     }
 
@@ -159,6 +124,34 @@ extension GroupOptions {
         if let maxDeliver { words.append("max_deliver=\(maxDeliver)") }
         if let deadLetter { words.append("dead_letter=\(deadLetter)") }
         if let maxPending { words.append("max_pending=\(maxPending)") }
+        return words
+    }
+}
+
+extension AppendConditions {
+    /// PUB's words between the stream and the byte count.
+    var words: [String] {
+        var words: [String] = []
+        if let expect = expectedLastSequence { words.append("expect=\(expect)") }
+        if let producer { words += ["producer=\(producer.id)", "epoch=\(producer.epoch)", "pseq=\(producer.sequence)"] }
+        return words
+    }
+}
+
+extension CreateOptions {
+    /// CREATE's words after the stream; `source=` counts the source's bytes, which follow the line.
+    var words: [String] {
+        var words: [String] = []
+        switch capacity {
+        case .count(let n): words.append("capacity=\(n)")
+        case .unlimited: words.append("capacity=unlimited")
+        case nil: break
+        }
+        if let maxBytes { words.append("max_bytes=\(maxBytes)") }
+        if let keepUnacked { words.append("keep_unacked=\(keepUnacked)") }
+        if let maxAge { words.append("max_age=\(maxAge)") }
+        for (key, value) in sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
+        if let source { words += ["connect=\(connect ?? CreateOptions.defaultConnect)", "source=\(source.utf8.count)"] }
         return words
     }
 }

@@ -15,7 +15,6 @@ public enum StartPosition: Sendable, Equatable {
     case since(Double)
 }
 
-/// The settings of `CREATE`, as sent on the wire.
 /// DERIVE's words beside its definition: the derived stream's capacity if it is new, and
 /// whether a different definition recomputes it (`rebuild`) rather than being refused.
 public struct DeriveOptions: Sendable, Equatable {
@@ -39,6 +38,7 @@ public struct DeriveOptions: Sendable, Equatable {
     }
 }
 
+/// The settings of `CREATE`, as sent on the wire.
 public struct CreateOptions: Sendable, Equatable {
     /// `nil`: the server's default capacity. Otherwise a count, or `.unlimited`.
     public var capacity: Capacity?

@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 import Testing
 
@@ -24,6 +25,7 @@ struct RoundTripTests {
         #expect(decoded == frames)
     }
 
+    /// Every verb, written as a client writes it and read back by the daemon's parser.
     @Test func everyClientCommandDecodesToItself() throws {
         let commands: [ClientCommand] = [
             .publish(stream: "s", payload: ByteBuffer(bytes: [0, 10, 13, 255])),
@@ -36,6 +38,25 @@ struct RoundTripTests {
             .create(stream: "src", options: CreateOptions(source: "seq 1 10 | tr 1 x", connect: "refcount", sourceOptions: ["restart": "on-failure"])),
             .delete(stream: "s"), .info(stream: "s"), .list, .subscriptions, .complete(stream: "s"),
             .fail(stream: "s", message: "bad\nthing"), .reset(stream: "s", keepHistory: true), .ping,
+            .publishChecked(
+                stream: "s", payload: ByteBuffer(string: "x"),
+                checks: AppendConditions(expectedLastSequence: 9, producer: ProducerStamp(id: "p", epoch: 2, sequence: 3))),
+            .subscribePattern(pattern: try StreamPattern.parse("orders/*").get(), sid: "p", start: .last(2)),
+            .subscribeDurable(stream: "s", sid: "d", start: .new, consumer: "audit"),
+            .subscribeGroup(
+                stream: "s", sid: "g", start: .all,
+                options: GroupOptions(group: "workers", member: "m1", ackWait: 2.5, maxDeliver: 3, deadLetter: "dead", maxPending: 10)),
+            .subscribePatternGroup(pattern: try StreamPattern.parse("jobs/**").get(), sid: "pg", start: .from(4), options: GroupOptions(group: "w")),
+            .filtered(.subscribe(stream: "s", sid: "f", start: .all), program: "select(.amount > 100)"),
+            .ack(sid: "g", sequence: 5, stream: nil), .ack(sid: "pg", sequence: 6, stream: "jobs/a"),
+            .nack(sid: "g", sequence: 5, stream: "s", delay: 1.5), .nack(sid: "g", sequence: 7, stream: nil, delay: nil),
+            .groups(stream: "s"), .pending(stream: "s", group: "workers"), .deleteGroup(stream: "s", group: "workers"),
+            .consumers(stream: "s"), .deleteConsumer(stream: "s", name: "audit"),
+            .create(stream: "k", options: CreateOptions(capacity: .unlimited, keepUnacked: 100)),
+            .reset(stream: "s", keepHistory: false),
+            .derive(
+                stream: "big", definition: #"{"from":["orders"],"jq":"select(.amount > 100)"}"#, options: DeriveOptions(capacity: .count(9), rebuild: true)),
+            .derivations,
         ]
         var buffer = ByteBuffer()
         for command in commands { command.write(into: &buffer) }

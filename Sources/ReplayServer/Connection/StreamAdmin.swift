@@ -44,69 +44,25 @@ struct StreamAdmin: Sendable {
             store.terminate(stream, .failed(message: message)) { answer($0.map { _ in }) }
         case .reset(let stream, let keepHistory):
             store.reset(stream, keepHistory: keepHistory) { answer($0.map { _ in }) }
-        case .info(let stream):
-            // After the barrier, this connection's earlier writes are committed.
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                guard let info = store.info(stream), !info.isSoftDeleted else {
-                    return reply(.error(ReplayError(StoreError.unknownStream(stream))))
-                }
-                reply(json(describe(info), ServerFrame.info))
-            }
-        case .list:
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                reply(json(store.streams.filter { !$0.isSoftDeleted && principal.may(.read, on: $0.name) }.map(describe), ServerFrame.list))
-            }
-        case .consumers(let stream):
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                guard let info = store.info(stream), let consumers = store.consumers(of: stream) else {
-                    return reply(.error(ReplayError(StoreError.unknownStream(stream))))
-                }
-                let described = consumers.map { consumer in
-                    ConsumerDescription(
-                        name: consumer.name, ackedSeq: consumer.ackedSequence,
-                        lag: info.lastSequence - min(info.lastSequence, consumer.ackedSequence),
-                        createdAt: Timestamp.format(consumer.createdAt), updatedAt: Timestamp.format(consumer.updatedAt))
-                }
-                reply(json(described, ServerFrame.list))
-            }
         case .deleteConsumer(let stream, let name):
             store.deleteConsumer(name, of: stream, completion: answer)
-        case .groups(let target):
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                // A pattern: the groups of every matching stream, by stream then name.
-                let streams: [StreamInfo]
-                if StreamPattern.isPattern(target) {
-                    guard case .success(let pattern) = StreamPattern.parse(target) else {
-                        return reply(.error(ReplayError(.badCommand, "bad pattern '\(target.prefix(64))'")))
-                    }
-                    streams = store.streams.filter { !$0.isSoftDeleted && pattern.matches($0.name) }.sorted { $0.name < $1.name }
-                } else {
-                    guard let info = store.info(target) else { return reply(.error(ReplayError(StoreError.unknownStream(target)))) }
-                    streams = [info]
+        case .deleteGroup(let stream, let name):
+            store.group(.delete(group: name, answer), of: stream)
+        case .derive(let stream, let definition, let options):
+            derivations.define(stream, definition: definition, options: options, defaultCapacity: defaultCapacity) { result in
+                switch result {
+                case .success: reply(.ok)
+                case .failure(let error): reply(.error(error))
                 }
-                let now = Timestamp.millis(Date())
-                let described = streams.flatMap { info in
-                    (store.groups(of: info.name) ?? [:]).values.sorted { $0.name < $1.name }.map { describe($0, of: info, now: now) }
-                }
-                reply(json(described, ServerFrame.list))
             }
+        case .info(let stream): afterWrites(reply) { () throws(ReplayError) in try json(describe(stream), ServerFrame.info) }
+        case .list:
+            afterWrites(reply) { json(store.streams.filter { !$0.isSoftDeleted && principal.may(.read, on: $0.name) }.map(describe), ServerFrame.list) }
+        case .consumers(let stream): afterWrites(reply) { () throws(ReplayError) in try json(consumers(of: stream), ServerFrame.list) }
+        case .groups(let target): afterWrites(reply) { () throws(ReplayError) in try json(groups(of: target), ServerFrame.list) }
         case .pending(let stream, let name):
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                guard let groups = store.groups(of: stream) else { return reply(.error(ReplayError(StoreError.unknownStream(stream)))) }
-                guard let group = groups[name] else { return reply(.error(ReplayError(StoreError.unknownGroup(stream: stream, name: name)))) }
-                let now = Timestamp.millis(Date())
-                let pending = group.pending.sorted { $0.key < $1.key }.map { sequence, delivery in
-                    PendingDescription(
-                        stream: stream, seq: sequence, member: delivery.member, lastMember: delivery.lastMember,
-                        deliveries: delivery.deliveries, idleMs: max(0, now - delivery.lastDelivered))
-                }
-                reply(json(pending, ServerFrame.list))
-            }
+            afterWrites(reply) { () throws(ReplayError) in try json(pending(of: name, in: stream), ServerFrame.list) }
+        case .derivations: afterWrites(reply) { json(derivations.all.filter { principal.may(.read, on: $0.stream) }, ServerFrame.list) }
         case .subscriptions:
             // The rows as the database has them (written by this daemon's HTTP door or
             // another's), read on the read pool; the positions as this daemon knows them.
@@ -121,23 +77,73 @@ struct StreamAdmin: Sendable {
                     }
                 }
             }
-        case .deleteGroup(let stream, let name):
-            store.group(.delete(group: name, answer), of: stream)
-        case .derive(let stream, let definition, let options):
-            derivations.define(stream, definition: definition, options: options, defaultCapacity: defaultCapacity) { result in
-                switch result {
-                case .success: reply(.ok)
-                case .failure(let error): reply(.error(error))
-                }
-            }
-        case .derivations:
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                reply(json(derivations.all.filter { principal.may(.read, on: $0.stream) }, ServerFrame.list))
-            }
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
             .nack, .subscribePatternGroup, .ping, .windowed, .filtered, .more:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
+        }
+    }
+
+    /// Answers a reading command once the writer has passed a barrier: this connection's
+    /// earlier writes are committed, so an INFO after a PUB sees it.
+    private func afterWrites(
+        _ reply: @escaping @Sendable (ServerFrame) -> Void, _ read: @escaping @Sendable () throws(ReplayError) -> ServerFrame
+    ) {
+        store.barrier { result in
+            switch result {
+            case .failure(let error): reply(.error(ReplayError(error)))
+            case .success:
+                do throws(ReplayError) {
+                    reply(try read())
+                } catch {
+                    reply(.error(error))
+                }
+            }
+        }
+    }
+
+    private func describe(_ stream: String) throws(ReplayError) -> StreamDescription {
+        guard let info = store.info(stream), !info.isSoftDeleted else { throw ReplayError(StoreError.unknownStream(stream)) }
+        return describe(info)
+    }
+
+    private func consumers(of stream: String) throws(ReplayError) -> [ConsumerDescription] {
+        guard let info = store.info(stream), let consumers = store.consumers(of: stream) else {
+            throw ReplayError(StoreError.unknownStream(stream))
+        }
+        return consumers.map { consumer in
+            ConsumerDescription(
+                name: consumer.name, ackedSeq: consumer.ackedSequence,
+                lag: info.lastSequence - min(info.lastSequence, consumer.ackedSequence),
+                createdAt: Timestamp.format(consumer.createdAt), updatedAt: Timestamp.format(consumer.updatedAt))
+        }
+    }
+
+    /// The groups of a stream, or of every stream a pattern matches, by stream then name.
+    private func groups(of target: String) throws(ReplayError) -> [GroupDescription] {
+        let streams: [StreamInfo]
+        if StreamPattern.isPattern(target) {
+            guard case .success(let pattern) = StreamPattern.parse(target) else {
+                throw ReplayError(.badCommand, "bad pattern '\(target.prefix(64))'")
+            }
+            streams = store.streams.filter { !$0.isSoftDeleted && pattern.matches($0.name) }.sorted { $0.name < $1.name }
+        } else {
+            guard let info = store.info(target) else { throw ReplayError(StoreError.unknownStream(target)) }
+            streams = [info]
+        }
+        let now = Timestamp.millis(Date())
+        return streams.flatMap { info in
+            (store.groups(of: info.name) ?? [:]).values.sorted { $0.name < $1.name }.map { describe($0, of: info, now: now) }
+        }
+    }
+
+    private func pending(of name: String, in stream: String) throws(ReplayError) -> [PendingDescription] {
+        guard let groups = store.groups(of: stream) else { throw ReplayError(StoreError.unknownStream(stream)) }
+        guard let group = groups[name] else { throw ReplayError(StoreError.unknownGroup(stream: stream, name: name)) }
+        let now = Timestamp.millis(Date())
+        return group.pending.sorted { $0.key < $1.key }.map { sequence, delivery in
+            PendingDescription(
+                stream: stream, seq: sequence, member: delivery.member, lastMember: delivery.lastMember,
+                deliveries: delivery.deliveries, idleMs: max(0, now - delivery.lastDelivered))
         }
     }
 

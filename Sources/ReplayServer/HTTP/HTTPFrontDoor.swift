@@ -61,65 +61,17 @@ public struct HTTPFrontDoor: Service {
         }
         let feed = Self.follow(endpoint.store, into: subscriptions)
         defer { feed.cancel() }
-        let router = Router(context: FrontDoorContext.self)
-        if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
-        let endpoint = self.endpoint
-        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources, derivations: derivations)
-        let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked)
-        router.get("/") { _, _ in LiveViewPage.respond() }
-        router.get("/v1/streams") { request, _ in try list.respond(request) }
-        router.get("/v1/tail/**") { request, context in
-            try tail.respond(request, path: context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? "")
-        }
-        // Before the streams: their catch-all would take `__ds/…` for a stream's name.
-        SubscriptionRoutes(subscriptions: subscriptions, webhookTargets: WebhookTargetRule(allowPrivate: settings.webhookAllowPrivate))
-            .add(to: router)
-        DerivationRoutes(derivations: derivations, defaultCapacity: defaultCapacity).add(to: router)
-        endpoint.addRoutes(to: router.group(RouterPath(StreamEndpoint.prefix)))
-        let logger = self.logger
-        let host = settings.host
-        let publicURL = settings.publicURL
-        let scheme = settings.scheme
-        // With TLS: HTTP/2 and HTTP/1.1 by ALPN on the one port (a browser opens at most six
-        // HTTP/1.1 connections per origin, so a page with more live streams needs HTTP/2),
-        // and nothing in plain text. A certificate renewed on disk is taken on SIGHUP.
-        let budget = HTTPConnectionBudget(
-            limit: HTTPConnectionBudget.limit(
-                configured: settings.maxConnections, descriptors: FileLimits.current, socketConnections: socketConnections),
-            logger: logger)
-        let headerTimeout = TimeAmount(settings.headerTimeout)
         let requestMetrics = metrics.map { _ in RequestMetrics() }
         // A stream's plain POSTs are served on their event loop (`InlineAppendHandler`), on
         // HTTP/1.1 and on each HTTP/2 stream, unless token rules are checked: a token's
         // verification is the front door's. Both charge client rates to one table.
         let limiter = ClientRateLimiter(logger: logger)
-        let inline = InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter)
-        let inlineAppends = settings.tokenKeys == nil
-        let streams = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout), EventStreamHangUp()] + (inlineAppends ? [InlineAppendHandler(inline)] : [])
-        )
-        let server: HTTPServerBuilder
-        let reloads: Task<Void, Never>?
-        if let tls = settings.tls {
-            let configuration = try tls.configuration()
-            let http2 = HTTP2UpgradeChannel.Configuration(idleTimeout: settings.idleTimeout, streamConfiguration: streams)
-            server = HTTPServerBuilder { responder in
-                GuardedChildChannel(
-                    inner: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder), budget: budget,
-                    handshakeTimeout: headerTimeout)
-            }
-            reloads = Self.reloadOnHangup(tls, logger: logger)
-        } else {
-            server = HTTPServerBuilder { responder in
-                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: streams), budget: budget)
-            }
-            reloads = nil
-        }
-        logger.info("http: at most \(budget.limit) connections, request heads within \(settings.headerTimeout)")
+        let (server, reloads) = try server(inline: InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter))
         defer { reloads?.cancel() }
         let responder = FrontDoorResponder(
-            router: router.buildResponder(), settings: settings, logger: logger, limiter: limiter,
+            router: router(subscriptions: subscriptions).buildResponder(), settings: settings, logger: logger, limiter: limiter,
             metrics: requestMetrics)
+        let (logger, host, scheme, publicURL) = (logger, settings.host, settings.scheme, settings.publicURL)
         let app = Application(
             responder: responder,
             server: server,
@@ -154,6 +106,59 @@ public struct HTTPFrontDoor: Service {
         await subscriptions.finishDeliveries()
         try? await readThreads.shutdownGracefully()
         try result.get()
+    }
+
+    /// Every route of the door but a stream's inline POSTs, which `InlineAppendHandler`
+    /// answers before the router.
+    private func router(subscriptions: Subscriptions) -> Router<FrontDoorContext> {
+        let router = Router(context: FrontDoorContext.self)
+        if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
+        let endpoint = self.endpoint
+        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources, derivations: derivations)
+        let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked)
+        router.get("/") { _, _ in LiveViewPage.respond() }
+        router.get("/v1/streams") { request, _ in try list.respond(request) }
+        router.get("/v1/tail/**") { request, context in
+            try tail.respond(request, path: context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? "")
+        }
+        // Before the streams: their catch-all would take `__ds/…` for a stream's name.
+        SubscriptionRoutes(subscriptions: subscriptions, webhookTargets: WebhookTargetRule(allowPrivate: settings.webhookAllowPrivate))
+            .add(to: router)
+        DerivationRoutes(derivations: derivations, defaultCapacity: defaultCapacity).add(to: router)
+        endpoint.addRoutes(to: router.group(RouterPath(StreamEndpoint.prefix)))
+        return router
+    }
+
+    /// The listener: its connection budget and request-head deadline, the inline appends,
+    /// and TLS where configured (with the task that reloads its certificate on SIGHUP).
+    private func server(inline: InlineAppends) throws -> (HTTPServerBuilder, reloads: Task<Void, Never>?) {
+        // With TLS: HTTP/2 and HTTP/1.1 by ALPN on the one port (a browser opens at most six
+        // HTTP/1.1 connections per origin, so a page with more live streams needs HTTP/2),
+        // and nothing in plain text. A certificate renewed on disk is taken on SIGHUP.
+        let budget = HTTPConnectionBudget(
+            limit: HTTPConnectionBudget.limit(
+                configured: settings.maxConnections, descriptors: FileLimits.current, socketConnections: socketConnections),
+            logger: logger)
+        let headerTimeout = TimeAmount(settings.headerTimeout)
+        let inlineAppends = settings.tokenKeys == nil
+        let streams = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout), EventStreamHangUp()] + (inlineAppends ? [InlineAppendHandler(inline)] : [])
+        )
+        logger.info("http: at most \(budget.limit) connections, request heads within \(settings.headerTimeout)")
+        guard let tls = settings.tls else {
+            let server = HTTPServerBuilder { responder in
+                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: streams), budget: budget)
+            }
+            return (server, nil)
+        }
+        let configuration = try tls.configuration()
+        let http2 = HTTP2UpgradeChannel.Configuration(idleTimeout: settings.idleTimeout, streamConfiguration: streams)
+        let server = HTTPServerBuilder { responder in
+            GuardedChildChannel(
+                inner: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder), budget: budget,
+                handshakeTimeout: headerTimeout)
+        }
+        return (server, Self.reloadOnHangup(tls, logger: logger))
     }
 
     /// Reads the certificate and key again on each SIGHUP; a bad file is logged, and the

@@ -94,7 +94,8 @@ struct MetricsEndpoint: Sendable {
         ]
     }
 
-    static func derivation(_ name: String, _ unit: String?, _ help: String) -> MetricNameDescriptor {
+    /// A derivation's figure; an empty `unit` is left out of its name (`replay_derivation_status`).
+    static func derivation(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
         .init(namespace: "replay", metricName: "derivation_\(name)", unitName: unit, helpText: help)
     }
 
@@ -127,7 +128,7 @@ struct MetricsEndpoint: Sendable {
             }
             for status in [DerivationDescription.Status.running, .waiting, .standby, .stopped, .completed] {
                 set(
-                    Self.derivation("status", nil, "Whether the derivation is in this status (1) or not (0)."),
+                    Self.derivation("status", "", "Whether the derivation is in this status (1) or not (0)."),
                     [("stream", derivation.stream), ("status", status.rawValue)], derivation.status == status ? 1 : 0)
             }
         }
