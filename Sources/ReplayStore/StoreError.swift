@@ -51,10 +51,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownGroup(stream: String, name: String)
     /// A SUB that joins a group asked for a setting other than the group's.
     case groupConflict(stream: String, group: String, setting: String, current: String, asked: String)
-    /// The store was closed.
     /// A derivation's definition or step that does not match the stored one: redefined
     /// without `--rebuild`, or a step read from positions that another runner has moved.
     case derivationConflict(stream: String, reason: String)
+    /// The store was closed.
     case closed
     /// SQLite reported an error.
     case sqlite(code: Int32, message: String)

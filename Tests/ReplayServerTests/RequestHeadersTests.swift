@@ -20,7 +20,7 @@ struct RequestHeadersTests {
         #expect(fields.value(.contentType) == "text/plain")
         #expect(fields.value(.producerSeq) == nil)
         #expect(!RequestHeaders(fields: fields).closes, "a repeated Stream-Closed is not `true`")
-        #expect(throws: HTTPError.self) { try RequestHeaders(fields: fields).producer() }
+        #expect(throws: HTTPProblem.self) { try RequestHeaders(fields: fields).producer() }
     }
 
     /// Media types compare as the protocol says: case aside, parameters and the spaces

@@ -24,12 +24,12 @@ struct SubscriptionRulesTests {
             "http://hooks.example/x", "https://10.0.0.1/x", "https://172.31.255.255/x", "https://192.168.0.1/x", "https://169.254.169.254/x",
             "https://0.0.0.0/x", "https://localhost/x", "https://[::1]/x", "ftp://hooks.example/x", "hooks.example", "",
         ] {
-            #expect(throws: SubscriptionProblem.self, "\(refused)") { try strict.check(refused) }
+            #expect(throws: HTTPProblem.self, "\(refused)") { try strict.check(refused) }
         }
         let trusting = WebhookTargetRule(allowPrivate: true)
         #expect(throws: Never.self) { try trusting.check("https://10.0.0.1/x") }
         #expect(throws: Never.self) { try trusting.check("http://192.168.1.5/x") }
-        #expect(throws: SubscriptionProblem.self) { try trusting.check("http://hooks.example/x") }
+        #expect(throws: HTTPProblem.self) { try trusting.check("http://hooks.example/x") }
     }
 
     @Test func aConfigurationsDigestIgnoresTheOrderOfItsStreams() throws {

@@ -31,7 +31,7 @@ struct DerivationRoutes: Sendable {
         one.get("**") { _, context in
             let name = try Self.name(context)
             guard Principal.current.may(.read, on: name), let found = derivations.describe(name) else {
-                throw HTTPError(.notFound, message: "no derived stream '\(name)'")
+                throw HTTPProblem.unknownStream("no derived stream '\(name)'")
             }
             return try Self.json(found)
         }
@@ -44,7 +44,7 @@ struct DerivationRoutes: Sendable {
         do {
             body = try await request.collectBody(upTo: 1 << 20)
         } catch {
-            throw HTTPError(.contentTooLarge, message: "a definition is at most 1 MiB")
+            throw HTTPProblem.tooLarge("a definition is at most 1 MiB")
         }
         let definition = String(buffer: body)
         // Administration of the derived stream is checked by the door; reading its inputs
@@ -57,13 +57,13 @@ struct DerivationRoutes: Sendable {
                 } else {
                     principal.may(.read, on: input)
                 }
-            if !allowed { throw HTTPError(.forbidden, message: "\(principal.name) may not read '\(input)'") }
+            if !allowed { throw HTTPProblem.forbidden("\(principal.name) may not read '\(input)'") }
         }
         let query = request.uri.queryParameters
         var options = DeriveOptions(rebuild: query["rebuild"] == "true")
         if let capacity = query["capacity"] {
             guard let parsed = CreateOptions.Capacity(String(capacity)) else {
-                throw HTTPError(.badRequest, message: "capacity takes a count, or unlimited")
+                throw HTTPProblem.invalid("capacity takes a count, or unlimited")
             }
             options.capacity = parsed
         }
@@ -74,25 +74,14 @@ struct DerivationRoutes: Sendable {
         case .success:
             return try Self.json(derivations.describe(name))
         case .failure(let error):
-            throw HTTPError(Self.status(of: error.code), message: error.message)
-        }
-    }
-
-    private static func status(of code: ReplayError.Code) -> HTTPResponse.Status {
-        switch code {
-        case .invalidConfig, .invalidName, .badCommand: .badRequest
-        case .streamExists, .derivationConflict: .conflict
-        case .forbidden: .forbidden
-        case .storageFull, .limitReached: .insufficientStorage
-        case .storageUnavailable, .shuttingDown: .serviceUnavailable
-        default: .internalServerError
+            throw HTTPProblem(error)
         }
     }
 
     private static func name(_ context: some RequestContext) throws -> String {
         let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? ""
         guard let name = raw.removingPercentEncoding, StreamName.isValid(name) else {
-            throw HTTPError(.badRequest, message: "'\(raw.prefix(64))' is not a valid stream name: \(StreamName.rule)")
+            throw HTTPProblem.invalidName("'\(raw.prefix(64))' is not a valid stream name: \(StreamName.rule)")
         }
         return name
     }

@@ -66,11 +66,22 @@ struct FrontDoorResponder: HTTPResponder {
             case .routed: response = try await router.respond(to: request, context: context)
             case let other: response = try await respond(request, context: context, after: other)
             }
+        } catch let problem as HTTPProblem {
+            response = problem.response
+        } catch let error as HTTPError {
+            response = HTTPProblem(error).response
         } catch let error as HTTPResponseError {
             response = try error.response(from: request, context: context)
         } catch {
             if let metrics, let started { metrics.failed(started, route: context.endpointPath) }
             throw error
+        }
+        if response.status.code >= 400, response.headers[.contentType] == nil {
+            // Hummingbird's router answers its own refusals (no route) itself, without a
+            // body: given their code here, so that no answer of the door lacks one.
+            var headers = response.headers
+            headers[.contentLength] = nil
+            response = HTTPProblem(status: response.status, message: nil, headers: headers).response
         }
         if let metrics, let started { metrics.answered(&response, started, route: context.endpointPath) }
         addHeaders(to: &response, for: request)
@@ -163,8 +174,8 @@ struct FrontDoorResponder: HTTPResponder {
     private func preflight(_ request: Request) throws -> Response {
         let origin = request.headers.value(.origin) ?? ""
         guard settings.corsValue(for: origin) != nil else {
-            throw HTTPError(
-                .forbidden, message: "pages from '\(origin)' may not call this server (replayd --http-cors-origin lists the origins that may)")
+            throw HTTPProblem.forbidden(
+                "pages from '\(origin)' may not call this server (replayd --http-cors-origin lists the origins that may)")
         }
         var fields = HTTPFields()
         fields[.accessControlAllowMethods] = "GET, HEAD, PUT, POST, DELETE, OPTIONS"
@@ -190,9 +201,9 @@ struct FrontDoorResponder: HTTPResponder {
         let announced = request.headers.value(.contentLength).flatMap { Int($0) }
         if let wait = limiter.admit(client, limits: limits, bytes: announced ?? 0) {
             let seconds = wait.retryAfterSeconds
-            throw HTTPError(
-                .tooManyRequests, headers: [.retryAfter: String(seconds)],
-                message: "\(client) is over its rate (\(ClientRateLimiter.describe(limits))); retry in \(seconds) s")
+            throw HTTPProblem(
+                .tooManyRequests, HTTPProblem.Code(.rateLimited),
+                "\(client) is over its rate (\(ClientRateLimiter.describe(limits))); retry in \(seconds) s", headers: [.retryAfter: String(seconds)])
         }
         guard limits.bytes != nil, announced == nil, [.post, .put].contains(request.method) else { return nil }
         return client
@@ -236,7 +247,7 @@ struct FrontDoorResponder: HTTPResponder {
     }
 
     /// Counted and logged (who, what, which stream; never the token), then thrown.
-    private func refuse(_ status: HTTPResponse.Status, _ message: String, who: String, _ access: RequestAccess) -> HTTPError {
+    private func refuse(_ status: HTTPResponse.Status, _ message: String, who: String, _ access: RequestAccess) -> HTTPProblem {
         DaemonMetrics.deniedRequests.increment()
         let what =
             switch access {
@@ -245,14 +256,12 @@ struct FrontDoorResponder: HTTPResponder {
             case .open, .wakeToken, .anyToken: "the stream list"
             }
         logger.notice("http: denied \(status.code): \(who) asked for \(what): \(message)")
-        var headers = HTTPFields()
-        if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer realm=\"replay\"" }
         let shown =
             switch access {
             case .stream(let operation, _): "\(message): \(operation.rawValue) on this stream"
             default: message
             }
-        return HTTPError(status, headers: headers, message: shown)
+        return status == .unauthorized ? .unauthorized(shown) : .forbidden(shown)
     }
 
     /// Without token rules, the daemon's one `--http-token` if it has one, or a 401.
@@ -265,8 +274,7 @@ struct FrontDoorResponder: HTTPResponder {
         let writes = [.put, .post, .delete].contains(request.method)
         guard writes || settings.tokenForReads else { return }
         guard request.headers.value(.authorization) == "Bearer \(token)" else {
-            throw HTTPError(
-                .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"replay\""], message: "this needs Authorization: Bearer <token> (--http-token)")
+            throw HTTPProblem.unauthorized("this needs Authorization: Bearer <token> (--http-token)")
         }
     }
 }

@@ -63,18 +63,18 @@ struct RequestHeaders {
         let ttl = fields.value(.streamTTL)
         let expiresAt = fields.value(.streamExpiresAt)
         if ttl != nil, expiresAt != nil {
-            throw HTTPError(.badRequest, message: "send Stream-TTL or Stream-Expires-At, not both")
+            throw HTTPProblem.invalid("send Stream-TTL or Stream-Expires-At, not both")
         }
         if let ttl {
             // A non-negative decimal integer without sign, leading zeros, point or exponent.
             guard !ttl.isEmpty, ttl.utf8.allSatisfy({ (0x30...0x39).contains($0) }), ttl == "0" || !ttl.hasPrefix("0"),
                 let seconds = Int(ttl), seconds <= Self.maxTTL
-            else { throw HTTPError(.badRequest, message: "Stream-TTL takes whole seconds from 0 to \(Self.maxTTL), such as 3600") }
+            else { throw HTTPProblem.invalid("Stream-TTL takes whole seconds from 0 to \(Self.maxTTL), such as 3600") }
             return .idle(seconds: seconds)
         }
         if let expiresAt {
             guard let date = Timestamp.parseRFC3339(expiresAt) else {
-                throw HTTPError(.badRequest, message: "Stream-Expires-At takes an RFC 3339 time, such as 2026-11-23T12:00:00Z")
+                throw HTTPProblem.invalid("Stream-Expires-At takes an RFC 3339 time, such as 2026-11-23T12:00:00Z")
             }
             return .at(date)
         }
@@ -86,7 +86,7 @@ struct RequestHeaders {
     func maxEvents() throws -> Int? {
         guard let text = fields.value(.replayMaxEvents) else { return nil }
         guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let count = Int(text) else {
-            throw HTTPError(.badRequest, message: "Replay-Max-Events takes a whole number of events, such as 10000")
+            throw HTTPProblem.invalid("Replay-Max-Events takes a whole number of events, such as 10000")
         }
         return count
     }
@@ -98,14 +98,14 @@ struct RequestHeaders {
         let seq = fields.value(.producerSeq)
         if id == nil, epoch == nil, seq == nil { return nil }
         guard let id, let epoch, let seq else {
-            throw HTTPError(.badRequest, message: "send Producer-Id, Producer-Epoch and Producer-Seq together, or none of them")
+            throw HTTPProblem.invalid("send Producer-Id, Producer-Epoch and Producer-Seq together, or none of them")
         }
-        guard !id.isEmpty else { throw HTTPError(.badRequest, message: "Producer-Id must not be empty") }
+        guard !id.isEmpty else { throw HTTPProblem.invalid("Producer-Id must not be empty") }
         guard let epochValue = Self.safeInteger(epoch) else {
-            throw HTTPError(.badRequest, message: "Producer-Epoch takes an integer from 0 to 2^53-1")
+            throw HTTPProblem.invalid("Producer-Epoch takes an integer from 0 to 2^53-1")
         }
         guard let seqValue = Self.safeInteger(seq) else {
-            throw HTTPError(.badRequest, message: "Producer-Seq takes an integer from 0 to 2^53-1")
+            throw HTTPProblem.invalid("Producer-Seq takes an integer from 0 to 2^53-1")
         }
         return ProducerStamp(id: id, epoch: epochValue, sequence: seqValue)
     }
@@ -114,14 +114,14 @@ struct RequestHeaders {
     func fork() throws -> ForkRequest? {
         let subOffsetText = fields.value(.streamForkSubOffset)
         guard let from = fields.value(.streamForkedFrom) else {
-            if subOffsetText != nil { throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset needs Stream-Forked-From") }
-            if fields.value(.streamForkOffset) != nil { throw HTTPError(.badRequest, message: "Stream-Fork-Offset needs Stream-Forked-From") }
+            if subOffsetText != nil { throw HTTPProblem.invalid("Stream-Fork-Sub-Offset needs Stream-Forked-From") }
+            if fields.value(.streamForkOffset) != nil { throw HTTPProblem.invalid("Stream-Fork-Offset needs Stream-Forked-From") }
             return nil
         }
         let prefix = StreamEndpoint.prefix
         let path = from.hasPrefix(prefix) ? String(from.dropFirst(prefix.count)) : from
         guard let source = path.removingPercentEncoding, StreamName.isValid(source) else {
-            throw HTTPError(.badRequest, message: "Stream-Forked-From takes the path of a stream of this server, such as \(prefix)orders")
+            throw HTTPProblem.invalid("Stream-Forked-From takes the path of a stream of this server, such as \(prefix)orders")
         }
         var sequence: UInt64?
         if let offset = fields.value(.streamForkOffset) {
@@ -129,17 +129,17 @@ struct RequestHeaders {
             case .start: sequence = 0
             case .now: sequence = nil
             case .after(let value): sequence = value
-            case nil: throw HTTPError(.badRequest, message: "Stream-Fork-Offset takes an offset this server returned")
+            case nil: throw HTTPProblem.invalid("Stream-Fork-Offset takes an offset this server returned")
             }
         }
         var subOffset: UInt64 = 0
         if let subOffsetText {
             guard let value = Self.safeInteger(subOffsetText) else {
-                throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset takes a non-negative integer")
+                throw HTTPProblem.invalid("Stream-Fork-Sub-Offset takes a non-negative integer")
             }
             subOffset = value
             if value > 0, fields.value(.streamForkOffset) == nil {
-                throw HTTPError(.badRequest, message: "Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
+                throw HTTPProblem.invalid("Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
             }
         }
         return ForkRequest(source: source, sequence: sequence, subOffset: subOffset)

@@ -26,28 +26,28 @@ extension StreamEndpoint {
         init(_ query: FlatDictionary<Substring, Substring>, budget: JQProgram.Budget) throws {
             func single(_ key: Substring) throws -> Substring? {
                 let found = query[values: key]
-                guard found.count <= 1 else { throw HTTPError(.badRequest, message: "give '\(key)' once") }
+                guard found.count <= 1 else { throw HTTPProblem.invalid("give '\(key)' once") }
                 return found.first
             }
             guard let offset = StreamOffset.parse(try single("offset")) else {
-                throw HTTPError(.badRequest, message: "offset takes -1, now, or a Stream-Next-Offset this server returned")
+                throw HTTPProblem.invalid("offset takes -1, now, or a Stream-Next-Offset this server returned")
             }
             self.offset = offset
             switch try single("live") {
             case nil: live = .catchUp
             case "long-poll": live = .longPoll
             case "sse": live = .sse
-            default: throw HTTPError(.badRequest, message: "live takes long-poll or sse")
+            default: throw HTTPProblem.invalid("live takes long-poll or sse")
             }
             if live != .catchUp, query["offset"] == nil {
-                throw HTTPError(.badRequest, message: "a live read needs an offset (-1 for the beginning, now for the tail)")
+                throw HTTPProblem.invalid("a live read needs an offset (-1 for the beginning, now for the tail)")
             }
             cursor = try single("cursor").flatMap { UInt64($0) }
             if let program = try single("filter") {
                 do throws(JQProgram.Failure) {
                     filter = try EventFilter(String(program), budget: budget)
                 } catch {
-                    throw HTTPError(.badRequest, message: "the filter is refused: \(error.message)")
+                    throw HTTPProblem.invalid("the filter is refused: \(error.message)")
                 }
             }
         }
@@ -90,7 +90,7 @@ extension StreamEndpoint {
         case .now: return info.lastSequence
         case .after(let sequence):
             guard sequence <= info.lastSequence else {
-                throw HTTPError(.badRequest, message: "offset \(StreamOffset.text(after: sequence)) is beyond the stream's tail, \(info.tailOffset)")
+                throw HTTPProblem.invalid("offset \(StreamOffset.text(after: sequence)) is beyond the stream's tail, \(info.tailOffset)")
             }
             guard sequence + 1 >= info.firstSequence else { throw gone(info) }
             return sequence
@@ -150,14 +150,15 @@ extension StreamEndpoint {
         } catch HTTPCursor.Failure.gone {
             throw gone(info)
         } catch HTTPCursor.Failure.deleted {
-            throw HTTPError(.notFound, message: "stream '\(info.name)' was deleted")
+            throw HTTPProblem.unknownStream("stream '\(info.name)' was deleted")
         }
     }
 
-    private func gone(_ info: StreamInfo) -> HTTPError {
-        HTTPError(
-            .gone, headers: [.streamNextOffset: StreamOffset.text(after: info.firstSequence - 1)],
-            message: "events before offset \(StreamOffset.text(after: info.firstSequence - 1)) of stream '\(info.name)' are no longer retained")
+    private func gone(_ info: StreamInfo) -> HTTPProblem {
+        HTTPProblem(
+            .gone, .notRetained,
+            "events before offset \(StreamOffset.text(after: info.firstSequence - 1)) of stream '\(info.name)' are no longer retained",
+            headers: [.streamNextOffset: StreamOffset.text(after: info.firstSequence - 1)])
     }
 
     private func catchUpResponse(

@@ -43,7 +43,7 @@ struct StreamEndpoint: Sendable {
     /// components would drop an empty segment), percent-decoded, by the stream-name rule.
     @inline(never)  // else its messages take every route's async frame
     private func streamName<Context: RequestContext>(_ context: Context) throws -> String {
-        guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) else { throw HTTPError(.notFound) }
+        guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) else { throw HTTPProblem(.notFound, .notFound, "no stream's path") }
         return try Self.streamName(raw: raw)
     }
 
@@ -54,14 +54,14 @@ struct StreamEndpoint: Sendable {
         let name: String
         if raw.utf8.contains(UInt8(ascii: "%")) {
             guard let decoded = raw.removingPercentEncoding else {
-                throw HTTPError(.badRequest, message: "the stream's name is not valid percent-encoded UTF-8: \(raw.prefix(200))")
+                throw HTTPProblem.invalidName("the stream's name is not valid percent-encoded UTF-8: \(raw.prefix(200))")
             }
             name = decoded
         } else {
             name = String(raw)
         }
         if let problem = StreamName.problem(with: name) {
-            throw HTTPError(.badRequest, message: "'\(name)' is not a valid stream name (\(problem)): \(StreamName.rule)")
+            throw HTTPProblem.invalidName("'\(name)' is not a valid stream name (\(problem)): \(StreamName.rule)")
         }
         return name
     }
@@ -78,9 +78,9 @@ struct StreamEndpoint: Sendable {
     /// the refusal.
     @inline(never)
     func liveHub(_ name: String) throws -> StreamHub? {
-        guard let hub = hubs[name] else { throw HTTPError(.notFound, message: "no stream named '\(name)'") }
+        guard let hub = hubs[name] else { throw HTTPProblem.unknownStream("no stream named '\(name)'") }
         if hub.info.isSoftDeleted {
-            throw HTTPError(.gone, message: "stream '\(name)' was deleted; its events are kept only for its forks")
+            throw HTTPProblem(.gone, .streamDeleted, "stream '\(name)' was deleted; its events are kept only for its forks")
         }
         return store.isExpired(name) ? nil : hub
     }
@@ -89,7 +89,7 @@ struct StreamEndpoint: Sendable {
     @inline(never)
     func expire(_ name: String) async throws -> Never {
         try? await store.delete(name)
-        throw HTTPError(.notFound, message: "stream '\(name)' expired")
+        throw HTTPProblem.unknownStream("stream '\(name)' expired")
     }
 
     private func body(of request: Request) async throws -> Data {
@@ -99,7 +99,7 @@ struct StreamEndpoint: Sendable {
             return Data(buffer.readableBytesView)
         } catch let error as NIOTooManyBytesError {
             _ = error
-            throw HTTPError(.contentTooLarge, message: "the body is over the largest payload accepted, \(maxPayload) bytes (--max-payload)")
+            throw HTTPProblem.tooLarge("the body is over the largest payload accepted, \(maxPayload) bytes (--max-payload)")
         }
     }
 
@@ -119,11 +119,11 @@ struct StreamEndpoint: Sendable {
         if var request = fork {
             // A fork takes its source's content type and expiry unless it names its own (§4.2).
             guard let source = hubs[request.source]?.info, !store.isExpired(request.source) else {
-                throw HTTPError(.notFound, message: "no stream named '\(request.source)' to fork")
+                throw HTTPProblem.unknownStream("no stream named '\(request.source)' to fork")
             }
-            if source.isSoftDeleted { throw HTTPError(.conflict, message: StoreError.forkOfDeletedStream(request.source).description) }
+            if source.isSoftDeleted { throw HTTPProblem(StoreError.forkOfDeletedStream(request.source)) }
             if let given = headers.contentType, !RequestHeaders.sameMediaType(given, source.httpContentType) {
-                throw HTTPError(.conflict, message: "a fork keeps its source's content type, \(source.httpContentType)")
+                throw HTTPProblem(.conflict, .contentTypeMismatch, "a fork keeps its source's content type, \(source.httpContentType)")
             }
             contentType = source.httpContentType
             expiry = expiry ?? source.config.expiry
@@ -149,7 +149,7 @@ struct StreamEndpoint: Sendable {
                 DaemonMetrics.streamQuotaRefusals.increment()
                 logger.notice("http: denied 403: \(principal.name) asked to create '\(name)': \(error)")
             }
-            throw HTTPError(error)
+            throw HTTPProblem(error)
         }
         switch outcome {
         case .created(let info):
@@ -177,8 +177,9 @@ struct StreamEndpoint: Sendable {
         _ info: StreamInfo, contentType: String, expiry: StreamExpiry?, closed: Bool, fork: ForkRequest?, maxEvents: Int?
     ) throws -> Response {
         if let maxEvents, maxEvents != info.config.capacity {
-            throw HTTPError(
-                .conflict, message: "stream '\(info.name)' exists and keeps \(info.config.capacity.map { "\($0) events" } ?? "every event"), not \(maxEvents)")
+            throw HTTPProblem(
+                .conflict, HTTPProblem.Code(.streamExists),
+                "stream '\(info.name)' exists and keeps \(info.config.capacity.map { "\($0) events" } ?? "every event"), not \(maxEvents)")
         }
         var sameFork = true
         if let request = fork {
@@ -191,7 +192,7 @@ struct StreamEndpoint: Sendable {
             }
         }
         guard !info.isSoftDeleted, sameFork, info.matches(contentType: contentType, expiry: fork == nil ? expiry : info.config.expiry, closed: closed) else {
-            throw HTTPError(.conflict, message: "stream '\(info.name)' exists with other settings (content type, expiry or closure)")
+            throw HTTPProblem(.conflict, HTTPProblem.Code(.streamExists), "stream '\(info.name)' exists with other settings (content type, expiry or closure)")
         }
         var fields = HTTPFields()
         fields[.contentType] = info.httpContentType
@@ -207,9 +208,9 @@ struct StreamEndpoint: Sendable {
         do {
             return try JSONMessages.split(body, allowEmpty: creating)
         } catch .emptyArray {
-            throw HTTPError(.badRequest, message: "an empty JSON array appends nothing")
+            throw HTTPProblem.invalid("an empty JSON array appends nothing")
         } catch {
-            throw HTTPError(.badRequest, message: "the body is not valid JSON, which an application/json stream requires")
+            throw HTTPProblem.invalid("the body is not valid JSON, which an application/json stream requires")
         }
     }
 
@@ -228,7 +229,7 @@ struct StreamEndpoint: Sendable {
         do {
             outcome = try await store.write(write)
         } catch {
-            throw appendError(error, producer: producer, info: hubs[name]?.info ?? info)
+            throw appendError(error, info: hubs[name]?.info ?? info)
         }
         return appended(outcome, producer: producer, storedNothing: write.payloads.isEmpty)
     }
@@ -237,16 +238,16 @@ struct StreamEndpoint: Sendable {
     func appendWrite(_ name: String, headers: RequestHeaders, producer: ProducerStamp?, body: Data, info: StreamInfo) throws -> StreamWrite {
         let closes = headers.closes
         if body.isEmpty, !closes {
-            throw HTTPError(.badRequest, message: "an append needs a body (an empty one only with Stream-Closed: true)")
+            throw HTTPProblem.invalid("an append needs a body (an empty one only with Stream-Closed: true)")
         }
         if !body.isEmpty {
             // A closed stream is said first, so the client sees Stream-Closed (§5.2).
-            if info.terminal != nil, producer == nil { throw closedConflict(info) }
+            if info.terminal != nil, producer == nil { throw appendError(.terminated(stream: name), info: info) }
             guard let contentType = headers.contentType else {
-                throw HTTPError(.badRequest, message: "an append with a body needs a Content-Type")
+                throw HTTPProblem.invalid("an append with a body needs a Content-Type")
             }
             if let declared = info.config.contentType, !RequestHeaders.sameMediaType(declared, contentType) {
-                throw HTTPError(.conflict, message: "stream '\(name)' holds \(declared), not \(RequestHeaders.mediaType(contentType))")
+                throw HTTPProblem(.conflict, .contentTypeMismatch, "stream '\(name)' holds \(declared), not \(RequestHeaders.mediaType(contentType))")
             }
         }
         let payloads = try messages(body, json: info.isJSON, creating: false)
@@ -276,26 +277,14 @@ struct StreamEndpoint: Sendable {
         return Response(status: status, headers: fields)
     }
 
-    private func closedConflict(_ info: StreamInfo) -> HTTPError {
-        var fields = HTTPFields()
-        fields[.streamNextOffset] = info.tailOffset
-        info.addState(to: &fields)
-        return HTTPError(.conflict, headers: fields, message: "stream '\(info.name)' is closed")
-    }
-
-    private func appendError(_ error: StoreError, producer: ProducerStamp?, info: StreamInfo) -> HTTPError {
-        switch error {
-        case .terminated: return closedConflict(info)
-        case .staleEpoch(_, _, _, let current):
-            return HTTPError(.forbidden, headers: [.producerEpoch: String(current)], message: error.description)
-        case .producerSequenceGap(_, _, let expected, let received):
-            // A new producer or a new epoch must start at 0: that is a bad request, not a gap.
-            if expected == 0 { return HTTPError(.badRequest, message: error.description) }
-            return HTTPError(
-                .conflict, headers: [.producerExpectedSeq: String(expected), .producerReceivedSeq: String(received)],
-                message: error.description)
-        default: return HTTPError(error)
+    /// A store error as the table gives it; a closed stream's also says where its tail is.
+    private func appendError(_ error: StoreError, info: StreamInfo) -> HTTPProblem {
+        var problem = HTTPProblem(error)
+        if case .terminated = error {
+            problem.headers[.streamNextOffset] = info.tailOffset
+            info.addState(to: &problem.headers)
         }
+        return problem
     }
 
     // MARK: DELETE and HEAD
@@ -327,7 +316,7 @@ struct StreamEndpoint: Sendable {
         do {
             return try await store.write(write)
         } catch {
-            throw HTTPError(error)
+            throw HTTPProblem(error)
         }
     }
 
@@ -335,7 +324,7 @@ struct StreamEndpoint: Sendable {
         do {
             return try await body()
         } catch {
-            throw HTTPError(error)
+            throw HTTPProblem(error)
         }
     }
 }

@@ -71,18 +71,18 @@ struct SigningKeys: Sendable {
 
     /// The generation a token was issued for, if it is this daemon's, for this
     /// subscription, and not expired.
-    func verify(_ token: String, subscription: String) async throws(SubscriptionProblem) -> Int {
+    func verify(_ token: String, subscription: String) async throws(HTTPProblem) -> Int {
         let claims: Claims
         do {
             claims = try await tokens.verify(token, as: Claims.self)
         } catch {
-            throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_INVALID", message: "the callback token is not one this server issued")
+            throw HTTPProblem(.unauthorized, .tokenInvalid, "the callback token is not one this server issued")
         }
         guard claims.sub.value == Self.subject(subscription) else {
-            throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_INVALID", message: "the callback token is for another subscription")
+            throw HTTPProblem(.unauthorized, .tokenInvalid, "the callback token is for another subscription")
         }
         guard claims.exp.value > Date() else {
-            throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_EXPIRED", message: "the callback token has expired")
+            throw HTTPProblem(.unauthorized, .tokenExpired, "the callback token has expired")
         }
         return claims.gen
     }

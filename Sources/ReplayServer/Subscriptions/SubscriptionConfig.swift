@@ -43,7 +43,7 @@ struct SubscriptionConfig: Codable, Equatable, Sendable {
     }
 
     /// The configuration a PUT's body declares, or what is wrong with it.
-    static func parse(_ body: [String: Any], webhookTargets: WebhookTargetRule) throws(SubscriptionProblem) -> SubscriptionConfig {
+    static func parse(_ body: [String: Any], webhookTargets: WebhookTargetRule) throws(HTTPProblem) -> SubscriptionConfig {
         guard let typeText = body["type"] as? String else { throw .invalid("'type' is required: \"webhook\" or \"pull-wake\"") }
         guard let type = Kind(rawValue: typeText) else {
             throw .invalid("unknown type '\(typeText.prefix(40))': a subscription is \"webhook\" or \"pull-wake\"")
@@ -98,7 +98,7 @@ struct SubscriptionConfig: Codable, Equatable, Sendable {
 
     /// Stream names as the protocol writes them (no leading or trailing slash), each checked
     /// by the stream-name rule; sorted, without repeats.
-    static func names(_ list: [String]) throws(SubscriptionProblem) -> [String] {
+    static func names(_ list: [String]) throws(HTTPProblem) -> [String] {
         var names = Set<String>()
         for raw in list {
             let name = normalized(raw)

@@ -46,7 +46,7 @@ struct SubscriptionRoutes: Sendable {
             await answer {
                 let body = try SubscriptionJSON.object(try await collect(request))
                 guard let list = body["streams"] as? [String], !list.isEmpty else {
-                    throw SubscriptionProblem.invalid("the body names its 'streams': [\"name\", …]")
+                    throw HTTPProblem.invalid("the body names its 'streams': [\"name\", …]")
                 }
                 try await subscriptions.add(try SubscriptionConfig.names(list), to: try id(context))
                 return Response(status: .noContent)
@@ -64,7 +64,7 @@ struct SubscriptionRoutes: Sendable {
             await answer {
                 let body = try SubscriptionJSON.object(try await collect(request))
                 guard let worker = body["worker"] as? String, !worker.isEmpty, worker.utf8.count <= 200 else {
-                    throw SubscriptionProblem.invalid("a claim names its 'worker' (1 to 200 bytes)")
+                    throw HTTPProblem.invalid("a claim names its 'worker' (1 to 200 bytes)")
                 }
                 let claimed = try await subscriptions.claim(try id(context), worker: worker)
                 let streams = claimed.positions.map(Subscriptions.json)
@@ -91,12 +91,12 @@ struct SubscriptionRoutes: Sendable {
         // Anything else under the prefix is the protocol's, never a stream.
         for method in [HTTPRequest.Method.get, .head, .put, .post, .delete] {
             group.on("**", method: method) { request, _ in
-                SubscriptionProblem(status: .notFound, code: "NOT_FOUND", message: "'\(request.uri.path)' is not part of the subscription API").response
+                HTTPProblem(.notFound, .notFound, "'\(request.uri.path)' is not part of the subscription API").response
             }
         }
     }
 
-    private func put(_ id: String, _ request: Request) async throws(SubscriptionProblem) -> Response {
+    private func put(_ id: String, _ request: Request) async throws(HTTPProblem) -> Response {
         let config = try SubscriptionConfig.parse(try SubscriptionJSON.object(try await collect(request)), webhookTargets: webhookTargets)
         let (subscription, created) = try await subscriptions.put(id, config)
         return SubscriptionJSON.response(created ? .created : .ok, body: await subscriptions.body(of: subscription))
@@ -104,15 +104,15 @@ struct SubscriptionRoutes: Sendable {
 
     private func acknowledge<Context: RequestContext>(
         _ request: Request, _ context: Context, kind: SubscriptionConfig.Kind
-    ) async throws(SubscriptionProblem) -> Response {
+    ) async throws(HTTPProblem) -> Response {
         let nextWake = try await subscriptions.acknowledge(try id(context), try await wakeRequest(request), kind: kind)
         return SubscriptionJSON.response(.ok, ["ok": true, "next_wake": nextWake])
     }
 
     /// A worker's request for its wake: its token, wake id, generation, acks and `done`.
-    private func wakeRequest(_ request: Request) async throws(SubscriptionProblem) -> Subscriptions.WakeRequest {
+    private func wakeRequest(_ request: Request) async throws(HTTPProblem) -> Subscriptions.WakeRequest {
         guard let header = request.headers.value(.authorization), header.hasPrefix("Bearer ") else {
-            throw SubscriptionProblem(status: .unauthorized, code: "TOKEN_INVALID", message: "this needs Authorization: Bearer <the wake's token>")
+            throw HTTPProblem(.unauthorized, .tokenInvalid, "this needs Authorization: Bearer <the wake's token>")
         }
         let body = try SubscriptionJSON.object(try await collect(request))
         var acks: [(stream: String, offset: String)] = []
@@ -130,19 +130,19 @@ struct SubscriptionRoutes: Sendable {
             generation: (body["generation"] as? NSNumber)?.intValue, acks: acks, done: body["done"] as? Bool == true)
     }
 
-    private func id<Context: RequestContext>(_ context: Context) throws(SubscriptionProblem) -> String {
+    private func id<Context: RequestContext>(_ context: Context) throws(HTTPProblem) -> String {
         guard let id = context.parameters.get("id"), !id.isEmpty, id.utf8.count <= 200,
             id.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-:".unicodeScalars.contains($0) })
         else { throw .invalid("a subscription id is 1 to 200 letters, digits, '.', '_', '-' or ':'") }
         return id
     }
 
-    private func collect(_ request: Request) async throws(SubscriptionProblem) -> Data {
+    private func collect(_ request: Request) async throws(HTTPProblem) -> Data {
         var request = request
         do {
             return Data(try await request.collectBody(upTo: 1 << 20).readableBytesView)
         } catch {
-            throw SubscriptionProblem(status: .contentTooLarge, code: "INVALID_REQUEST", message: "a subscription request's body is at most 1 MiB")
+            throw HTTPProblem.tooLarge("a subscription request's body is at most 1 MiB")
         }
     }
 
@@ -150,10 +150,10 @@ struct SubscriptionRoutes: Sendable {
     private func answer(_ body: () async throws -> Response) async -> Response {
         do {
             return try await body()
-        } catch let problem as SubscriptionProblem {
+        } catch let problem as HTTPProblem {
             return problem.response
         } catch {
-            return SubscriptionProblem(status: .internalServerError, code: "INTERNAL", message: "\(error)").response
+            return HTTPProblem.internal("\(error)").response
         }
     }
 }

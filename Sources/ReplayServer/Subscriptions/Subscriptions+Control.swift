@@ -9,16 +9,14 @@ extension Subscriptions {
     // MARK: The control API
 
     /// PUT: creates the subscription (`true`), or confirms an identical one (`false`).
-    func put(_ id: String, _ config: SubscriptionConfig) async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) {
+    func put(_ id: String, _ config: SubscriptionConfig) async throws(HTTPProblem) -> (WakeSubscription, created: Bool) {
         creating += 1
         defer { creating -= 1 }
-        let made = try await exclusively { () async throws(SubscriptionProblem) -> (WakeSubscription, created: Bool) in
+        let made = try await exclusively { () async throws(HTTPProblem) -> (WakeSubscription, created: Bool) in
             try await refresh(id)
             if let existing = subscriptions[id] {
                 guard existing.config.hash == config.hash else {
-                    throw SubscriptionProblem(
-                        status: .conflict, code: "SUBSCRIPTION_ALREADY_EXISTS",
-                        message: "subscription '\(id)' exists with another configuration; DELETE it first to change it")
+                    throw HTTPProblem(.conflict, .subscriptionExists, "subscription '\(id)' exists with another configuration; DELETE it first to change it")
                 }
                 return (existing, false)
             }
@@ -42,8 +40,7 @@ extension Subscriptions {
                 // Another daemon created it first: judged against that one.
                 adopt(row, id: id)
                 guard let existing = subscriptions[id], existing.config.hash == config.hash else {
-                    throw SubscriptionProblem(
-                        status: .conflict, code: "SUBSCRIPTION_ALREADY_EXISTS", message: "subscription '\(id)' exists with another configuration")
+                    throw HTTPProblem(.conflict, .subscriptionExists, "subscription '\(id)' exists with another configuration")
                 }
                 return (existing, false)
             }
@@ -54,17 +51,17 @@ extension Subscriptions {
         return made
     }
 
-    func get(_ id: String) async throws(SubscriptionProblem) -> WakeSubscription {
+    func get(_ id: String) async throws(HTTPProblem) -> WakeSubscription {
         try await refresh(id)
-        guard let subscription = subscriptions[id] else { throw .notFound(id) }
+        guard let subscription = subscriptions[id] else { throw .notFound(subscription: id) }
         return subscription
     }
 
-    func delete(_ id: String) async throws(SubscriptionProblem) {
-        let removed = try await exclusively { () async throws(SubscriptionProblem) -> WakeSubscription in
+    func delete(_ id: String) async throws(HTTPProblem) {
+        let removed = try await exclusively { () async throws(HTTPProblem) -> WakeSubscription in
             for _ in 0..<16 {
                 try await refresh(id)
-                guard let subscription = subscriptions[id] else { throw .notFound(id) }
+                guard let subscription = subscriptions[id] else { throw .notFound(subscription: id) }
                 let write = SubscriptionWrite(id: id, contents: nil, expected: subscription.revision)
                 switch try await run({ done in store.write(write, completion: done) }) {
                 case .written:
@@ -75,7 +72,7 @@ extension Subscriptions {
                     adopt(row, id: id)
                 }
             }
-            throw SubscriptionProblem(status: .serviceUnavailable, code: "BUSY", message: "subscription '\(id)' kept changing; try again")
+            throw HTTPProblem.busy("subscription '\(id)' kept changing; try again")
         }
         for stream in removed.linkedStreams(in: store) where store.consumers(of: stream)?.contains(where: { $0.name == removed.consumerName }) == true {
             _ = try? await run { done in store.deleteConsumer(removed.consumerName, of: stream, completion: done) }
@@ -83,8 +80,8 @@ extension Subscriptions {
     }
 
     /// POST …/streams: more explicit streams, each linked at its tail.
-    func add(_ streams: [String], to id: String) async throws(SubscriptionProblem) {
-        try await exclusively { () async throws(SubscriptionProblem) in
+    func add(_ streams: [String], to id: String) async throws(HTTPProblem) {
+        try await exclusively { () async throws(HTTPProblem) in
             let subscription = try await get(id)
             for stream in streams where !subscription.links(stream) && store.info(stream) != nil {
                 _ = try await run { done in
@@ -98,8 +95,8 @@ extension Subscriptions {
     }
 
     /// DELETE …/streams/<path>: no longer explicit (still linked if the pattern matches it).
-    func remove(_ stream: String, from id: String) async throws(SubscriptionProblem) {
-        let subscription = try await exclusively { () async throws(SubscriptionProblem) -> WakeSubscription in
+    func remove(_ stream: String, from id: String) async throws(HTTPProblem) {
+        let subscription = try await exclusively { () async throws(HTTPProblem) -> WakeSubscription in
             try await change(id) { subscription in
                 subscription.state.explicit.removeAll { $0 == stream }
                 return subscription

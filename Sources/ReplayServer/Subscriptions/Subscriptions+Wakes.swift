@@ -15,7 +15,7 @@ extension Subscriptions {
             subscription.positions(in: store).contains(where: \.hasPending)
         else { return }
         do {
-            try await exclusively { () async throws(SubscriptionProblem) in try await wake(id, triggeredBy: triggeredBy) }
+            try await exclusively { () async throws(HTTPProblem) in try await wake(id, triggeredBy: triggeredBy) }
         } catch {
             logger.error("subscription '\(id)': no wake was made: \(error)")
         }
@@ -24,7 +24,7 @@ extension Subscriptions {
     /// Holding `exclusively`: a new generation and wake id, with the tails of now as its
     /// snapshot, if the subscription is still idle and has work; then the wake event
     /// (pull-wake) or the delivery (webhook), by the daemon whose write made the wake.
-    func wake(_ id: String, triggeredBy: String?) async throws(SubscriptionProblem) {
+    func wake(_ id: String, triggeredBy: String?) async throws(HTTPProblem) {
         let trigger: String? = try await change(id) { subscription in
             guard subscription.state.wakeID == nil, subscription.state.holder == nil else { return nil }
             let positions = subscription.positions(in: store)
@@ -82,21 +82,21 @@ extension Subscriptions {
     }
 
     /// A pull-wake worker takes the wake (made now if there is work and none is out).
-    func claim(_ id: String, worker: String) async throws(SubscriptionProblem) -> Claimed {
-        try await exclusively { () async throws(SubscriptionProblem) -> Claimed in
-            let made: String? = try await change(id) { subscription throws(SubscriptionProblem) in
+    func claim(_ id: String, worker: String) async throws(HTTPProblem) -> Claimed {
+        try await exclusively { () async throws(HTTPProblem) -> Claimed in
+            let made: String? = try await change(id) { subscription throws(HTTPProblem) in
                 guard subscription.config.type == .pullWake else {
                     throw .invalid("subscription '\(id)' is a webhook subscription; only pull-wake ones are claimed")
                 }
                 if let holder = subscription.state.holder {
-                    var problem = SubscriptionProblem(status: .conflict, code: "ALREADY_CLAIMED", message: "'\(holder)' holds this subscription's wake")
+                    var problem = HTTPProblem(.conflict, .alreadyClaimed, "'\(holder)' holds this subscription's wake")
                     problem.currentHolder = holder
                     problem.generation = subscription.state.generation
                     throw problem
                 }
                 let positions = subscription.positions(in: store)
                 guard let first = positions.first(where: \.hasPending) else {
-                    throw SubscriptionProblem(status: .conflict, code: "NO_PENDING_WORK", message: "subscription '\(id)' has no events past its positions")
+                    throw HTTPProblem(.conflict, .noPendingWork, "subscription '\(id)' has no events past its positions")
                 }
                 var made: String?
                 if subscription.state.wakeID == nil {
@@ -108,7 +108,7 @@ extension Subscriptions {
                 return made
             }
             SubscriptionMetrics.claims.increment()
-            guard let current = subscriptions[id] else { throw .notFound(id) }
+            guard let current = subscriptions[id] else { throw .notFound(subscription: id) }
             if let made { await announce(current, triggeredBy: made) }
             return Claimed(subscription: current, token: try await token(for: current), positions: current.positions(in: store))
         }
@@ -130,13 +130,13 @@ extension Subscriptions {
 
     /// An ack (pull-wake) or a callback (webhook): the acknowledgements applied, the lease
     /// extended, and with `done` the wake finished; whether a next wake went out.
-    func acknowledge(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(SubscriptionProblem) -> Bool {
-        try await exclusively { () async throws(SubscriptionProblem) -> Bool in
+    func acknowledge(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(HTTPProblem) -> Bool {
+        try await exclusively { () async throws(HTTPProblem) -> Bool in
             let generation = try await fence(id, request, kind: kind)
             try await apply(request.acks, to: id)
             // Fenced again as the state is written: another daemon may have ended the wake
             // meanwhile (the positions a stale worker moved are still ones it processed).
-            let finished = try await change(id) { subscription throws(SubscriptionProblem) -> Bool in
+            let finished = try await change(id) { subscription throws(HTTPProblem) -> Bool in
                 guard request.isCurrent(subscription.state, tokenGeneration: generation) else { throw .fenced }
                 if request.done {
                     subscription.state.endWake()
@@ -152,10 +152,10 @@ extension Subscriptions {
     }
 
     /// The worker gives the wake up without finishing it.
-    func release(_ id: String, _ request: WakeRequest) async throws(SubscriptionProblem) {
-        try await exclusively { () async throws(SubscriptionProblem) in
+    func release(_ id: String, _ request: WakeRequest) async throws(HTTPProblem) {
+        try await exclusively { () async throws(HTTPProblem) in
             let generation = try await fence(id, request, kind: .pullWake)
-            try await change(id) { subscription throws(SubscriptionProblem) in
+            try await change(id) { subscription throws(HTTPProblem) in
                 guard request.isCurrent(subscription.state, tokenGeneration: generation) else { throw .fenced }
                 subscription.state.endWake()
             }
@@ -165,11 +165,11 @@ extension Subscriptions {
 
     /// Refuses a token that is not this subscription's, and a wake that is not the current
     /// one; the token's generation.
-    func fence(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(SubscriptionProblem) -> Int {
+    func fence(_ id: String, _ request: WakeRequest, kind: SubscriptionConfig.Kind) async throws(HTTPProblem) -> Int {
         let subscription = try await get(id)
         guard subscription.config.type == kind else { throw .invalid("subscription '\(id)' is not a \(kind.rawValue) subscription") }
         let generation = try await keys.verify(request.token, subscription: id)
-        guard let current = subscriptions[id] else { throw .notFound(id) }
+        guard let current = subscriptions[id] else { throw .notFound(subscription: id) }
         guard request.isCurrent(current.state, tokenGeneration: generation) else {
             SubscriptionMetrics.fenced.increment()
             throw .fenced
@@ -178,8 +178,8 @@ extension Subscriptions {
     }
 
     /// Moves the positions acknowledged: all checked first, then each written.
-    func apply(_ acks: [(stream: String, offset: String)], to id: String) async throws(SubscriptionProblem) {
-        guard let subscription = subscriptions[id] else { throw .notFound(id) }
+    func apply(_ acks: [(stream: String, offset: String)], to id: String) async throws(HTTPProblem) {
+        guard let subscription = subscriptions[id] else { throw .notFound(subscription: id) }
         var moves: [(String, UInt64)] = []
         for ack in acks {
             let stream = SubscriptionConfig.normalized(ack.stream)
@@ -201,7 +201,7 @@ extension Subscriptions {
         }
     }
 
-    func move(_ consumer: String, in stream: String, to sequence: UInt64) async throws(SubscriptionProblem) {
+    func move(_ consumer: String, in stream: String, to sequence: UInt64) async throws(HTTPProblem) {
         // Opened at the stream's start if it is not yet (a stream created after the link).
         _ = try await run { done in store.openConsumer(consumer, of: stream, initialNext: { _ in 1 }, completion: done) }
         try await run { done in store.acknowledge(sequence, consumer: consumer, of: stream, completion: done) }
@@ -213,11 +213,11 @@ extension Subscriptions {
         Timestamp.millis(Date()) + Int64(subscription.config.leaseTTLMillis)
     }
 
-    func token(for subscription: WakeSubscription) async throws(SubscriptionProblem) -> String {
+    func token(for subscription: WakeSubscription) async throws(HTTPProblem) -> String {
         do {
             return try await keys.token(subscription: subscription.id, generation: subscription.state.generation, validFor: 3_600)
         } catch {
-            throw SubscriptionProblem(status: .internalServerError, code: "INTERNAL", message: "the token could not be signed: \(error)")
+            throw HTTPProblem.internal("the token could not be signed: \(error)")
         }
     }
 }

@@ -43,7 +43,7 @@ extension Subscriptions {
         let elapsed = (ContinuousClock.now - started).components
         SubscriptionMetrics.webhookDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
         do {
-            try await exclusively { () async throws(SubscriptionProblem) in try await record(outcome, of: wakeID, generation, for: id) }
+            try await exclusively { () async throws(HTTPProblem) in try await record(outcome, of: wakeID, generation, for: id) }
         } catch {
             logger.error("subscription '\(id)': the delivery's outcome was not written: \(error)")
         }
@@ -51,7 +51,7 @@ extension Subscriptions {
 
     /// Holding `exclusively`: what came of a delivery of wake `wakeID`, if it is still the
     /// current one.
-    func record(_ outcome: WebhookSender.Outcome, of wakeID: String, _ generation: Int, for id: String) async throws(SubscriptionProblem) {
+    func record(_ outcome: WebhookSender.Outcome, of wakeID: String, _ generation: Int, for id: String) async throws(HTTPProblem) {
         let done: [String: UInt64]? = try await change(id) { subscription in
             guard subscription.state.wakeID == wakeID, subscription.state.generation == generation else { return nil }
             switch outcome {
@@ -109,7 +109,7 @@ extension Subscriptions {
     /// one delivers.
     func alarm(_ id: String) async {
         do {
-            try await exclusively { () async throws(SubscriptionProblem) in
+            try await exclusively { () async throws(HTTPProblem) in
                 let now = Timestamp.millis(Date())
                 enum Due { case leaseEnded, delivery, nothing }
                 let due: Due = try await change(id) { subscription in

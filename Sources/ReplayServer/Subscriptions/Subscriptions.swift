@@ -140,7 +140,7 @@ actor Subscriptions {
     // MARK: Changes
 
     /// Runs `body` with no other change in progress.
-    func exclusively<T>(_ body: () async throws(SubscriptionProblem) -> T) async throws(SubscriptionProblem) -> T {
+    func exclusively<T>(_ body: () async throws(HTTPProblem) -> T) async throws(HTTPProblem) -> T {
         while changing { await withCheckedContinuation { waitingToChange.append($0) } }
         changing = true
         defer {
@@ -151,13 +151,13 @@ actor Subscriptions {
     }
 
     /// Reads the row again where other daemons write it too.
-    func refresh(_ id: String) async throws(SubscriptionProblem) {
+    func refresh(_ id: String) async throws(HTTPProblem) {
         guard shared else { return }
         let row: SubscriptionRow?
         do {
             row = try await reads.run { [store] in try store.subscription(id) }
         } catch {
-            throw SubscriptionProblem(status: .serviceUnavailable, code: "STORE_UNAVAILABLE", message: "\(error)")
+            throw HTTPProblem((error as? StoreError) ?? .unavailable("\(error)"))
         }
         adopt(row, id: id)
     }
@@ -178,10 +178,10 @@ actor Subscriptions {
     /// write that lost to another daemon's decides again on what that one wrote. Callers
     /// hold `exclusively`.
     @discardableResult
-    func change<T>(_ id: String, _ decide: (inout WakeSubscription) throws(SubscriptionProblem) -> T) async throws(SubscriptionProblem) -> T {
+    func change<T>(_ id: String, _ decide: (inout WakeSubscription) throws(HTTPProblem) -> T) async throws(HTTPProblem) -> T {
         for _ in 0..<16 {
             try await refresh(id)
-            guard var subscription = subscriptions[id] else { throw .notFound(id) }
+            guard var subscription = subscriptions[id] else { throw .notFound(subscription: id) }
             let result = try decide(&subscription)
             guard subscription.state != subscriptions[id]?.state else { return result }
             let write = SubscriptionWrite(id: id, contents: subscription.contents, expected: subscription.revision == 0 ? nil : subscription.revision)
@@ -195,16 +195,16 @@ actor Subscriptions {
                 adopt(row, id: id)
             }
         }
-        throw SubscriptionProblem(status: .serviceUnavailable, code: "BUSY", message: "subscription '\(id)' kept changing under this request; try again")
+        throw HTTPProblem.busy("subscription '\(id)' kept changing under this request; try again")
     }
 
     /// A store call, its failure in the protocol's words.
-    func run<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) async throws(SubscriptionProblem) -> T {
+    func run<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) async throws(HTTPProblem) -> T {
         let result = await withCheckedContinuation { continuation in start { continuation.resume(returning: $0) } }
         switch result {
         case .success(let value): return value
         case .failure(let error):
-            throw SubscriptionProblem(status: .serviceUnavailable, code: "STORE_UNAVAILABLE", message: error.description)
+            throw HTTPProblem(error)
         }
     }
 }

@@ -11,7 +11,7 @@ import Foundation
 struct WebhookTargetRule: Sendable {
     var allowPrivate = false
 
-    func check(_ text: String) throws(SubscriptionProblem) {
+    func check(_ text: String) throws(HTTPProblem) {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
             throw rejected("'\(text.prefix(120))' is not a URL")
         }
@@ -32,8 +32,8 @@ struct WebhookTargetRule: Sendable {
         }
     }
 
-    private func rejected(_ message: String) -> SubscriptionProblem {
-        SubscriptionProblem(status: .badRequest, code: "WEBHOOK_URL_REJECTED", message: message)
+    private func rejected(_ message: String) -> HTTPProblem {
+        HTTPProblem(.badRequest, .webhookURLRejected, message)
     }
 
     /// RFC 1918, loopback, "this network" and link-local IPv4 (and any IPv6 literal's

@@ -75,17 +75,17 @@ struct StreamList: Sendable {
             let query = request.uri.queryParameters
             filter = query["q"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
             if let text = query["offset"] {
-                guard let number = Int(text), number >= 0 else { throw HTTPError(.badRequest, message: "offset takes a count, 0 or more") }
+                guard let number = Int(text), number >= 0 else { throw HTTPProblem.invalid("offset takes a count, 0 or more") }
                 offset = number
             }
             if let text = query["limit"] {
-                guard let number = Int(text), number > 0 else { throw HTTPError(.badRequest, message: "limit takes a count, 1 or more") }
+                guard let number = Int(text), number > 0 else { throw HTTPProblem.invalid("limit takes a count, 1 or more") }
                 limit = number
             }
             switch query["live"] {
             case nil: break
             case "sse": live = true
-            default: throw HTTPError(.badRequest, message: "live takes sse")
+            default: throw HTTPProblem.invalid("live takes sse")
             }
         }
     }

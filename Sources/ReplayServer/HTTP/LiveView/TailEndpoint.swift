@@ -27,13 +27,13 @@ struct TailEndpoint: Sendable {
 
     func respond(_ request: Request, path: String) throws -> Response {
         guard let name = path.removingPercentEncoding, StreamName.problem(with: name) == nil else {
-            throw HTTPError(.badRequest, message: "not a stream name")
+            throw HTTPProblem.invalidName("not a stream name")
         }
-        guard Principal.current.may(.read, on: name) else { throw HTTPError(.forbidden, message: "the token does not allow reading this stream") }
-        guard let hub = hubs[name], !hub.info.isSoftDeleted else { throw HTTPError(.notFound, message: "no stream named '\(name)'") }
+        guard Principal.current.may(.read, on: name) else { throw HTTPProblem.forbidden("the token does not allow reading this stream") }
+        guard let hub = hubs[name], !hub.info.isSoftDeleted else { throw HTTPProblem.unknownStream("no stream named '\(name)'") }
         let from: UInt64
         if let text = request.uri.queryParameters["from"] {
-            guard let number = UInt64(text) else { throw HTTPError(.badRequest, message: "from takes a sequence number") }
+            guard let number = UInt64(text) else { throw HTTPProblem.invalid("from takes a sequence number") }
             from = max(1, number)
         } else {
             // By default the last 50 events, then what comes.
