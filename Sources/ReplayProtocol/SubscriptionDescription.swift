@@ -1,3 +1,5 @@
+import ReplayModel
+
 /// One Durable Streams subscription, as SUBSCRIPTIONS answers it (JSON): what it follows,
 /// how it wakes its workers, where its wake and lease stand, and its position in each
 /// linked stream.
@@ -16,7 +18,7 @@ public struct SubscriptionDescription: Codable, Sendable, Equatable {
             self.link = link
             self.ackedSeq = ackedSeq
             self.lastSeq = lastSeq
-            self.lag = lastSeq - min(lastSeq, ackedSeq)
+            self.lag = ReplayModel.lag(last: lastSeq, position: ackedSeq)
         }
 
         enum CodingKeys: String, CodingKey {

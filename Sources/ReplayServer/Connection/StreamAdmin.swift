@@ -57,7 +57,7 @@ struct StreamAdmin: Sendable {
             }
         case .info(let stream): afterWrites(reply) { () throws(ReplayError) in try json(describe(stream), ServerFrame.info) }
         case .list:
-            afterWrites(reply) { json(store.streams.filter { !$0.isSoftDeleted && principal.may(.read, on: $0.name) }.map(describe), ServerFrame.list) }
+            afterWrites(reply) { json(store.streams.filter { !$0.isSoftDeleted && principal.may(.read, on: $0.name) }.map(views.describe), ServerFrame.list) }
         case .consumers(let stream): afterWrites(reply) { () throws(ReplayError) in try json(consumers(of: stream), ServerFrame.list) }
         case .groups(let target): afterWrites(reply) { () throws(ReplayError) in try json(groups(of: target), ServerFrame.list) }
         case .pending(let stream, let name):
@@ -103,19 +103,12 @@ struct StreamAdmin: Sendable {
 
     private func describe(_ stream: String) throws(ReplayError) -> StreamDescription {
         guard let info = store.info(stream), !info.isSoftDeleted else { throw ReplayError(StoreError.unknownStream(stream)) }
-        return describe(info)
+        return views.describe(info)
     }
 
     private func consumers(of stream: String) throws(ReplayError) -> [ConsumerDescription] {
-        guard let info = store.info(stream), let consumers = store.consumers(of: stream) else {
-            throw ReplayError(StoreError.unknownStream(stream))
-        }
-        return consumers.map { consumer in
-            ConsumerDescription(
-                name: consumer.name, ackedSeq: consumer.ackedSequence,
-                lag: info.lastSequence - min(info.lastSequence, consumer.ackedSequence),
-                createdAt: Timestamp.format(consumer.createdAt), updatedAt: Timestamp.format(consumer.updatedAt))
-        }
+        guard let info = store.info(stream), store.consumers(of: stream) != nil else { throw ReplayError(StoreError.unknownStream(stream)) }
+        return views.consumers(of: info)
     }
 
     /// The groups of a stream, or of every stream a pattern matches, by stream then name.
@@ -131,9 +124,7 @@ struct StreamAdmin: Sendable {
             streams = [info]
         }
         let now = Timestamp.millis(Date())
-        return streams.flatMap { info in
-            (store.groups(of: info.name) ?? [:]).values.sorted { $0.name < $1.name }.map { describe($0, of: info, now: now) }
-        }
+        return streams.flatMap { views.groups(of: $0, now: now) }
     }
 
     private func pending(of name: String, in stream: String) throws(ReplayError) -> [PendingDescription] {
@@ -154,26 +145,8 @@ struct StreamAdmin: Sendable {
         return try options.streamConfig(defaultCapacity: defaultCapacity)
     }
 
-    func describe(_ info: StreamInfo) -> StreamDescription {
-        return StreamDescription(
-            name: info.name, capacity: info.config.capacity, maxBytes: info.config.maxBytes,
-            maxAge: info.config.maxAge, createdAt: Timestamp.format(info.createdAt),
-            firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
-            bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
-            subscribers: hubs[info.name]?.subscriberCount ?? 0, source: sources.describe(info.name), keepUnacked: info.config.keepUnacked,
-            delivered: hubs[info.name]?.delivered ?? 0, derivation: derivations.describe(info.name))
-    }
-
-    func describe(_ group: ConsumerGroup, of info: StreamInfo, now: Int64) -> GroupDescription {
-        let holding = Set(group.pending.values.compactMap(\.member))
-        let members = holding.union(hubs.groupMembers.connected(group: group.name, of: info.name)).sorted()
-        return GroupDescription(
-            name: group.name, stream: info.name, ackWait: Double(group.settings.ackWaitMillis) / 1000,
-            maxDeliver: group.settings.maxDeliver, deadLetter: group.settings.deadLetter, members: members,
-            pending: group.pending.count, delivered: group.delivered, redelivered: group.redelivered, deadLettered: group.deadLettered,
-            oldestPendingMs: group.pending.values.map(\.firstDelivered).min().map { max(0, now - $0) },
-            deliveredSeq: group.deliveredSequence, lag: info.lastSequence - min(info.lastSequence, group.deliveredSequence))
-    }
+    /// INFO, LIST, CONSUMERS and GROUPS show a stream as every view does.
+    var views: StreamViews { StreamViews(hubs: hubs, store: store, sources: sources, derivations: derivations) }
 
     /// `value` as JSON, in the reply `frame` makes of it.
     private func json<T: Encodable>(_ value: T, _ frame: (ByteBuffer) -> ServerFrame) -> ServerFrame {

@@ -111,9 +111,11 @@ final class DerivationRunner: @unchecked Sendable {
             return (control.committed, control.status, rate)
         }
         let inputs = InputReader(store: store, spec: derivation.spec, derived: stream).streams()
-        let lag = inputs.reduce(UInt64(0)) { lag, info in
+        // Behind each input's first retained event counts from there: what retention took
+        // will never be computed.
+        let lag = inputs.reduce(UInt64(0)) { total, info in
             let position = max(derivation.positions[info.name] ?? 0, info.firstSequence > 0 ? info.firstSequence - 1 : 0)
-            return lag + (info.lastSequence > position ? info.lastSequence - position : 0)
+            return total + ReplayModel.lag(last: info.lastSequence, position: position)
         }
         let spec = derivation.spec
         return DerivationDescription(

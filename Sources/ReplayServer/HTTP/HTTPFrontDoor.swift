@@ -114,7 +114,7 @@ public struct HTTPFrontDoor: Service {
         let router = Router(context: FrontDoorContext.self)
         if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
         let endpoint = self.endpoint
-        let list = StreamList(hubs: endpoint.hubs, store: endpoint.store, sources: sources, derivations: derivations)
+        let list = StreamList(views: StreamViews(hubs: endpoint.hubs, store: endpoint.store, sources: sources, derivations: derivations))
         let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { request, _ in try list.respond(request) }

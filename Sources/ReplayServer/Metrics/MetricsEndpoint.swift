@@ -64,20 +64,17 @@ struct MetricsEndpoint: Sendable {
         .init(namespace: "replay", metricName: "group_\(name)", unitName: unit, helpText: help)
     }
 
-    static var groupFigures: [(name: String, unit: String, help: String, value: @Sendable (ConsumerGroup, StreamInfo, Int64) -> Double)] {
+    static var groupFigures: [(name: String, unit: String, help: String, value: @Sendable (GroupDescription) -> Double)] {
         [
-            ("pending", "events", "Events a consumer group handed out and that were not acknowledged.", { g, _, _ in Double(g.pending.count) }),
-            ("delivered", "events", "Events a consumer group handed out for the first time.", { g, _, _ in Double(g.delivered) }),
-            ("redelivered", "events", "Events a consumer group handed out again.", { g, _, _ in Double(g.redelivered) }),
-            ("dead_lettered", "events", "Events a consumer group gave up on after max_deliver.", { g, _, _ in Double(g.deadLettered) }),
+            ("pending", "events", "Events a consumer group handed out and that were not acknowledged.", { Double($0.pending) }),
+            ("delivered", "events", "Events a consumer group handed out for the first time.", { Double($0.delivered) }),
+            ("redelivered", "events", "Events a consumer group handed out again.", { Double($0.redelivered) }),
+            ("dead_lettered", "events", "Events a consumer group gave up on after max_deliver.", { Double($0.deadLettered) }),
             (
                 "oldest_pending", "seconds", "Since the oldest pending event was first handed out.",
-                { g, _, now in g.pending.values.map(\.firstDelivered).min().map { Double(max(0, now - $0)) / 1000 } ?? 0 }
+                { Double($0.oldestPendingMs ?? 0) / 1000 }
             ),
-            (
-                "lag", "events", "Events committed and not handed out by the group yet.",
-                { g, info, _ in Double(info.lastSequence - min(info.lastSequence, g.deliveredSequence)) }
-            ),
+            ("lag", "events", "Events committed and not handed out by the group yet.", { Double($0.lag) }),
         ]
     }
 
@@ -104,6 +101,8 @@ struct MetricsEndpoint: Sendable {
         func set(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], _ value: Double) {
             values[descriptor.name + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",")] = (descriptor, labels, value)
         }
+        let views = StreamViews(hubs: hubs, store: store, sources: nil, derivations: derivations)
+        let now = Timestamp.millis(Date())
         for hub in hubs.all {
             let info = hub.info
             guard !info.isSoftDeleted else { continue }
@@ -111,14 +110,12 @@ struct MetricsEndpoint: Sendable {
             set(Self.retainedEvents, [("stream", info.name)], Double(info.eventCount))
             set(Self.retainedBytes, [("stream", info.name)], Double(info.byteCount))
             set(Self.subscribers, [("stream", info.name)], Double(hub.subscriberCount))
-            for consumer in store.consumers(of: info.name) ?? [] {
-                let lag = info.lastSequence > consumer.ackedSequence ? info.lastSequence - consumer.ackedSequence : 0
-                set(Self.consumerLag, [("stream", info.name), ("consumer", consumer.name)], Double(lag))
+            for consumer in views.consumers(of: info) {
+                set(Self.consumerLag, [("stream", info.name), ("consumer", consumer.name)], Double(consumer.lag))
             }
-            let now = Timestamp.millis(Date())
-            for group in (store.groups(of: info.name) ?? [:]).values {
+            for group in views.groups(of: info, now: now) {
                 for figure in Self.groupFigures {
-                    set(Self.group(figure.name, figure.unit, figure.help), [("stream", info.name), ("group", group.name)], figure.value(group, info, now))
+                    set(Self.group(figure.name, figure.unit, figure.help), [("stream", info.name), ("group", group.name)], figure.value(group))
                 }
             }
         }

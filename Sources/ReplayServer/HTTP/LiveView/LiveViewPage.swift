@@ -212,15 +212,15 @@ enum LiveViewPage {
             name.appendChild(link);
             const r = rates(s.name, s, now);
             const readers = el("td", "groups");
-            for (const c of s.consumers) readers.appendChild(reader(c.name, c.lag, s.events));
+            for (const c of s.consumers) readers.appendChild(reader(c.name, c.lag, s.count));
             for (const g of s.groups) {
-              const row = reader(g.name, g.lag, s.events, `${g.pending} pending` + (g.dead_lettered ? `, ${g.dead_lettered} dead` : ""));
+              const row = reader(g.name, g.lag, s.count, `${g.pending} pending` + (g.dead_lettered ? `, ${g.dead_lettered} dead` : ""));
               row.classList.add("group");
-              row.title = `${g.name}: ${g.members} members, ${g.pending} pending, lag ${g.lag}`;
+              row.title = `${g.name}: ${g.members.length} members, ${g.pending} pending, lag ${g.lag}`;
               readers.appendChild(row);
             }
-            const retained = el("td", "n retained", s.events ? `${s.first_seq}–${s.last_seq}` : "empty");
-            retained.appendChild(el("div", "muted", `${s.events} ${s.events === 1 ? "event" : "events"}, ${bytes(s.bytes)}`));
+            const retained = el("td", "n retained", s.count ? `${s.first_seq}–${s.last_seq}` : "empty");
+            retained.appendChild(el("div", "muted", `${s.count} ${s.count === 1 ? "event" : "events"}, ${bytes(s.bytes)}`));
             tr.append(name, rateCell(r.published, "published"), rateCell(r.delivered, "delivered"), retained,
               el("td", "n subscribers", s.subscribers), readers, sourceCell(s.source, s.derivation), el("td", "state " + s.state, s.state));
             return tr;

@@ -14,54 +14,33 @@ import ServiceLifecycle
 /// `live=sse` sends the page again every second as an `event: streams` (`{"total": N,
 /// "streams": [...]}`) until the client leaves: how the page stays live with one request.
 struct StreamList: Sendable {
-    let hubs: StreamHubs
-    let store: EventStore
-    let sources: SourceRegistry
-    let derivations: DerivationRegistry
+    let views: StreamViews
 
-    struct Group: Encodable {
-        let name: String
-        let pending: Int
-        /// Members holding events (on any daemon) or connected to this one.
-        let members: Int
-        let lag: UInt64
-        let deadLettered: UInt64
-
-        enum CodingKeys: String, CodingKey {
-            case name, pending, members, lag
-            case deadLettered = "dead_lettered"
-        }
-    }
-
-    struct Consumer: Encodable {
-        let name: String
-        let lag: UInt64
-    }
-
+    /// A stream as INFO describes it (the same fields, by the same names), and what the
+    /// page shows besides: its offset and state in the HTTP protocol's words, and its readers.
     struct Entry: Encodable {
-        let name: String
+        let stream: StreamDescription
         let contentType: String
-        let firstSeq: UInt64
-        let lastSeq: UInt64
-        let events: Int
-        let bytes: Int
+        let nextOffset: String
         /// `open`, `closed` or `failed`.
         let state: String
-        let subscribers: Int
-        let nextOffset: String
-        let groups: [Group]
-        let consumers: [Consumer]
-        let delivered: Int
-        let source: SourceDescription?
-        /// A derived stream's derivation: its inputs, lag, rate and status.
-        let derivation: DerivationDescription?
+        let consumers: [ConsumerDescription]
+        let groups: [GroupDescription]
 
         enum CodingKeys: String, CodingKey {
-            case name, events, bytes, state, subscribers, groups, consumers, delivered, source, derivation
+            case state, consumers, groups
             case contentType = "content_type"
-            case firstSeq = "first_seq"
-            case lastSeq = "last_seq"
             case nextOffset = "next_offset"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            try stream.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(contentType, forKey: .contentType)
+            try container.encode(nextOffset, forKey: .nextOffset)
+            try container.encode(state, forKey: .state)
+            try container.encode(consumers, forKey: .consumers)
+            try container.encode(groups, forKey: .groups)
         }
     }
 
@@ -119,7 +98,7 @@ struct StreamList: Sendable {
 
     /// The query's page of streams, sorted by name, and how many matched in all.
     func page(_ query: Query, principal: Principal) -> (total: Int, entries: [Entry]) {
-        let hubs = self.hubs.all.filter { hub in
+        let hubs = views.hubs.all.filter { hub in
             (query.filter.map { hub.name.localizedCaseInsensitiveContains($0) } ?? true) && !hub.info.isSoftDeleted
                 && principal.may(.read, on: hub.name)
         }
@@ -131,22 +110,8 @@ struct StreamList: Sendable {
     private func entry(_ hub: StreamHub) -> Entry {
         let info = hub.info
         return Entry(
-            name: info.name, contentType: info.httpContentType, firstSeq: info.firstSequence, lastSeq: info.lastSequence,
-            events: info.eventCount, bytes: info.byteCount,
+            stream: views.describe(info), contentType: info.httpContentType, nextOffset: info.tailOffset,
             state: info.terminal.map { $0 == .completed ? "closed" : "failed" } ?? "open",
-            subscribers: hub.subscriberCount, nextOffset: info.tailOffset, groups: groups(of: info),
-            consumers: (store.consumers(of: info.name) ?? []).sorted { $0.name < $1.name }.map {
-                Consumer(name: $0.name, lag: info.lastSequence - min(info.lastSequence, $0.ackedSequence))
-            },
-            delivered: hub.delivered, source: sources.describe(info.name), derivation: derivations.describe(info.name))
-    }
-
-    private func groups(of info: StreamInfo) -> [Group] {
-        (store.groups(of: info.name) ?? [:]).values.sorted { $0.name < $1.name }.map { group in
-            let members = Set(group.pending.values.compactMap(\.member)).union(hubs.groupMembers.connected(group: group.name, of: info.name))
-            return Group(
-                name: group.name, pending: group.pending.count, members: members.count,
-                lag: info.lastSequence - min(info.lastSequence, group.deliveredSequence), deadLettered: group.deadLettered)
-        }
+            consumers: views.consumers(of: info), groups: views.groups(of: info))
     }
 }
