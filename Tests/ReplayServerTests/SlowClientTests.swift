@@ -62,6 +62,27 @@ struct SlowClientTests {
         }
     }
 
+    /// The page's tail is the same reader loop: a client that leaves it is noticed at once,
+    /// not at the tail's next keep-alive (ten minutes away here).
+    @Test func aTailClientThatLeavesEndsItsReaderAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0", "--long-poll-timeout", "600"])
+            defer { Task { await daemon.stop() } }
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")], body: "a").status == 201)
+            func readers() async throws -> Double? {
+                try await http.request("GET", "/metrics").text.split(separator: "\n")
+                    .first { $0.hasPrefix("replay_http_sse_readers ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            let tail = try #require(Self.halfRequest(port: http.port, "GET /v1/tail/s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+            try await eventually("the tail parked") { try await readers() == 1 }
+            var drain = [UInt8](repeating: 0, count: 4096)
+            while recv(tail, &drain, drain.count, Int32(MSG_DONTWAIT)) > 0 {}
+            close(tail)
+            try await eventually("the tail that left ended") { try await readers() == 0 }
+        }
+    }
+
     /// The HTTP door's cap is what the reserve and the socket door's own cap leave: half each
     /// by default, more for HTTP where the socket door is given fewer connections.
     @Test func theHTTPCapTakesWhatTheSocketDoorLeaves() async throws {

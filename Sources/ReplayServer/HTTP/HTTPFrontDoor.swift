@@ -115,11 +115,13 @@ public struct HTTPFrontDoor: Service {
         if let metrics { router.get("/metrics") { _, _ in metrics.respond() } }
         let endpoint = self.endpoint
         let list = StreamList(views: StreamViews(hubs: endpoint.hubs, store: endpoint.store, sources: sources, derivations: derivations))
-        let tail = TailEndpoint(hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked)
+        let tail = TailEndpoint(
+            hubs: endpoint.hubs, store: endpoint.store, reads: endpoint.reads, keepAlive: settings.longPollTimeout, parked: endpoint.parked,
+            leases: endpoint.leases)
         router.get("/") { _, _ in LiveViewPage.respond() }
         router.get("/v1/streams") { request, _ in try list.respond(request) }
         router.get("/v1/tail/**") { request, context in
-            try tail.respond(request, path: context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? "")
+            try tail.respond(request, path: context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? "", closed: context.connectionClosed)
         }
         // Before the streams: their catch-all would take `__ds/…` for a stream's name.
         SubscriptionRoutes(subscriptions: subscriptions, webhookTargets: WebhookTargetRule(allowPrivate: settings.webhookAllowPrivate))

@@ -1,15 +1,13 @@
 import Foundation
 import Hummingbird
 import NIOCore
-import ReplayCore
 import ReplayStore
 
 /// SSE (Durable Streams PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
 /// streams), each followed by a `control` event with the next offset; a quiet stream gets a
 /// `control` event every long-poll timeout. The response lasts until the client leaves,
-/// or `--sse-duration` (about a minute where a CDN collapses readers). The response is a
-/// cursor: a chunk is written, and the next is read only once the write is done, so a
-/// reader that stalls holds its position and nothing else.
+/// or `--sse-duration` (about a minute where a CDN collapses readers). Its loop is
+/// `SSEReader`'s, the page's tail's too.
 extension StreamEndpoint {
     /// `closed`: the connection's close, which ends the response at once (a parked reader
     /// would find it only at its next write).
@@ -19,95 +17,36 @@ extension StreamEndpoint {
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-cache"
         if encoding == .base64 { fields[.streamSSEDataEncoding] = "base64" }
-        // Unchecked: the reader is this response's alone, and its body runs once, in the
-        // connection's task. Made here rather than in the body, so that the body's closure
-        // holds a reference rather than a copy of what the reader holds.
-        nonisolated(unsafe) let reader = SSEReader(
+        let feed = DurableStreamsFeed(
             cursor: start, encoding: encoding, clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
-            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, parked: parked, closed: closed,
-            lease: leases.lease(info.name))
-        let body = ResponseBody { writer in try await reader.run(writing: &writer) }
-        return Response(status: .ok, headers: fields, body: body)
+            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) })
+        return Response(status: .ok, headers: fields, body: SSEReader.body(feed, parked: parked, closed: closed, lease: leases.lease(info.name)))
     }
 }
 
-/// One SSE response's loop: a chunk read, its events written, then a wait while the
-/// stream is quiet.
-///
-/// A class, and its loop never inlined, so that the loop's async frame holds a reference
-/// and what crosses its waits, and the reader's state sits on the heap at its own size; what
-/// the loop does between waits is plain functions the compiler is told not to inline. A
-/// reader's connection task keeps, for as long as the reader is connected, the slabs of
-/// the deepest call it has made, so each frame on this path counts once per reader (the
-/// loop's was 1,424 bytes as a closure with the framing inline).
-final class SSEReader {
+/// The Durable Streams framing of an SSE response: each chunk's events as a `data` event,
+/// then a `control` event with the next offset and the cursor.
+struct DurableStreamsFeed: SSEFeed {
     private var cursor: HTTPCursor
     private let encoding: SSEFrame.Encoding
     private let clientCursor: UInt64?
     private let keepAlive: Duration
     private let deadline: ContinuousClock.Instant?
-    private let parked: ParkedReads
-    private let interrupt = WaitInterrupt()
-    /// Held while the reader reads (and released by `deinit` if its body never ran): a lazy
-    /// derivation or source connects, a refcount one runs while the reader stays.
-    private let lease: any Disposable
 
-    init(
-        cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?,
-        parked: ParkedReads, closed: EventLoopFuture<Void>, lease: any Disposable
-    ) {
-        let interrupt = self.interrupt
-        closed.whenComplete { _ in interrupt.fire() }
+    init(cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?) {
         self.cursor = cursor
         self.encoding = encoding
         self.clientCursor = clientCursor
         self.keepAlive = keepAlive
-        self.parked = parked
         self.deadline = deadline
-        self.lease = lease
     }
 
-    deinit { lease.dispose() }
+    var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 
-    /// What follows a chunk written.
-    enum Next {
-        case read
-        case wait(Duration)
-        case end
-    }
-
-    @inline(never)
-    func run(writing writer: inout any ResponseBodyWriter) async throws {
-        Self.count(+1)
-        defer {
-            Self.count(-1)
-            lease.dispose()
-        }
-        while !Task.isCancelled {
-            // Gone or deleted mid-stream: end; the client's reconnect gets the status.
-            guard let (buffer, next) = await read() else { break }
-            try await writer.write(buffer)
-            if case .wait(let wait) = next {
-                let outcome = await LiveWait.wait(on: cursor.watched, timeout: wait, parked: parked, interrupt: interrupt)
-                if outcome == .shuttingDown || outcome == .connectionClosed { break }
-            } else if case .end = next {
-                break
-            }
-        }
-        try await writer.finish(nil)
-    }
-
-    /// The next chunk's events and what follows them, or `nil` when the stream is gone.
-    @inline(never)
-    private func read() async -> (ByteBuffer, Next)? {
+    /// Gone or deleted mid-stream: `nil`, and the client's reconnect gets the status.
+    mutating func next() async -> (ByteBuffer, SSENext)? {
         guard let chunk = try? await cursor.chunk() else { return nil }
         return frame(chunk)
-    }
-
-    /// The readers connected (`replay_http_sse_readers`).
-    @inline(never)
-    private static func count(_ change: Int) {
-        if change > 0 { DaemonMetrics.sseReaders.increment() } else { DaemonMetrics.sseReaders.decrement() }
     }
 
     /// The chunk's events, and what comes after them. Quiet: after `keepAlive` with no
@@ -115,7 +54,7 @@ final class SSEReader {
     /// reference server does), which keeps proxies that cut idle connections from cutting
     /// this one.
     @inline(never)
-    private func frame(_ chunk: HTTPCursor.Chunk) -> (ByteBuffer, Next) {
+    private func frame(_ chunk: HTTPCursor.Chunk) -> (ByteBuffer, SSENext) {
         var buffer = ByteBuffer()
         if !chunk.isEmpty { SSEFrame.data(chunk, encoding, into: &buffer) }
         let closed = chunk.terminal != nil

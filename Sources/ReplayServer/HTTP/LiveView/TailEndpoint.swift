@@ -4,7 +4,6 @@ import NIOCore
 import ReplayAuth
 import ReplayModel
 import ReplayStore
-import ServiceLifecycle
 
 /// `GET /v1/tail/<stream>?from=<seq>`: the live view's tail, one more reader framed over
 /// the stream's `LogCursor`. An SSE response whose `events` carry each event's sequence
@@ -22,10 +21,12 @@ struct TailEndpoint: Sendable {
     let reads: ReadPool
     let keepAlive: Duration
     let parked: ParkedReads
+    let leases: StreamLeases
 
     static let prefix = "/v1/tail/"
 
-    func respond(_ request: Request, path: String) throws -> Response {
+    /// `closed`: the connection's close, which ends the response at once.
+    func respond(_ request: Request, path: String, closed: EventLoopFuture<Void>) throws -> Response {
         guard let name = path.removingPercentEncoding, StreamName.problem(with: name) == nil else {
             throw HTTPProblem.invalidName("not a stream name")
         }
@@ -42,52 +43,58 @@ struct TailEndpoint: Sendable {
         var fields = HTTPFields()
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-cache"
-        let (store, reads, keepAlive) = (store, reads, keepAlive)
-        let body = ResponseBody { writer in
-            var cursor = LogCursor(hub: hub, log: PooledStore(store: store, reads: reads), framing: TailFrames(), from: from, retry: .briefly)
-            while !Task.isCancelled, !Task.isShuttingDownGracefully {
-                var buffer = ByteBuffer()
-                var waits = false
-                var ends = false
-                do {
-                    switch try await cursor.move(limit: 200, byteBudget: 256 << 10) {
-                    case .ring(let entries):
-                        hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
-                        var page = TailFrames.Page()
-                        for entry in entries {
-                            entry.payload.withUnsafeBytes { payload in
-                                TailFrames.write(sequence: entry.sequence, time: entry.timestamp, payload: payload, into: &page)
-                            }
-                        }
-                        page.finish(into: &buffer)
-                    case .stored(let page):
-                        hub.delivered(events: page.events, bytes: page.payloadBytes)
-                        var body = page.body
-                        body.finish(into: &buffer)
-                    case .gap(let first, let through):
-                        buffer.writeString("event: gap\ndata: {\"from\":\(first),\"through\":\(through)}\n\n")
-                    case .caughtUp:
-                        buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"upToDate\":true}\n\n")
-                        waits = true
-                    case .ended:
-                        buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"upToDate\":true,\"closed\":true}\n\n")
-                        ends = true
-                    case .deleted:
-                        buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"deleted\":true}\n\n")
-                        ends = true
-                    }
-                } catch {
-                    break
-                }
-                try await writer.write(buffer)
-                if ends { break }
-                if waits {
-                    _ = await LiveWait.wait(on: cursor.watched, timeout: keepAlive, parked: parked)
+        let cursor = LogCursor(hub: hub, log: PooledStore(store: store, reads: reads), framing: TailFrames(), from: from, retry: .briefly)
+        let feed = TailFeed(cursor: cursor, hub: hub, keepAlive: keepAlive)
+        return Response(status: .ok, headers: fields, body: SSEReader.body(feed, parked: parked, closed: closed, lease: leases.lease(name)))
+    }
+}
+
+/// The tail's framing of an SSE response: `events` with sequence numbers and times, a
+/// `gap` past retention, and `control` at the tail.
+struct TailFeed: SSEFeed {
+    private var cursor: LogCursor<PooledStore, TailFrames>
+    private let hub: StreamHub
+    private let keepAlive: Duration
+
+    init(cursor: LogCursor<PooledStore, TailFrames>, hub: StreamHub, keepAlive: Duration) {
+        self.cursor = cursor
+        self.hub = hub
+        self.keepAlive = keepAlive
+    }
+
+    var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
+
+    mutating func next() async -> (ByteBuffer, SSENext)? {
+        var buffer = ByteBuffer()
+        switch try? await cursor.move(limit: 200, byteBudget: 256 << 10) {
+        case nil:
+            return nil
+        case .ring(let entries):
+            hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
+            var page = TailFrames.Page()
+            for entry in entries {
+                entry.payload.withUnsafeBytes { payload in
+                    TailFrames.write(sequence: entry.sequence, time: entry.timestamp, payload: payload, into: &page)
                 }
             }
-            try await writer.finish(nil)
+            page.finish(into: &buffer)
+        case .stored(let page):
+            hub.delivered(events: page.events, bytes: page.payloadBytes)
+            var body = page.body
+            body.finish(into: &buffer)
+        case .gap(let first, let through):
+            buffer.writeString("event: gap\ndata: {\"from\":\(first),\"through\":\(through)}\n\n")
+        case .caughtUp:
+            buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"upToDate\":true}\n\n")
+            return (buffer, .wait(keepAlive))
+        case .ended:
+            buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"upToDate\":true,\"closed\":true}\n\n")
+            return (buffer, .end)
+        case .deleted:
+            buffer.writeString("event: control\ndata: {\"next\":\(cursor.next),\"deleted\":true}\n\n")
+            return (buffer, .end)
         }
-        return Response(status: .ok, headers: fields, body: body)
+        return (buffer, .read)
     }
 }
 
