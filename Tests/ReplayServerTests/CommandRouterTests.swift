@@ -1,6 +1,9 @@
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOExtras
+import ReplayAuth
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 import ReplaySync
@@ -63,6 +66,37 @@ extension CommandRouterTests {
             channel.pipeline.fireChannelRead(InboundCommand.command(.list))
             #expect(batches.value.count == 2 && batches.value.last == [ack(4)], "handed on before the LIST went on to the task")
             #expect(try channel.readInbound(as: RoutedCommand.self)?.command == .command(.list))
+        }
+    }
+}
+
+extension CommandRouterTests {
+    /// The access rules are checked once, by the router, whichever route a command then
+    /// takes: a refused PUB never reaches the writer, a refused INFO never reaches the
+    /// task, and an allowed one goes on.
+    @Test func everyRouteIsCheckedOnceAgainstTheAccessRules() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try EventStore(path: directory + "/replay.sqlite")
+            defer { store.close() }
+            let router = CommandRouter(store: store, maxOwed: 64)
+            let channel = EmbeddedChannel()
+            try channel.pipeline.syncOperations.addHandlers([router, EventRecorder()])
+            let reader = Principal(name: "uid 1000", grants: [Grant(pattern: try StreamPattern.parse("public/**").get(), operations: [.read])])
+            router.authorize(reader, logger: Logger(label: "test"))
+            router.admit(hello: .hello(version: "test", maxPayload: 1024))
+            _ = try channel.readOutbound(as: ByteBuffer.self)
+
+            try channel.writeInbound(InboundCommand.command(.publish(stream: "public/a", payload: ByteBuffer(string: "x"))))
+            try channel.writeInbound(InboundCommand.command(.info(stream: "secret")))
+            try channel.writeInbound(InboundCommand.command(.info(stream: "public/a")))
+            for _ in 0..<2 {
+                let refusal = try channel.readOutbound(as: ByteBuffer.self).map { String(buffer: $0) }
+                #expect(refusal?.hasPrefix("-ERR forbidden uid 1000 may not") == true, "\(refusal ?? "nothing")")
+            }
+            #expect(try channel.readInbound(as: RoutedCommand.self)?.command == .command(.info(stream: "public/a")))
+            #expect(try channel.readInbound(as: RoutedCommand.self) == nil, "the refused INFO did not reach the task")
+            try await store.barrier()
+            #expect(store.streams.isEmpty, "the refused PUB stored nothing")
         }
     }
 }

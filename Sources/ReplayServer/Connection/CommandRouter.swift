@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOExtras
 import ReplayAuth
@@ -20,6 +21,17 @@ struct RoutedCommand: Sendable {
 /// writer with no task hop, and the writer tells this connection's `RouterHandle` once per
 /// group commit, so all of a batch's `+OK`s cost one hop back here and one write.
 ///
+/// Every command is checked once here, against the connection's rates and the access rules
+/// (`SocketRules`), then takes one of three routes, `RouterState.Action`:
+/// - `publish`: a PUB or an ATOMIC, straight to the writer (the hot path, above);
+/// - `acknowledge`: an ACK or a NACK, to the connection's handler on this event loop, a read
+///   burst's together, which submits them to the writer (a work queue's worker sends one per
+///   event; through the task, each burst cost a pool thread's wake-up);
+/// - `forward`: anything else, to the connection's task (`Connection.perform`), which may
+///   wait (a subscription's start, a barrier) without holding the event loop.
+/// A command on the first two routes goes there only while no earlier one is still in the
+/// task, so that effects keep command order.
+///
 /// Its decisions are `RouterState`'s, a state machine without I/O: order of effects (a PUB
 /// goes to the writer directly only while no earlier command is still on its way through
 /// the task), when reading is held (until the connection is admitted, while more than
@@ -37,7 +49,9 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private(set) var sink: RouterHandle!
     private var whenFlushed: [EventLoopPromise<Void>] = []
+    /// Who the peer is to the access rules, set before the connection is admitted.
     private var principal = Principal.unrestricted
+    private var logger: Logger?
     /// The connection's ACK and NACK, taken on the event loop (`RouterState.acknowledge`).
     private var acknowledge: (@Sendable ([RoutedCommand]) -> Void)?
     /// ACKs and NACKs of this read burst, handed on together at its end, or before any
@@ -82,11 +96,22 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
             "this connection is over \(ClientRateLimiter.describe(allowance.limits)) (--rate-limit-*); nothing was done retry_after=\(wait.retryAfterSeconds)")
     }
 
+    /// The refusal of a command the access rules of `--config` do not allow this peer: the
+    /// one check of every command, whichever route it then takes.
+    private func forbidden(_ command: ClientCommand) -> ReplayError? {
+        guard let refusal = SocketRules.refusal(of: command, by: principal) else { return nil }
+        logger?.notice("socket: denied", metadata: ["who": "\(principal.name)", "command": "\(command.verb)", "why": "\(refusal.message)"])
+        return refusal
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let inbound = unwrapInboundIn(data)
-        // Before the state machine: a refused command must not count as one in the task.
-        // (Without limits, one nil check: this is the publishing hot path.)
-        if allowance != nil, case .command(let command) = inbound, state.isServing, let refusal = overRate(command) {
+        // Before the state machine, and before the route is chosen: a refused command must
+        // not count as one in the task, and every route is checked here, once. (Without
+        // limits or rules, two nil checks: this is the publishing hot path.)
+        if allowance != nil || principal.grants != nil, case .command(let command) = inbound, state.isServing,
+            let refusal = overRate(command) ?? forbidden(command)
+        {
             return fill(order.reserve(), with: .error(refusal))
         }
         let action = state.read(inbound)
@@ -98,11 +123,6 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
             fill(order.reserve(), with: frame)
         case .publish:
             guard case .command(let command) = inbound else { return }
-            // Without access rules, no call at all: this is the publishing hot path.
-            if principal.grants != nil, let refusal = SocketRules.refusal(of: command, by: principal) {
-                fill(order.reserve(), with: .error(refusal))
-                return
-            }
             _ = store.submitPublish(command, sink: sink, token: order.reserve())
         case .acknowledge:
             heldAcknowledgements.append(RoutedCommand(command: inbound, slot: order.reserve()))
@@ -154,9 +174,10 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: From the task and the writer (always on the event loop)
 
-    /// Who the peer is to the access rules: PUBs taken here are checked against it.
-    func authorize(_ principal: Principal) {
+    /// Who the peer is to the access rules: every command is checked against it here.
+    func authorize(_ principal: Principal, logger: Logger) {
         self.principal = principal
+        self.logger = logger
     }
 
     /// The connection may be served: say HELLO, start reading.
@@ -343,8 +364,8 @@ struct ReplyChannel: Sendable {
         sink.onRouter { $0.admit(hello: hello) }
     }
 
-    func authorize(_ principal: Principal) {
-        sink.onRouter { $0.authorize(principal) }
+    func authorize(_ principal: Principal, logger: Logger) {
+        sink.onRouter { $0.authorize(principal, logger: logger) }
     }
 
     func fill(_ slot: ReplyOrder.Slot, with frame: ServerFrame, afterWrite: (@Sendable () -> Void)? = nil) {

@@ -52,11 +52,9 @@ final class Connection: Sendable {
     let context: ServerContext
     private let channel: NIOAsyncChannel<RoutedCommand, ByteBuffer>
     let replies: ReplyChannel
-    /// The connection's one lock: its subscriptions, their ids and tasks. Never held
-    /// while calling out (the store, a reply, a task's cancellation).
+    /// The connection's one lock: its subscriptions, their ids and tasks, and who its peer
+    /// is. Never held while calling out (the store, a reply, a task's cancellation).
     let state: Locked<ConnectionState>
-    /// Who the peer is to the access rules (`SocketRules`), once known; everyone without rules.
-    private let principal = Locked(Principal.unrestricted)
     private let logger: Logger
     let id: UInt64
 
@@ -96,8 +94,8 @@ final class Connection: Sendable {
         if let rules = context.configuration.socketRules {
             let peer = try? await PeerCredentials.of(channel.channel)
             let who = peer.map(rules.principal(for:)) ?? Principal(name: "an unknown peer", grants: [])
-            principal.withLock { $0 = who }
-            replies.authorize(who)
+            state.withLock { $0.principal = who }
+            replies.authorize(who, logger: logger)
         }
         replies.admit(hello: ServerFrame.hello(version: ReplayVersion.current, maxPayload: context.configuration.maxPayload))
         replies.acknowledge { [self] batch in acknowledgeOnLoop(batch) }
@@ -122,12 +120,6 @@ final class Connection: Sendable {
     ) async {
         do {
             for try await item in inbound {
-                if case .command(let command) = item.command, let refusal = SocketRules.refusal(of: command, by: principal.value) {
-                    logger.notice("socket: denied", metadata: ["who": "\(principal.value.name)", "command": "\(command.verb)", "why": "\(refusal.message)"])
-                    replies.fill(item.slot, with: .error(refusal))
-                    replies.performed()
-                    continue
-                }
                 let (action, ended) = state.withLock { $0.take(item.command) }
                 ended?.cancel()
                 perform(action, slot: item.slot, output: output)
@@ -219,7 +211,7 @@ final class Connection: Sendable {
             subscribe(pattern, sid: sid, start: start, slot: slot, output: output)
         default:
             var admin = context.admin
-            admin.principal = principal.value
+            admin.principal = state.withLock { $0.principal }
             admin.submit(command) { replies.fill(slot, with: $0) }
         }
     }

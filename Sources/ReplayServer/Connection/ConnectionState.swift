@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayAuth
 import ReplayModel
 import ReplayProtocol
 
@@ -41,6 +42,10 @@ struct ConnectionState {
     }
 
     let maxSubscriptions: Int
+    /// Who the peer is to the access rules (`SocketRules`), once known; everyone without
+    /// rules. The router checks every command against it; LIST and DERIVATIONS show what it
+    /// may read.
+    var principal = Principal.unrestricted
     private(set) var entries: [String: Entry] = [:]
     private var nextToken: UInt64 = 0
 
