@@ -12,10 +12,10 @@ struct InlineAppendTests {
         "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
-    /// The requests of both tests: plain POSTs, which the event loop takes, then the ones it
-    /// hands to the router (a GET, a chunked POST, a POST to no stream, a POST the store
-    /// refuses), and last a POST whose `Connection: close` ends the connection after its
-    /// answer.
+    /// The requests of both tests: plain POSTs, which the event loop takes, a GET and a
+    /// chunked POST, which it hands to the router, a POST to no stream and one the store
+    /// refuses, which it answers itself when it takes them, and last a POST whose
+    /// `Connection: close` ends the connection after its answer.
     static let requests = [
         post("a"),
         post("c", "Origin: http://elsewhere.example\r\n"),
@@ -23,12 +23,12 @@ struct InlineAppendTests {
         "GET \(path)?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n",
         "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n",
         post("z", to: "/v1/stream/missing"),
-        // Out of the producer's order: the store refuses it, and the router answers.
+        // Out of the producer's order: the store refuses it.
         post("y", "Producer-Id: p\r\nProducer-Epoch: 0\r\nProducer-Seq: 5\r\n"),
         post("e", "Connection: close\r\n"),
     ]
 
-    /// Each answer is the router's, whichever path took the request.
+    /// Each answer is as the router words it, whichever path took the request.
     static func check(_ answers: [RawHTTP.Answer]) {
         #expect(answers.map(\.status) == [204, 204, 200, 200, 204, 404, 409, 204])
         guard answers.count == 8 else { return }
@@ -55,11 +55,12 @@ struct InlineAppendTests {
             .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last!) }
     }
 
-    /// One request at a time on a keep-alive connection: the plain POSTs are taken on the
-    /// event loop, counted and timed as the router's are. All four, e too: it follows the
-    /// router's answer to y, which the client reads whole before that answer's end (which
-    /// writes no bytes) has passed the handler; its head has, so e is taken, and its answer
-    /// would wait for that end.
+    /// One request at a time on a keep-alive connection: every POST with a known length is
+    /// taken on the event loop, counted and timed as the router's are, the two refused
+    /// included (answered there, with no second trip to the writer). e too: it follows the
+    /// router's answer to the chunked POST, which the client reads whole before that
+    /// answer's end (which writes no bytes) has passed the handler; its head has, so e is
+    /// taken, and its answer would wait for that end.
     @Test func plainPostsAreAnsweredOnTheEventLoopAndTheRestByTheRouter() async throws {
         try await withHTTP { (_: TestDaemon, http: HTTPTestClient) async throws in
             #expect(try await http.request("PUT", Self.path, headers: [("Content-Type", "text/plain")]).status == 201)
@@ -72,10 +73,12 @@ struct InlineAppendTests {
             #expect(try await connection.isClosed())
             Self.check(answers)
             #expect(try await http.request("GET", Self.path + "?offset=-1").text == "acdbe")
-            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 4)
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 6)
             let route = #"hb_requests{http_route="/v1/stream/**",http_request_method="POST",http_response_status_code=""#
             #expect(try await Self.metric(http, route + #"204"}"#) == 4)
             #expect(try await Self.metric(http, route + #"200"}"#) == 1)
+            #expect(try await Self.metric(http, route + #"404"}"#) == 1)
+            #expect(try await Self.metric(http, route + #"409"}"#) == 1)
         }
     }
 
@@ -210,8 +213,7 @@ struct InlineAppendTests {
 
     /// With client rates, a POST within them is taken on the event loop and charged to the
     /// door's one table; one over them goes to the router, which refuses it (429, counted
-    /// once); a taken POST the router answers after all (to no stream) is charged once, not
-    /// twice. Bytes per hour, so that nothing refills during the test and the reads of
+    /// once); a taken POST that is refused (to no stream) is charged once. Bytes per hour, so that nothing refills during the test and the reads of
     /// `/metrics`, which carry no bytes, still pass.
     @Test func aDoorWithClientRatesTakesPostsWithinThemAndTheRouterRefusesTheRest() async throws {
         try await withHTTP(arguments: ["--rate-limit-bytes", "10/h"]) { (_: TestDaemon, http: HTTPTestClient) async throws in
@@ -219,7 +221,7 @@ struct InlineAppendTests {
             #expect(try await http.request("PUT", "/v1/stream/r", headers: text).status == 201)
             #expect(try await http.request("POST", "/v1/stream/r", headers: text, body: "aaa").status == 204)
             #expect(try await http.request("POST", "/v1/stream/r", headers: text, body: "bbb").status == 204)
-            // 4 bytes left: taken here, handed on, answered 404 by the router; 1 left.
+            // 4 bytes left: taken here and refused here (404); 1 left.
             #expect(try await http.request("POST", "/v1/stream/none", headers: text, body: "ccc").status == 404)
             #expect(try await http.request("POST", "/v1/stream/r", headers: text, body: "d").status == 204)
             let over = try await http.request("POST", "/v1/stream/r", headers: text, body: "e")
@@ -227,7 +229,7 @@ struct InlineAppendTests {
             #expect(over["Retry-After"] != nil)
             #expect(over.text.contains("address 127.0.0.1 is over its rate"))
             #expect(try await http.request("GET", "/v1/stream/r?offset=-1").text == "aaabbbd")
-            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 3)
+            #expect(try await Self.metric(http, "replay_http_appends_inline_total") == 4)
             #expect(try await Self.metric(http, #"replay_rate_limited_total{door="http"}"#) == 1)
         }
     }

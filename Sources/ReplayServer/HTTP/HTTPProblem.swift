@@ -30,11 +30,16 @@ struct HTTPProblem: HTTPResponseError, Sendable, CustomStringConvertible {
     func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
     var response: Response {
+        var response = SubscriptionJSON.response(status, body: body)
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+
+    /// The body, `{"error": {"code": …, "message": …}}`.
+    var body: Data {
         var error: [String: Any] = ["code": code.rawValue, "message": message]
         if let currentHolder { error["current_holder"] = currentHolder }
         if let generation { error["generation"] = generation }
-        var response = SubscriptionJSON.response(status, ["error": error])
-        response.headers.append(contentsOf: headers)
-        return response
+        return SubscriptionJSON.data(["error": error])
     }
 }

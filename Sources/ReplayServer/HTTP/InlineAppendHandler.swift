@@ -19,83 +19,31 @@ import ReplayStore
 /// Only the plain case is taken: a POST to a valid stream name with its length known
 /// within `--max-payload`, no `Expect` header or `Connection` other than `keep-alive` or
 /// `close` (the connection then closes after the answer), on a connection with no
-/// request of hummingbird's unanswered, and a stream that is there and takes the body.
-/// Everything else goes on to hummingbird's router, unchanged, and so does a taken POST
-/// whose write the store refused: the router answers it as it answers any POST (a refused
-/// write changed nothing, so writing it again there gives the same refusal, with the
-/// same body and headers, from the one place that words them). Client rates
-/// (`--rate-limit-requests`, `--rate-limit-bytes`) are taken here from the door's one
-/// table, and a POST over them goes to the router to be refused; a taken POST handed on
-/// to the router is given back what it was charged, as the router charges it again.
-/// Doors with token rules (`--auth-keys`) do not install this handler: a token's
-/// verification and scopes are the front door's (`FrontDoorResponder`).
+/// request of hummingbird's under way, within the client's rates (`--rate-limit-requests`,
+/// `--rate-limit-bytes`, charged here to the door's one table). Everything else goes on to
+/// hummingbird's router, unchanged. A taken POST that its checks or the store refuse is
+/// answered here, with the refusal the router would give (`HTTPProblem`, from the one
+/// table); only a POST to a stream found past its expiry goes on to the router, which
+/// deletes the stream. Doors with token rules (`--auth-keys`) do not install this handler:
+/// a token's verification and scopes are the front door's (`FrontDoorResponder`).
 ///
-/// Order on the connection is kept. A POST is taken only when every request before it has
-/// had its answer's head: hummingbird writes a final head once its responder has returned,
-/// so what those requests did is done (a stream's appends stay in the order sent). Its own
-/// answer is written only after the end of every answer before it. (Waiting for those ends
-/// to take it, as this handler first did, sent the POST after any answer of the router's to
-/// the router too: a `Content-Length` answer's end writes no bytes, so the client has read
-/// it, and sent its next request, before the end has passed here.) While a taken POST's
-/// write is at the store, and while its answer waits, what else arrives waits here (and
-/// with anything waiting, reading stops; the end of the client's input waits too), so the
-/// next request goes wherever it goes only after this answer.
+/// Its decisions, and the order they keep on the connection, are `InlineAppendState`'s.
 final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
-
-    private enum State {
-        /// Requests go on to hummingbird.
-        case routing
-        /// A POST taken here, its body arriving.
-        case collecting(Taken)
-        /// A taken POST's write at the store.
-        case writing(Taken)
-        /// Written; its answer waits for the end of the router's answers before it. Boxed:
-        /// the write and its outcome are over 600 bytes, which every connection's state
-        /// would carry inline for as long as it lives (an SSE reader's, for hours).
-        indirect case answering(Taken, InlineAppends.Write, StreamWriteOutcome)
-    }
-
-    private struct Taken {
-        let head: HTTPRequest
-        let name: String
-        /// Its announced length: what this connection's client was charged, where the door
-        /// limits rates.
-        let length: Int
-        /// Active from its head, as the router's requests are.
-        let started: RequestMetrics.Started?
-        var body: ByteBuffer?
-
-        var bodyBytes: Int { body?.readableBytes ?? 0 }
-    }
+    typealias Taken = InlineAppendState.Taken
 
     private let appends: InlineAppends
-    private var state = State.routing
-    /// Requests handed to hummingbird whose answer's head has not passed here: what they do
-    /// may still be under way.
-    private var unheaded = 0
-    /// Requests handed to hummingbird whose answer's end has not passed here.
-    private var unanswered = 0
+    private var state: InlineAppendState
     private var context: ChannelHandlerContext?
-    /// What arrived while a taken POST was unanswered, in order.
-    private var waiting: [HTTPRequestPart] = []
-    /// A `read` asked for while a taken POST was unanswered and something arrived behind it.
-    /// (With nothing behind it, reading goes on: stopping and starting it again would cost
-    /// every POST two changes of the socket's registration with epoll.)
-    private var readHeld = false
-    /// The client's end of its input, arrived while a taken POST was unanswered.
-    private var inputClosedHeld = false
-    /// A graceful shutdown's quiesce, held while a taken POST is unanswered: hummingbird's
-    /// connection handler, behind this one, would see an idle connection and close it.
-    private var heldQuiesce: ChannelShouldQuiesceEvent?
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
 
     init(_ appends: InlineAppends) {
         self.appends = appends
+        self.state = InlineAppendState(maxPayload: appends.maxPayload)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -104,208 +52,139 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        // A client gone mid-body or before its answer: its request is no longer active. (One
-        // gone during its write is counted off when the write completes.)
-        switch state {
-        case .collecting(let taken), .answering(let taken, _, _):
-            taken.started?.active.decrement()
-            state = .routing
-        case .routing, .writing: break
-        }
+        // A client gone mid-body or before its answer: its request is no longer active.
+        state.removed()?.started?.active.decrement()
     }
 
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        take(unwrapInboundIn(data), context: context)
+        receive(unwrapInboundIn(data), context: context)
     }
 
-    private func take(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
-        switch state {
-        case .routing:
-            if case .head(let head) = part {
-                if unheaded == 0, let accepted = appends.accepts(head), isWithinRates(accepted) {
-                    state = .collecting(
-                        Taken(
-                            head: head, name: accepted.name, length: accepted.length, started: appends.metrics?.start(.post)))
-                    return
-                }
-                unheaded += 1
-                unanswered += 1
-            }
+    private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch state.read(part, taken: take(part)) {
+        case .forward(let part):
             context.fireChannelRead(wrapInboundOut(part))
-        case .collecting(var taken):
-            // The state lets go of the body while it grows, so that it grows in place (each
-            // branch sets the state again).
-            state = .routing
-            switch part {
-            case .head:
-                // Not after a head without its end; the decoder does not send it. Kept in order.
-                route(taken, ended: false, context: context)
-                take(part, context: context)
-            case .body(let chunk):
-                if taken.body == nil {
-                    taken.body = chunk
-                } else {
-                    taken.body!.writeImmutableBuffer(chunk)
-                }
-                state = .collecting(taken)
-                // Over the bound (a body longer than its announced length): the router
-                // answers 413, as for any POST.
-                if taken.bodyBytes > appends.maxPayload { route(taken, ended: false, context: context) }
-            case .end:
-                write(taken, context: context)
-            }
-        case .writing, .answering:
-            waiting.append(part)
+        case .keep:
+            break
+        case .write(let taken):
+            write(taken, context: context)
+        case .route(let taken, let ended, let then):
+            route(taken, ended: ended, context: context)
+            if let then { receive(then, context: context) }
         }
     }
 
-    /// Whether an accepted POST may be taken: on a door that limits client rates, it is
-    /// charged to this connection's client if it is within them (over them, the router
-    /// refuses it).
-    private func isWithinRates(_ accepted: InlineAppends.Accepted) -> Bool {
-        !appends.limitsRates || appends.charge(client, bytes: accepted.length)
+    /// The POST this head begins, if it is taken here: plain, and within its client's
+    /// rates (over them, the router refuses it, and counts and words the refusal).
+    private func take(_ part: HTTPRequestPart) -> Taken? {
+        guard case .head(let head) = part, state.takesHeads, let accepted = appends.accepts(head) else { return nil }
+        guard !appends.limitsRates || appends.charge(client, bytes: accepted.length) else { return nil }
+        return Taken(head: head, name: accepted.name, length: accepted.length, started: appends.metrics?.start(.post))
     }
 
     /// Hands a taken request on to hummingbird, as it arrived.
     private func route(_ taken: Taken, ended: Bool, context: ChannelHandlerContext) {
+        // The router charges and counts it again.
         if appends.limitsRates { appends.refund(client, bytes: taken.length) }
-        // The router counts it again.
         taken.started?.active.decrement()
-        state = .routing
-        unheaded += 1
-        unanswered += 1
         context.fireChannelRead(wrapInboundOut(.head(taken.head)))
         if let body = taken.body { context.fireChannelRead(wrapInboundOut(.body(body))) }
         if ended { context.fireChannelRead(wrapInboundOut(.end(nil))) }
-        releaseQuiesce(context: context)
+        if state.releaseQuiesce() { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
     }
 
     private func write(_ taken: Taken, context: ChannelHandlerContext) {
-        guard let write = appends.write(taken.name, head: taken.head, body: taken.body) else {
-            route(taken, ended: true, context: context)
-            return
+        let write: InlineAppends.Write
+        switch appends.write(taken.name, head: taken.head, body: taken.body) {
+        case .write(let checked): write = checked
+        case .refused(let problem): return decided(.refused(problem))
+        case .expired:
+            guard case .route(let taken, let ended, _) = state.routeWritten() else { return }
+            route(taken, ended: ended, context: context)
+            return resume(context: context, routed: true)
         }
-        state = .writing(taken)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        appends.endpoint.store.write(write.write) { result in
-            handler.eventLoop.execute { handler.value.written(result, write) }
+        let endpoint = appends.endpoint
+        endpoint.store.write(write.write) { result in
+            // The refusal as the router words it, with what only the endpoint knows (a
+            // closed stream's tail).
+            let answer: InlineAppendState.Answer =
+                switch result {
+                case .success(let outcome): .written(write, outcome)
+                case .failure(let error): .refused(endpoint.appendError(error, name: taken.name))
+                }
+            handler.eventLoop.execute { handler.value.decided(answer) }
         }
     }
 
-    /// On the event loop: the store's answer.
-    private func written(_ result: Result<StreamWriteOutcome, StoreError>, _ write: InlineAppends.Write) {
-        guard case .writing(let taken) = state else { return }
-        guard let context else {
+    /// On the event loop: the taken POST is written, or refused.
+    private func decided(_ answer: InlineAppendState.Answer) {
+        switch state.decided(answer, connected: context != nil) {
+        case .answer(let taken, let answer):
+            guard let context else { return }
+            self.answer(taken, answer, context: context)
+        case .drop(let taken):
             taken.started?.active.decrement()
-            state = .routing
-            return
-        }
-        switch result {
-        case .success(let outcome) where unanswered > 0:
-            state = .answering(taken, write, outcome)
-        case .success(let outcome):
-            answer(taken, write, outcome, context: context)
-        case .failure:
-            route(taken, ended: true, context: context)
-            resume(context: context, routed: true)
+        case .wait, nil:
+            break
         }
     }
 
     /// Writes a taken POST's answer, then goes on with what waited.
-    private func answer(_ taken: Taken, _ write: InlineAppends.Write, _ outcome: StreamWriteOutcome, context: ChannelHandlerContext) {
-        let status = appends.answer(outcome, write, head: taken.head, context: context)
+    private func answer(_ taken: Taken, _ answer: InlineAppendState.Answer, context: ChannelHandlerContext) {
+        let status =
+            switch answer {
+            case .written(let write, let outcome): appends.answer(outcome, write, head: taken.head, context: context)
+            case .refused(let problem): appends.refuse(problem, head: taken.head, context: context)
+            }
         if let metrics = appends.metrics, let started = taken.started { metrics.answered(status, started, route: InlineAppends.route) }
         DaemonMetrics.inlineAppends.increment()
-        state = .routing
-        releaseQuiesce(context: context)
+        state.answered()
+        if state.releaseQuiesce() { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
         if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
         resume(context: context, routed: false)
     }
 
     /// What arrived while a taken POST was unanswered, as if it arrived now.
-    /// - Parameter routed: whether the taken POST itself went on to the router (its write
-    ///   refused), so that hummingbird was handed something even if nothing waited.
+    /// - Parameter routed: whether the taken POST itself went on to the router, so that
+    ///   hummingbird was handed something even if nothing waited.
     private func resume(context: ChannelHandlerContext, routed: Bool) {
-        let arrived = waiting
-        waiting = []
-        for part in arrived { take(part, context: context) }
+        let arrived = state.takeWaiting()
+        for part in arrived { receive(part, context: context) }
         // Outside a read from the socket: hummingbird's async channel hands on what it was
         // given at the end of a read, so say that this one ended (if it was given anything).
         if routed || !arrived.isEmpty { context.fireChannelReadComplete() }
-        guard !isHolding else { return }
-        if inputClosedHeld {
-            inputClosedHeld = false
-            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-        }
-        if readHeld {
-            readHeld = false
-            context.read()
-        }
-    }
-
-    /// A taken POST is at the store or waiting to be answered.
-    private var isHolding: Bool {
-        switch state {
-        case .writing, .answering: true
-        case .routing, .collecting: false
-        }
+        let held = state.releaseHeld()
+        if held.inputClosed { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
+        if held.read { context.read() }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event, isHolding {
-            // After the requests that arrived before it: hummingbird would end the
-            // connection before the taken POST's answer.
-            inputClosedHeld = true
-            return
-        }
-        if let quiesce = event as? ChannelShouldQuiesceEvent {
-            switch state {
-            case .collecting, .writing, .answering:
-                heldQuiesce = quiesce
-                return
-            case .routing: break
-            }
-        }
+        if case ChannelEvent.inputClosed = event, !state.inputClosed() { return }
+        if event is ChannelShouldQuiesceEvent, !state.quiesce() { return }
         context.fireUserInboundEventTriggered(event)
-    }
-
-    private func releaseQuiesce(context: ChannelHandlerContext) {
-        guard let quiesce = heldQuiesce else { return }
-        heldQuiesce = nil
-        context.fireUserInboundEventTriggered(quiesce)
     }
 
     // MARK: Outbound
 
     func read(context: ChannelHandlerContext) {
-        if isHolding, !waiting.isEmpty {
-            readHeld = true
-        } else {
-            context.read()
-        }
+        if state.readRequested() { context.read() }
     }
 
-    /// Hummingbird's answers pass here: a final head says what its request did is done, the
-    /// end that it has been answered. After the last end, a taken POST's answer follows (on
-    /// the next turn of the loop, not inside hummingbird's write).
+    /// Hummingbird's answers pass here. After the last end, a taken POST's answer follows
+    /// (on the next turn of the loop, not inside hummingbird's write).
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head(let response) where response.status.kind != .informational:
-            if unheaded > 0 { unheaded -= 1 }
-        case .end:
-            if unanswered > 0 { unanswered -= 1 }
-        default: break
-        }
+        let due = state.wrote(unwrapOutboundIn(data))
         context.write(data, promise: promise)
-        guard unanswered == 0, case .answering = state else { return }
+        guard due else { return }
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.execute { handler.value.answerWaiting() }
     }
 
     private func answerWaiting() {
-        guard unanswered == 0, let context, case .answering(let taken, let write, let outcome) = state else { return }
-        answer(taken, write, outcome, context: context)
+        guard let context, let (taken, answer) = state.dueAnswer else { return }
+        self.answer(taken, answer, context: context)
     }
 }

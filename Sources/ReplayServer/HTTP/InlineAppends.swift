@@ -73,37 +73,63 @@ final class InlineAppends: Sendable {
         head.headerFields.value(.connection)?.lowercased() == "close"
     }
 
-    /// The write the POST asks for; `nil` if anything about it is not plain (the router
-    /// then answers it, refusal and all).
-    func write(_ name: String, head: HTTPRequest, body: ByteBuffer?) -> Write? {
+    /// A taken POST, checked as `StreamEndpoint` checks any POST.
+    enum Checked {
+        /// The write it asks for.
+        case write(Write)
+        /// Why it is refused.
+        case refused(HTTPProblem)
+        /// Its stream is past its expiry: the router deletes it and answers.
+        case expired
+    }
+
+    func write(_ name: String, head: HTTPRequest, body: ByteBuffer?) -> Checked {
         let headers = RequestHeaders(fields: head.headerFields)
         do {
             let producer = try headers.producer()
-            guard let hub = try endpoint.liveHub(name) else { return nil }
+            guard let hub = try endpoint.liveHub(name) else { return .expired }
             let data = body.map { Data($0.readableBytesView) } ?? Data()
             let write = try endpoint.appendWrite(name, headers: headers, producer: producer, body: data, info: hub.info)
-            return Write(write: write, producer: producer)
+            return .write(Write(write: write, producer: producer))
+        } catch let problem as HTTPProblem {
+            return .refused(problem)
         } catch {
-            return nil
+            return .refused(.internal("\(error)"))
         }
     }
 
     /// Writes the answer to a written POST; returns its status.
     func answer(_ outcome: StreamWriteOutcome, _ write: Write, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
         let response = endpoint.appended(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
-        var fields = response.headers
+        send(response.status, response.headers, body: nil, head: head, context: context)
+        return response.status
+    }
+
+    /// Writes a refused POST's answer, as the router would; returns its status.
+    func refuse(_ problem: HTTPProblem, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
+        let body = ByteBuffer(bytes: problem.body)
+        var fields = problem.headers
+        fields[.contentType] = "application/json"
+        fields[.cacheControl] = "no-store"
+        fields[.contentLength] = String(body.readableBytes)
+        send(problem.status, fields, body: body, head: head, context: context)
+        return problem.status
+    }
+
+    private func send(_ status: HTTPResponse.Status, _ headers: HTTPFields, body: ByteBuffer?, head: HTTPRequest, context: ChannelHandlerContext) {
+        var fields = headers
         FrontDoorResponder.addHeaders(to: &fields, origin: head.headerFields.value(.origin), settings: settings)
         fields[HTTPField.Name.date] = HTTPDate.now
-        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: response.status, headerFields: fields))), promise: nil)
+        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: status, headerFields: fields))), promise: nil)
+        if let body { context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil) }
         guard Self.closes(head) else {
             context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)
-            return response.status
+            return
         }
         // As hummingbird does for `Connection: close`: no more requests on this connection.
         let channel = context.channel
         let written = context.eventLoop.makePromise(of: Void.self)
         written.futureResult.whenComplete { _ in channel.close(promise: nil) }
         context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: written)
-        return response.status
     }
 }

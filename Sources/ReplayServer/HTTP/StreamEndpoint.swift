@@ -277,7 +277,13 @@ struct StreamEndpoint: Sendable {
         return Response(status: status, headers: fields)
     }
 
-    /// A store error as the table gives it; a closed stream's also says where its tail is.
+    /// A refused append's answer, as the table gives it; a closed stream's also says where
+    /// its tail is. (Also the answer of an inline POST, `InlineAppendHandler`.)
+    func appendError(_ error: StoreError, name: String) -> HTTPProblem {
+        guard let info = hubs[name]?.info else { return HTTPProblem(error) }
+        return appendError(error, info: info)
+    }
+
     private func appendError(_ error: StoreError, info: StreamInfo) -> HTTPProblem {
         var problem = HTTPProblem(error)
         if case .terminated = error {
