@@ -105,17 +105,20 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             route(taken, ended: ended, context: context)
             return resume(context: context, routed: true)
         }
+        // The completion captures the handler and the write alone: every value it holds
+        // is one more retain and release per POST.
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let endpoint = appends.endpoint
-        endpoint.store.write(write.write) { result in
-            // The refusal as the router words it, with what only the endpoint knows (a
-            // closed stream's tail).
-            let answer: InlineAppendState.Answer =
-                switch result {
-                case .success(let outcome): .written(write, outcome)
-                case .failure(let error): .refused(endpoint.appendError(error, name: taken.name))
-                }
-            handler.eventLoop.execute { handler.value.decided(answer) }
+        appends.endpoint.store.write(write.write) { result in
+            handler.eventLoop.execute { handler.value.written(result, write) }
+        }
+    }
+
+    /// On the event loop: the store's answer. A refusal is worded as the router words it,
+    /// with what only the endpoint knows (a closed stream's tail).
+    private func written(_ result: Result<StreamWriteOutcome, StoreError>, _ write: InlineAppends.Write) {
+        switch result {
+        case .success(let outcome): decided(.written(write, outcome))
+        case .failure(let error): decided(.refused(appends.endpoint.appendError(error, name: write.write.stream)))
         }
     }
 
