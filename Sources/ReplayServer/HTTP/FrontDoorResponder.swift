@@ -66,26 +66,34 @@ struct FrontDoorResponder: HTTPResponder {
             case .routed: response = try await router.respond(to: request, context: context)
             case let other: response = try await respond(request, context: context, after: other)
             }
-        } catch let problem as HTTPProblem {
-            response = problem.response
-        } catch let error as HTTPError {
-            response = HTTPProblem(error).response
         } catch let error as HTTPResponseError {
-            response = try error.response(from: request, context: context)
+            response = try Self.answer(error, to: request, context: context)
         } catch {
             if let metrics, let started { metrics.failed(started, route: context.endpointPath) }
             throw error
         }
-        if response.status.code >= 400, response.headers[.contentType] == nil {
-            // Hummingbird's router answers its own refusals (no route) itself, without a
-            // body: given their code here, so that no answer of the door lacks one.
-            var headers = response.headers
-            headers[.contentLength] = nil
-            response = HTTPProblem(status: response.status, message: nil, headers: headers).response
-        }
         if let metrics, let started { metrics.answered(&response, started, route: context.endpointPath) }
         addHeaders(to: &response, for: request)
         return response
+    }
+
+    /// A refusal's answer. Out of line, as what follows: the problems' values would
+    /// otherwise take room in `respond`'s frame, which an SSE reader's task keeps.
+    @inline(never)
+    private static func answer(_ error: any HTTPResponseError, to request: Request, context: Context) throws -> Response {
+        switch error {
+        case let problem as HTTPProblem: problem.response
+        case let error as HTTPError: HTTPProblem(error).response
+        default: try error.response(from: request, context: context)
+        }
+    }
+
+    /// Hummingbird's router answers its own refusals (no route) itself, without a body:
+    /// given their code here, so that no answer of the door lacks one.
+    private static func giveCode(to response: inout Response) {
+        var headers = response.headers
+        headers[.contentLength] = nil
+        response = HTTPProblem(status: response.status, message: nil, headers: headers).response
     }
 
     /// What a request needs before the router has it.
@@ -139,9 +147,12 @@ struct FrontDoorResponder: HTTPResponder {
         return try await Principal.$current.withValue(principal) { [request] in try await router.respond(to: request, context: context) }
     }
 
-    /// The security and CORS headers.
+    /// The security and CORS headers, and a code for a refusal without one. (One call out
+    /// of line for both: a check of the response in `respond` itself cost every SSE
+    /// reader's task 1,000 bytes, `replay-bench --scenarios sse-readers`.)
     @inline(never)
     private func addHeaders(to response: inout Response, for request: Request) {
+        if response.status.code >= 400, response.headers[.contentType] == nil { Self.giveCode(to: &response) }
         Self.addHeaders(to: &response.headers, origin: request.headers.value(.origin), settings: settings)
     }
 

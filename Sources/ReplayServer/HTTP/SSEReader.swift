@@ -8,7 +8,9 @@ import ReplayCore
 protocol SSEFeed: Sendable {
     /// The hub and position a quiet reader waits on.
     var watched: (hub: StreamHub, after: UInt64) { get }
-    /// The next chunk's text and what follows it; `nil` when the stream is gone.
+    /// The next chunk's text and what follows it; `nil` when the stream is gone. Kept out
+    /// of line (`@inline(never)`): its locals must not join the reader loop's frame, which
+    /// a parked reader keeps, nor add a frame between the two.
     mutating func next() async -> (ByteBuffer, SSENext)?
 }
 
@@ -67,7 +69,7 @@ final class SSEReader<Feed: SSEFeed> {
             lease.dispose()
         }
         reading: while !Task.isCancelled {
-            guard let (buffer, next) = await read() else { break }
+            guard let (buffer, next) = await feed.next() else { break }
             try await writer.write(buffer)
             switch next {
             case .read: continue
@@ -78,11 +80,6 @@ final class SSEReader<Feed: SSEFeed> {
             }
         }
         try await writer.finish(nil)
-    }
-
-    @inline(never)
-    private func read() async -> (ByteBuffer, SSENext)? {
-        await feed.next()
     }
 
     /// The readers connected (`replay_http_sse_readers`).

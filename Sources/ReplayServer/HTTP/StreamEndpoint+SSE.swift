@@ -44,6 +44,7 @@ struct DurableStreamsFeed: SSEFeed {
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 
     /// Gone or deleted mid-stream: `nil`, and the client's reconnect gets the status.
+    @inline(never)
     mutating func next() async -> (ByteBuffer, SSENext)? {
         guard let chunk = try? await cursor.chunk() else { return nil }
         return frame(chunk)

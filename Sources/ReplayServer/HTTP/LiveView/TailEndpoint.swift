@@ -64,6 +64,7 @@ struct TailFeed: SSEFeed {
 
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 
+    @inline(never)
     mutating func next() async -> (ByteBuffer, SSENext)? {
         var buffer = ByteBuffer()
         switch try? await cursor.move(limit: 200, byteBudget: 256 << 10) {
