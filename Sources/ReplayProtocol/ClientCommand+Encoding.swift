@@ -141,12 +141,7 @@ extension AppendConditions {
 extension CreateOptions {
     /// CREATE's words after the stream; `source=` counts the source's bytes, which follow the line.
     var words: [String] {
-        var words: [String] = []
-        switch capacity {
-        case .count(let n): words.append("capacity=\(n)")
-        case .unlimited: words.append("capacity=unlimited")
-        case nil: break
-        }
+        var words = capacity.map { ["capacity=\($0.wireText)"] } ?? []
         if let maxBytes { words.append("max_bytes=\(maxBytes)") }
         if let keepUnacked { words.append("keep_unacked=\(keepUnacked)") }
         if let maxAge { words.append("max_age=\(maxAge)") }

@@ -27,14 +27,7 @@ public struct DeriveOptions: Sendable, Equatable {
     }
 
     var words: [String] {
-        var words: [String] = []
-        switch capacity {
-        case .count(let n): words.append("capacity=\(n)")
-        case .unlimited: words.append("capacity=unlimited")
-        case nil: break
-        }
-        if rebuild { words.append("rebuild") }
-        return words
+        (capacity.map { ["capacity=\($0.wireText)"] } ?? []) + (rebuild ? ["rebuild"] : [])
     }
 }
 
@@ -68,6 +61,14 @@ public struct CreateOptions: Sendable, Equatable {
                 self = .count(count)
             } else {
                 return nil
+            }
+        }
+
+        /// As `init(_:)` reads it: the count, or `unlimited`.
+        public var wireText: String {
+            switch self {
+            case .count(let count): "\(count)"
+            case .unlimited: "unlimited"
             }
         }
 

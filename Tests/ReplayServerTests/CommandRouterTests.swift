@@ -47,12 +47,7 @@ extension CommandRouterTests {
     /// request to the writer for a worker's burst), and before any other command read
     /// after them, so effects keep command order.
     @Test func aBurstsAcknowledgementsAreHandedOnTogetherBeforeAnythingAfterThem() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try EventStore(path: directory + "/replay.sqlite")
-            defer { store.close() }
-            let router = CommandRouter(store: store, maxOwed: 64)
-            let channel = EmbeddedChannel()
-            try channel.pipeline.syncOperations.addHandlers([router, EventRecorder()])
+        try await Self.withRouter { (_: EventStore, router: CommandRouter, channel: EmbeddedChannel) async throws in
             let batches = Locked<[[InboundCommand]]>([])
             router.acknowledge { batch in batches.withLock { $0.append(batch.map(\.command)) } }
             let ack = { (sequence: UInt64) in InboundCommand.command(.ack(sid: "w", sequence: sequence, stream: nil)) }
@@ -75,12 +70,7 @@ extension CommandRouterTests {
     /// takes: a refused PUB never reaches the writer, a refused INFO never reaches the
     /// task, and an allowed one goes on.
     @Test func everyRouteIsCheckedOnceAgainstTheAccessRules() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try EventStore(path: directory + "/replay.sqlite")
-            defer { store.close() }
-            let router = CommandRouter(store: store, maxOwed: 64)
-            let channel = EmbeddedChannel()
-            try channel.pipeline.syncOperations.addHandlers([router, EventRecorder()])
+        try await Self.withRouter { (store: EventStore, router: CommandRouter, channel: EmbeddedChannel) async throws in
             let reader = Principal(name: "uid 1000", grants: [Grant(pattern: try StreamPattern.parse("public/**").get(), operations: [.read])])
             router.authorize(reader, logger: Logger(label: "test"))
             router.admit(hello: .hello(version: "test", maxPayload: 1024))
@@ -97,6 +87,21 @@ extension CommandRouterTests {
             #expect(try channel.readInbound(as: RoutedCommand.self) == nil, "the refused INFO did not reach the task")
             try await store.barrier()
             #expect(store.streams.isEmpty, "the refused PUB stored nothing")
+        }
+    }
+}
+
+extension CommandRouterTests {
+    /// A router over a real store, on an embedded channel, with nothing behind it but a
+    /// recorder.
+    static func withRouter(_ body: (EventStore, CommandRouter, EmbeddedChannel) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try EventStore(path: directory + "/replay.sqlite")
+            defer { store.close() }
+            let router = CommandRouter(store: store, maxOwed: 64)
+            let channel = EmbeddedChannel()
+            try channel.pipeline.syncOperations.addHandlers([router, EventRecorder()])
+            try await body(store, router, channel)
         }
     }
 }
