@@ -75,6 +75,11 @@ struct HTTPErrorTableTests {
             let unauthorized = try Self.refusal(try await http.request("PUT", "/v1/stream/x", headers: [("Content-Type", "text/plain")]), "no token")
             #expect(unauthorized.status == 401 && unauthorized.code == "UNAUTHORIZED")
             #expect(unauthorized.headers["WWW-Authenticate"] == "Bearer realm=\"replay\"")
+            // The token's scheme is read in one place, in any case (RFC 7235), on both paths
+            // of a POST: the router's for a PUT, the event loop's for a plain POST.
+            let lowercase = [("Content-Type", "text/plain"), ("Authorization", "bearer secret")]
+            #expect(try await http.request("PUT", "/v1/stream/x", headers: lowercase).status == 201)
+            #expect(try await http.request("POST", "/v1/stream/x", headers: lowercase, body: "a").status == 204)
             var limited: HTTPTestClient.Response?
             for _ in 0..<10 {
                 let answer = try await http.request("GET", "/v1/stream/x", headers: [("Authorization", "Bearer secret")])

@@ -235,7 +235,7 @@ struct FrontDoorResponder: HTTPResponder {
         }
         let access = RequestAccess.of(request)
         if access == .open || access == .wakeToken { return nil }
-        guard let token = request.headers.value(.authorization).flatMap(BearerToken.from(header:)) else {
+        guard let token = RequestHeaders(fields: request.headers).bearerToken else {
             throw refuse(.unauthorized, "this needs Authorization: Bearer <token>", who: "-", access)
         }
         // The daemon's own --http-token stays the simplest case: everything.
@@ -284,7 +284,7 @@ struct FrontDoorResponder: HTTPResponder {
         if SubscriptionRoutes.carriesWakeToken(request.uri.path) { return }
         let writes = [.put, .post, .delete].contains(request.method)
         guard writes || settings.tokenForReads else { return }
-        guard request.headers.value(.authorization) == "Bearer \(token)" else {
+        guard RequestHeaders(fields: request.headers).bearerToken == token else {
             throw HTTPProblem.unauthorized("this needs Authorization: Bearer <token> (--http-token)")
         }
     }

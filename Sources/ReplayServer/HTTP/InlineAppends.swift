@@ -52,7 +52,7 @@ final class InlineAppends: Sendable {
         guard fields.value(.expect) == nil, Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
             let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
         else { return nil }
-        if let token = settings.token, fields.value(.authorization) != "Bearer \(token)" { return nil }
+        if let token = settings.token, RequestHeaders(fields: fields).bearerToken != token { return nil }
         guard let name = try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count)) else { return nil }
         return Accepted(name: name, length: length)
     }

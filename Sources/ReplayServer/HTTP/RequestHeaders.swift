@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import ReplayAuth
 import ReplayModel
 import ReplayStore
 
@@ -14,6 +15,10 @@ struct RequestHeaders {
 
     /// `Stream-Seq`, the writer's own sequence label.
     var writerSequence: String? { fields.value(.streamSeq) }
+
+    /// The token of `Authorization: Bearer <token>` (the scheme's case does not matter,
+    /// RFC 7235): the daemon's `--http-token`, a scoped token, or a wake's.
+    var bearerToken: String? { fields.value(.authorization).flatMap(BearerToken.from(header:)) }
 
     /// `If-None-Match`, for a catch-up read's ETag.
     var ifNoneMatch: String? { fields.value(.ifNoneMatch) }

@@ -111,7 +111,7 @@ struct SubscriptionRoutes: Sendable {
 
     /// A worker's request for its wake: its token, wake id, generation, acks and `done`.
     private func wakeRequest(_ request: Request) async throws(HTTPProblem) -> Subscriptions.WakeRequest {
-        guard let header = request.headers.value(.authorization), header.hasPrefix("Bearer ") else {
+        guard let token = RequestHeaders(fields: request.headers).bearerToken else {
             throw HTTPProblem(.unauthorized, .tokenInvalid, "this needs Authorization: Bearer <the wake's token>")
         }
         let body = try SubscriptionJSON.object(try await collect(request))
@@ -126,7 +126,7 @@ struct SubscriptionRoutes: Sendable {
             }
         }
         return Subscriptions.WakeRequest(
-            token: String(header.dropFirst("Bearer ".count)), wakeID: body["wake_id"] as? String,
+            token: token, wakeID: body["wake_id"] as? String,
             generation: (body["generation"] as? NSNumber)?.intValue, acks: acks, done: body["done"] as? Bool == true)
     }
 
