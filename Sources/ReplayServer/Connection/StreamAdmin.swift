@@ -107,7 +107,7 @@ struct StreamAdmin: Sendable {
     }
 
     private func consumers(of stream: String) throws(ReplayError) -> [ConsumerDescription] {
-        guard let info = store.info(stream), store.consumers(of: stream) != nil else { throw ReplayError(StoreError.unknownStream(stream)) }
+        guard let info = store.info(stream) else { throw ReplayError(StoreError.unknownStream(stream)) }
         return views.consumers(of: info)
     }
 

@@ -265,8 +265,7 @@ struct InlineAppendState {
             if unanswered > 0 { unanswered -= 1 }
         default: break
         }
-        guard unanswered == 0, case .answering = phase else { return false }
-        return true
+        return dueAnswer != nil
     }
 
     /// The answer that waited for the router's, once they have ended.

@@ -27,19 +27,11 @@ extension StreamEndpoint {
 /// The Durable Streams framing of an SSE response: each chunk's events as a `data` event,
 /// then a `control` event with the next offset and the cursor.
 struct DurableStreamsFeed: SSEFeed {
-    private var cursor: HTTPCursor
-    private let encoding: SSEFrame.Encoding
-    private let clientCursor: UInt64?
-    private let keepAlive: Duration
-    private let deadline: ContinuousClock.Instant?
-
-    init(cursor: HTTPCursor, encoding: SSEFrame.Encoding, clientCursor: UInt64?, keepAlive: Duration, deadline: ContinuousClock.Instant?) {
-        self.cursor = cursor
-        self.encoding = encoding
-        self.clientCursor = clientCursor
-        self.keepAlive = keepAlive
-        self.deadline = deadline
-    }
+    var cursor: HTTPCursor
+    let encoding: SSEFrame.Encoding
+    let clientCursor: UInt64?
+    let keepAlive: Duration
+    let deadline: ContinuousClock.Instant?
 
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 

@@ -24,9 +24,9 @@ struct StreamViews: Sendable {
             delivered: hub?.delivered ?? 0, derivation: derivations?.describe(info.name))
     }
 
-    /// The stream's durable consumers, by name.
+    /// The stream's durable consumers, by name (as the store lists them).
     func consumers(of info: StreamInfo) -> [ConsumerDescription] {
-        (store.consumers(of: info.name) ?? []).sorted { $0.name < $1.name }.map { consumer in
+        (store.consumers(of: info.name) ?? []).map { consumer in
             ConsumerDescription(
                 name: consumer.name, ackedSeq: consumer.ackedSequence, lag: lag(last: info.lastSequence, position: consumer.ackedSequence),
                 createdAt: Timestamp.format(consumer.createdAt), updatedAt: Timestamp.format(consumer.updatedAt))

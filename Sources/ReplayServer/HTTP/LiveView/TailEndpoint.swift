@@ -52,15 +52,9 @@ struct TailEndpoint: Sendable {
 /// The tail's framing of an SSE response: `events` with sequence numbers and times, a
 /// `gap` past retention, and `control` at the tail.
 struct TailFeed: SSEFeed {
-    private var cursor: LogCursor<PooledStore, TailFrames>
-    private let hub: StreamHub
-    private let keepAlive: Duration
-
-    init(cursor: LogCursor<PooledStore, TailFrames>, hub: StreamHub, keepAlive: Duration) {
-        self.cursor = cursor
-        self.hub = hub
-        self.keepAlive = keepAlive
-    }
+    var cursor: LogCursor<PooledStore, TailFrames>
+    let hub: StreamHub
+    let keepAlive: Duration
 
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 
