@@ -36,6 +36,11 @@ struct HTTPErrorTableTests {
             let cases: [(String, HTTPTestClient.Response, Int, String)] = [
                 ("a bad name", try await http.request("PUT", "/v1/stream/bad//name", headers: text), 400, "INVALID_NAME"),
                 ("a name that is not UTF-8", try await http.request("PUT", "/v1/stream/a%FFb", headers: text), 400, "INVALID_NAME"),
+                // The one rule of a name in a path, on every route that takes one.
+                ("a POST's name that is not UTF-8", try await http.request("POST", "/v1/stream/a%FFb", headers: text, body: "x"), 400, "INVALID_NAME"),
+                ("a GET's name that is not UTF-8", try await http.request("GET", "/v1/stream/a%FFb"), 400, "INVALID_NAME"),
+                ("a tail's name that is not UTF-8", try await http.request("GET", "/v1/tail/a%FFb"), 400, "INVALID_NAME"),
+                ("a derived stream's bad name", try await http.request("PUT", "/v1/derived/bad//name", body: "{}"), 400, "INVALID_NAME"),
                 ("an unknown stream", try await http.request("GET", "/v1/stream/missing"), 404, "UNKNOWN_STREAM"),
                 ("no such route", try await http.request("GET", "/v2/nothing"), 404, "NOT_FOUND"),
                 ("no such subscription route", try await http.request("PUT", "/v1/stream/__ds/foo"), 404, "NOT_FOUND"),
@@ -57,10 +62,10 @@ struct HTTPErrorTableTests {
                 #expect(refusal.code == code, "\(what): \(response.text)")
             }
             // The headers each meaning carries, from the same table.
-            let gap = try Self.refusal(cases[8].1, "gap")
+            let gap = try Self.refusal(cases[12].1, "gap")
             #expect(gap.headers["Producer-Expected-Seq"] == "1")
             #expect(gap.headers["Producer-Received-Seq"] == "5")
-            #expect(try Self.refusal(cases[9].1, "new epoch").headers["Producer-Expected-Seq"] == nil)
+            #expect(try Self.refusal(cases[13].1, "new epoch").headers["Producer-Expected-Seq"] == nil)
             #expect(try await http.request("POST", "/v1/stream/orders", headers: producer(2, 0), body: "c").status == 200)
             let stale = try Self.refusal(try await http.request("POST", "/v1/stream/orders", headers: producer(1, 0), body: "d"), "a stale epoch")
             #expect(stale.status == 403 && stale.code == "STALE_EPOCH" && stale.headers["Producer-Epoch"] == "2")

@@ -18,7 +18,8 @@ import Testing
 struct InlineAppendStateTests {
     static let head = HTTPRequest(method: .post, scheme: nil, authority: "x", path: "/v1/stream/s")
     static func taken(_ length: Int = 1) -> InlineAppendState.Taken {
-        InlineAppendState.Taken(head: head, name: "s", length: length, started: nil)
+        InlineAppendState.Taken(
+            head: head, stream: try! StreamRequest(method: .post, raw: "s", fields: head.headerFields), length: length, started: nil)
     }
 
     @Test func aTakenPostCollectsItsBodyAndIsWrittenAtItsEnd() {

@@ -22,6 +22,14 @@ struct DerivationRoutes: Sendable {
     let derivations: DerivationRegistry
     let defaultCapacity: Int?
 
+    /// Reading derived streams is checked by their routes, per stream; defining one is
+    /// administration of it (its inputs' reads are checked by the route).
+    static func access(_ method: HTTPRequest.Method, _ path: String) -> RequestAccess? {
+        guard path == root || path.hasPrefix(root + "/") else { return nil }
+        guard method == .put, let name = try? StreamPath.name(path.dropFirst(root.count + 1)) else { return .anyToken }
+        return .stream(.admin, name)
+    }
+
     func add<Context: RequestContext>(to router: Router<Context>) {
         router.get(RouterPath(Self.root)) { _, _ in
             let principal = Principal.current
@@ -29,13 +37,13 @@ struct DerivationRoutes: Sendable {
         }
         let one = router.group(RouterPath(Self.root))
         one.get("**") { _, context in
-            let name = try Self.name(context)
+            let name = try StreamPath.name(in: context)
             guard Principal.current.may(.read, on: name), let found = derivations.describe(name) else {
                 throw HTTPProblem.unknownStream("no derived stream '\(name)'")
             }
             return try Self.json(found)
         }
-        one.put("**") { request, context in try await define(try Self.name(context), request) }
+        one.put("**") { request, context in try await define(try StreamPath.name(in: context), request) }
     }
 
     private func define(_ name: String, _ request: Request) async throws -> Response {
@@ -76,14 +84,6 @@ struct DerivationRoutes: Sendable {
         case .failure(let error):
             throw HTTPProblem(error)
         }
-    }
-
-    private static func name(_ context: some RequestContext) throws -> String {
-        let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) ?? ""
-        guard let name = raw.removingPercentEncoding, StreamName.isValid(name) else {
-            throw HTTPProblem.invalidName("'\(raw.prefix(64))' is not a valid stream name: \(StreamName.rule)")
-        }
-        return name
     }
 
     private static func json(_ value: some Encodable) throws -> Response {

@@ -108,6 +108,16 @@ public struct HTTPFrontDoor: Service {
         try result.get()
     }
 
+    /// The door's own routes: the page, `/metrics` and the stream list.
+    static func access(_ path: String) -> RequestAccess? {
+        switch path {
+        case "/": .open
+        case "/metrics": .everywhere(.admin)
+        case "/v1/streams": .anyToken
+        default: nil
+        }
+    }
+
     /// Every route of the door but a stream's inline POSTs, which `InlineAppendHandler`
     /// answers before the router.
     private func router(subscriptions: Subscriptions) -> Router<FrontDoorContext> {

@@ -81,7 +81,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func take(_ part: HTTPRequestPart) -> Taken? {
         guard case .head(let head) = part, state.takesHeads, let accepted = appends.accepts(head) else { return nil }
         guard !appends.limitsRates || appends.charge(client, bytes: accepted.length) else { return nil }
-        return Taken(head: head, name: accepted.name, length: accepted.length, started: appends.metrics?.start(.post))
+        return Taken(head: head, stream: accepted.stream, length: accepted.length, started: appends.metrics?.start(.post))
     }
 
     /// Hands a taken request on to hummingbird, as it arrived.
@@ -97,7 +97,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func write(_ taken: Taken, context: ChannelHandlerContext) {
         let write: InlineAppends.Write
-        switch appends.write(taken.name, head: taken.head, body: taken.body) {
+        switch appends.write(taken.stream, body: taken.body) {
         case .write(let checked): write = checked
         case .refused(let problem): return decided(.refused(problem))
         case .expired:

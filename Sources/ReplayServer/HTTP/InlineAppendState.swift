@@ -21,7 +21,7 @@ struct InlineAppendState {
     /// A POST taken here.
     struct Taken {
         let head: HTTPRequest
-        let name: String
+        let stream: StreamRequest
         /// Its announced length: what this connection's client was charged, where the door
         /// limits rates.
         let length: Int

@@ -37,24 +37,23 @@ final class InlineAppends: Sendable {
         let producer: ProducerStamp?
     }
 
-    /// A POST taken here: the stream it appends to and its announced length.
+    /// A POST taken here: the request to its stream and its announced length.
     struct Accepted {
-        let name: String
+        let stream: StreamRequest
         let length: Int
     }
 
     /// The POST's stream and length, if it is a POST taken here (see `InlineAppendHandler`).
     func accepts(_ head: HTTPRequest) -> Accepted? {
-        guard head.method == .post, let path = head.path, path.hasPrefix(StreamEndpoint.prefix),
-            !path.hasPrefix(SubscriptionRoutes.root + "/"), !path.utf8.contains(UInt8(ascii: "?"))
-        else { return nil }
+        guard head.method == .post, let path = head.path, !path.utf8.contains(UInt8(ascii: "?")) else { return nil }
         let fields = head.headerFields
         guard fields.value(.expect) == nil, Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
             let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
         else { return nil }
         if let token = settings.token, RequestHeaders(fields: fields).bearerToken != token { return nil }
-        guard let name = try? StreamEndpoint.streamName(raw: path.dropFirst(StreamEndpoint.prefix.count)) else { return nil }
-        return Accepted(name: name, length: length)
+        // A name that is not one goes to the router, which refuses it.
+        guard let stream = try? StreamRequest.at(path, method: .post, fields: fields) else { return nil }
+        return Accepted(stream: stream, length: length)
     }
 
     /// Charges a POST of `bytes` to `client`'s rates if it is within them; else charges
@@ -83,8 +82,8 @@ final class InlineAppends: Sendable {
         case expired
     }
 
-    func write(_ name: String, head: HTTPRequest, body: ByteBuffer?) -> Checked {
-        let headers = RequestHeaders(fields: head.headerFields)
+    func write(_ stream: StreamRequest, body: ByteBuffer?) -> Checked {
+        let (name, headers) = (stream.name, stream.headers)
         do {
             let producer = try headers.producer()
             guard let hub = try endpoint.liveHub(name) else { return .expired }

@@ -125,7 +125,7 @@ struct RequestHeaders {
         }
         let prefix = StreamEndpoint.prefix
         let path = from.hasPrefix(prefix) ? String(from.dropFirst(prefix.count)) : from
-        guard let source = path.removingPercentEncoding, StreamName.isValid(source) else {
+        guard let source = try? StreamPath.name(path) else {
             throw HTTPProblem.invalid("Stream-Forked-From takes the path of a stream of this server, such as \(prefix)orders")
         }
         var sequence: UInt64?

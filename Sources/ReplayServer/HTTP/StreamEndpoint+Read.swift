@@ -57,11 +57,11 @@ extension StreamEndpoint {
     /// reader stays, never allocates the frames of the reads that wait: an async function's
     /// locals live in a frame its task allocates, and the task keeps its deepest frames'
     /// memory while it lives (SSE readers are held by the thousand).
-    func read(_ name: String, _ request: Request, closed: EventLoopFuture<Void>) async throws -> Response {
-        switch try start(name, request, closed: closed) {
+    func read(_ stream: StreamRequest, _ request: Request, closed: EventLoopFuture<Void>) async throws -> Response {
+        switch try start(stream.name, request, closed: closed) {
         case .answered(let response): return response
-        case .expired: try await expire(name)
-        case .read(let hub, let query): return try await readChunk(hub, query, request)
+        case .expired: try await expire(stream.name)
+        case .read(let hub, let query): return try await readChunk(hub, query, stream.headers)
         }
     }
 
@@ -116,7 +116,7 @@ extension StreamEndpoint {
 
     /// A catch-up or long-poll response: one chunk, after a wait for a commit if the
     /// long poll finds nothing.
-    private func readChunk(_ hub: StreamHub, _ query: ReadQuery, _ request: Request) async throws -> Response {
+    private func readChunk(_ hub: StreamHub, _ query: ReadQuery, _ headers: RequestHeaders) async throws -> Response {
         let lease = leases.lease(hub.name)
         defer { lease.dispose() }
         let info = hub.info
@@ -124,7 +124,7 @@ extension StreamEndpoint {
         var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter)
         guard query.live == .longPoll else {
             let chunk = try await chunk(&cursor, info)
-            return catchUpResponse(chunk, from: position, cursor: cursor, info: info, request: request)
+            return catchUpResponse(chunk, from: position, cursor: cursor, info: info, ifNoneMatch: headers.ifNoneMatch)
         }
         DaemonMetrics.longPolls.increment()
         defer { DaemonMetrics.longPolls.decrement() }
@@ -162,7 +162,7 @@ extension StreamEndpoint {
     }
 
     private func catchUpResponse(
-        _ chunk: HTTPCursor.Chunk, from position: UInt64, cursor: HTTPCursor, info: StreamInfo, request: Request
+        _ chunk: HTTPCursor.Chunk, from position: UInt64, cursor: HTTPCursor, info: StreamInfo, ifNoneMatch: String?
     ) -> Response {
         let closed = chunk.terminal != nil
         var fields = readHeaders(info, next: cursor.position, upToDate: chunk.upToDate, closed: closed)
@@ -171,7 +171,7 @@ extension StreamEndpoint {
         fields[.cacheControl] =
             settings.token != nil && settings.tokenForReads
             ? "private, max-age=60, stale-while-revalidate=300" : "public, max-age=60, stale-while-revalidate=300"
-        if RequestHeaders(fields: request.headers).ifNoneMatch == etag {
+        if ifNoneMatch == etag {
             fields[.contentType] = nil
             return Response(status: .notModified, headers: fields)
         }

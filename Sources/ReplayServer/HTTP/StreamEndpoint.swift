@@ -32,38 +32,22 @@ struct StreamEndpoint: Sendable {
     /// The protocol's routes, on hummingbird's router: a method each, the stream's name
     /// the rest of the path (it may hold `/`).
     func addRoutes<Context: RequestContext & ConnectionClosingContext>(to streams: RouterGroup<Context>) {
-        streams.put("**") { request, context in try await create(streamName(context), request) }
-        streams.post("**") { request, context in try await append(streamName(context), request) }
-        streams.get("**") { request, context in try await read(streamName(context), request, closed: context.connectionClosed) }
-        streams.head("**") { _, context in try await head(streamName(context)) }
-        streams.delete("**") { _, context in try await delete(streamName(context)) }
+        streams.put("**") { request, context in try await create(StreamRequest(request, context: context), request) }
+        streams.post("**") { request, context in try await append(StreamRequest(request, context: context), request) }
+        streams.get("**") { request, context in
+            try await read(StreamRequest(request, context: context), request, closed: context.connectionClosed)
+        }
+        streams.head("**") { request, context in try await head(StreamRequest(request, context: context).name) }
+        streams.delete("**") { request, context in try await delete(StreamRequest(request, context: context).name) }
     }
 
-    /// The stream's name: the path after the prefix as sent (hummingbird's catch-all, whose
-    /// components would drop an empty segment), percent-decoded, by the stream-name rule.
-    @inline(never)  // else its messages take every route's async frame
-    private func streamName<Context: RequestContext>(_ context: Context) throws -> String {
-        guard let raw = context.parameters.get(String(Parameters.recursiveCaptureKey)) else { throw HTTPProblem(.notFound, .notFound, "no stream's path") }
-        return try Self.streamName(raw: raw)
-    }
-
-    /// The stream's name from the path after the prefix, percent-decoded and checked.
-    /// Foundation's decoding goes through `NSString` (5 % of the daemon's CPU under a load
-    /// of POSTs), so it runs only for a path that holds a `%`.
-    static func streamName(raw: some StringProtocol) throws -> String {
-        let name: String
-        if raw.utf8.contains(UInt8(ascii: "%")) {
-            guard let decoded = raw.removingPercentEncoding else {
-                throw HTTPProblem.invalidName("the stream's name is not valid percent-encoded UTF-8: \(raw.prefix(200))")
-            }
-            name = decoded
-        } else {
-            name = String(raw)
+    /// The operation a request does to its stream (`StreamRequest`).
+    static func access(_ method: HTTPRequest.Method, _ path: String, fields: HTTPFields) -> RequestAccess? {
+        do {
+            return try StreamRequest.at(path, method: method, fields: fields).map { .stream($0.operation, $0.name) }
+        } catch {
+            return .anyToken
         }
-        if let problem = StreamName.problem(with: name) {
-            throw HTTPProblem.invalidName("'\(name)' is not a valid stream name (\(problem)): \(StreamName.rule)")
-        }
-        return name
     }
 
     /// The stream's hub; a stream past its expiry is deleted now (rather than at the next
@@ -105,8 +89,8 @@ struct StreamEndpoint: Sendable {
 
     // MARK: PUT
 
-    private func create(_ name: String, _ request: Request) async throws -> Response {
-        let headers = RequestHeaders(fields: request.headers)
+    private func create(_ stream: StreamRequest, _ request: Request) async throws -> Response {
+        let (name, headers) = (stream.name, stream.headers)
         var expiry = try headers.expiry()
         var contentType = headers.declaredContentType
         let closed = headers.closes
@@ -137,7 +121,7 @@ struct StreamEndpoint: Sendable {
         let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
         var write = StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork)
         // A scoped token's streams are recorded as its own, and counted against its cap.
-        let principal = Principal.current
+        let principal = stream.principal
         if principal.grants != nil {
             write.creator = StreamCreator(name: principal.name, limit: principal.limits.over(settings.clientLimits).streams)
         }
@@ -220,8 +204,8 @@ struct StreamEndpoint: Sendable {
     /// and the answer are plain functions. An async function's locals live in its task's
     /// frame, which the task allocates per call; with everything inline the frame was
     /// 8,672 bytes per POST.
-    private func append(_ name: String, _ request: Request) async throws -> Response {
-        let headers = RequestHeaders(fields: request.headers)
+    private func append(_ stream: StreamRequest, _ request: Request) async throws -> Response {
+        let (name, headers) = (stream.name, stream.headers)
         let producer = try headers.producer()
         let info = try await hub(name).info
         let write = try appendWrite(name, headers: headers, producer: producer, body: try await body(of: request), info: info)

@@ -20,6 +20,16 @@ struct SubscriptionRoutes: Sendable {
         path.hasPrefix(root + "/subscriptions/") && (path.hasSuffix("/ack") || path.hasSuffix("/release") || path.hasSuffix("/callback"))
     }
 
+    /// The signing keys are public; a wake's actions carry its token; a claim needs `claim`
+    /// on every stream, and the rest of the API `admin` on every stream.
+    static func access(_ path: String) -> RequestAccess? {
+        guard path.hasPrefix(root + "/") else { return nil }
+        if path == root + "/jwks.json" { return .open }
+        if carriesWakeToken(path) { return .wakeToken }
+        if path.hasSuffix("/claim") { return .everywhere(.claim) }
+        return .everywhere(.admin)
+    }
+
     func add<Context: RequestContext>(to router: Router<Context>) {
         let group = router.group(RouterPath(Self.root))
         group.get("jwks.json") { _, _ in

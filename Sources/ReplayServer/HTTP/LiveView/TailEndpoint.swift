@@ -25,11 +25,14 @@ struct TailEndpoint: Sendable {
 
     static let prefix = "/v1/tail/"
 
+    /// The live view's tail checks `read` on its stream itself.
+    static func access(_ path: String) -> RequestAccess? {
+        path.hasPrefix(prefix) ? .anyToken : nil
+    }
+
     /// `closed`: the connection's close, which ends the response at once.
     func respond(_ request: Request, path: String, closed: EventLoopFuture<Void>) throws -> Response {
-        guard let name = path.removingPercentEncoding, StreamName.problem(with: name) == nil else {
-            throw HTTPProblem.invalidName("not a stream name")
-        }
+        let name = try StreamPath.name(path)
         guard Principal.current.may(.read, on: name) else { throw HTTPProblem.forbidden("the token does not allow reading this stream") }
         guard let hub = hubs[name], !hub.info.isSoftDeleted else { throw HTTPProblem.unknownStream("no stream named '\(name)'") }
         let from: UInt64
