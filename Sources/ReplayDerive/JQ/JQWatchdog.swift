@@ -149,10 +149,9 @@ final class JQWatchdog: @unchecked Sendable {
         return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 
-    /// Bytes the process has allocated with `malloc`, in its arenas and in mappings of
-    /// their own.
+    /// Bytes the process has allocated with `malloc` and not freed (`replay_heap_bytes`:
+    /// glibc's figures, or a sanitizer's allocator's).
     private static func heapBytes() -> Int {
-        let info = mallinfo2()
-        return Int(info.uordblks + info.hblkhd)
+        Int(replay_heap_bytes())
     }
 }
