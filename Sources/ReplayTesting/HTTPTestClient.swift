@@ -30,6 +30,12 @@ public struct HTTPTestClient: Sendable {
         public let headers: HTTPHeaders
         public let body: Data
 
+        public init(status: Int, headers: HTTPHeaders, body: Data) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
         public var text: String { String(decoding: body, as: UTF8.self) }
 
         public subscript(header: String) -> String? { headers.first(name: header) }

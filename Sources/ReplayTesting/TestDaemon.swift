@@ -52,7 +52,7 @@ public final class TestDaemon: Sendable {
     /// HTTP tests once failed together with "I/O on closed channel" that way, none of them
     /// about the deadline. So test daemons wait 10 minutes unless a test sets its own (the
     /// tests of the deadline do).
-    static let patientDoor = ["--http-header-timeout", "600"]
+    public static let patientDoor = ["--http-header-timeout", "600"]
 
     private init(directory: String, extra: [String], database: String, socket: String? = nil, descriptorLimit: Int? = nil) async throws {
         self.directory = directory

@@ -231,6 +231,39 @@ struct Replayd: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "replayd")
+        var configuration: ServerConfiguration
+        do {
+            configuration = try await serverConfiguration()
+        } catch {
+            // A key or certificate file that cannot be read stops the start, saying why.
+            FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        configuration.http?.metrics = Self.bootstrapMetrics()
+
+        do {
+            let server = try await ReplayServer(configuration: configuration, logger: logger)
+            // Every service ends the group when it ends, cleanly or not: the others then
+            // stop gracefully, in reverse order, and a failure is rethrown as thrown.
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: server.services.map {
+                        .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                    },
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
+            try await group.run()
+        } catch {
+            FileHandle.standardError.write(Data("replayd: \(Self.explain(error))\n".utf8))
+            throw ExitCode(1)
+        }
+        logger.info("replayd stopped")
+    }
+
+    /// The daemon's configuration, from its flags: nothing global is touched (the logging
+    /// and metrics systems are `run`'s), so the tests start the HTTP door in their own
+    /// process from the same flags (`withDoor`).
+    func serverConfiguration() async throws -> ServerConfiguration {
         var configuration = ServerConfiguration(socketPath: socket, databasePath: db, durability: sync)
         configuration.defaultCapacity = defaultCapacity.limit
         configuration.autoCreate = !noAutoCreate
@@ -256,36 +289,12 @@ struct Replayd: AsyncParsableCommand {
             settings.maxConnections = httpMaxConnections
             settings.headerTimeout = .milliseconds(Int((httpHeaderTimeout * 1000).rounded()))
             settings.clientLimits = ClientLimits(requests: rateLimitRequests, bytes: rateLimitBytes, streams: tokenMaxStreams)
-            // A key or certificate file that cannot be read stops the start, saying why.
-            do {
-                if let authKeys { settings.tokenKeys = try await TokenKeys.load(authKeys) }
-                if let tlsCert, let tlsKey { settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA)) }
-            } catch {
-                FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
-                throw ExitCode(1)
-            }
+            if let authKeys { settings.tokenKeys = try await TokenKeys.load(authKeys) }
+            if let tlsCert, let tlsKey { settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA)) }
             settings.webhookAllowPrivate = webhookAllowPrivate
-            settings.metrics = Self.bootstrapMetrics()
             configuration.http = settings
         }
-
-        do {
-            let server = try await ReplayServer(configuration: configuration, logger: logger)
-            // Every service ends the group when it ends, cleanly or not: the others then
-            // stop gracefully, in reverse order, and a failure is rethrown as thrown.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: server.services.map {
-                        .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
-                    },
-                    gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger))
-            try await group.run()
-        } catch {
-            FileHandle.standardError.write(Data("replayd: \(Self.explain(error))\n".utf8))
-            throw ExitCode(1)
-        }
-        logger.info("replayd stopped")
+        return configuration
     }
 }
 

@@ -12,7 +12,7 @@ struct DerivedStreamHTTPTests {
     static let json = [("Content-Type", "application/json")]
 
     @Test func aDerivedStreamIsDefinedOverHTTPAndReadAsAnyStream() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             #expect(try await http.request("PUT", "/v1/stream/orders", headers: Self.json).status == 201)
             for id in 1...6 {
                 #expect(try await http.request("POST", "/v1/stream/orders", headers: Self.json, body: #"{"id":\#(id),"amount":\#(id * 40)}"#).status == 204)

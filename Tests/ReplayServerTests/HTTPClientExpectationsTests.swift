@@ -7,7 +7,7 @@ import Testing
 /// quiet SSE responses kept alive, and HEAD's ETag.
 @Suite("replayd: the HTTP door as a Durable Streams client expects it", .timeLimit(.minutes(5)))
 struct HTTPClientExpectationsTests {
-    func preflight(_ http: HTTPTestClient, from origin: String) async throws -> HTTPTestClient.Response {
+    func preflight(_ http: some HTTPRequester, from origin: String) async throws -> HTTPTestClient.Response {
         try await http.request(
             "OPTIONS", "/v1/stream/s",
             headers: [("Origin", origin), ("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "content-type")])
@@ -15,7 +15,7 @@ struct HTTPClientExpectationsTests {
 
     @Test func onlyTheOriginsGivenMayCallFromABrowser() async throws {
         // By default, none: a preflight is refused in words, and no response lets a page read it.
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let refused = try await preflight(http, from: "https://app.example")
             #expect(refused.status == 403)
             #expect(refused.text.contains("--http-cors-origin"))
@@ -25,7 +25,7 @@ struct HTTPClientExpectationsTests {
             #expect(created["Access-Control-Allow-Origin"] == nil)
         }
         // A list: each origin given is echoed back (and caches told it varies); others refused.
-        try await withHTTP(arguments: ["--http-cors-origin", "https://app.example", "--http-cors-origin", "http://localhost:3000"]) { _, http in
+        try await withDoor(arguments: ["--http-cors-origin", "https://app.example", "--http-cors-origin", "http://localhost:3000"]) { http in
             let allowed = try await preflight(http, from: "http://localhost:3000")
             #expect(allowed.status == 204)
             #expect(allowed["Access-Control-Allow-Origin"] == "http://localhost:3000")
@@ -42,7 +42,7 @@ struct HTTPClientExpectationsTests {
 
     @Test func aStreamCreatedByPutKeepsEveryEventUnlessAskedToCapIt() async throws {
         // The socket's default capacity (3 here) is not an HTTP-created stream's.
-        try await withHTTP(arguments: ["--default-capacity", "3"]) { _, http in
+        try await withDoor(arguments: ["--default-capacity", "3"]) { http in
             #expect(try await http.request("PUT", "/v1/stream/whole", headers: [("Content-Type", "application/json")]).status == 201)
             #expect(try await http.request("POST", "/v1/stream/whole", headers: [("Content-Type", "application/json")], body: "[1,2,3,4,5]").status == 204)
             #expect(try await http.request("GET", "/v1/stream/whole?offset=-1").text == "[1,2,3,4,5]")
@@ -70,7 +70,7 @@ struct HTTPClientExpectationsTests {
             #expect(try await http.request("HEAD", "/v1/stream/bad").status == 404, "nothing was created")
         }
         // The daemon may cap every stream a PUT creates.
-        try await withHTTP(arguments: ["--http-capacity", "7"]) { _, http in
+        try await withDoor(arguments: ["--http-capacity", "7"]) { http in
             _ = try await http.request("PUT", "/v1/stream/s")
             #expect(try await http.request("HEAD", "/v1/stream/s")["Replay-Max-Events"] == "7")
         }
@@ -96,7 +96,7 @@ struct HTTPClientExpectationsTests {
     }
 
     @Test func headCarriesTheETagOfAGetOfTheWholeStream() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let path = "/v1/stream/tagged"
             _ = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")], body: "a")
             let head = try #require(try await http.request("HEAD", path)["ETag"])

@@ -26,7 +26,7 @@ struct HTTPErrorTableTests {
     }
 
     @Test func everyRefusalHasItsCodeAndItsHeaders() async throws {
-        try await withHTTP(arguments: ["--max-payload", "1024"]) { _, http in
+        try await withDoor(arguments: ["--max-payload", "1024"]) { http in
             let text = [("Content-Type", "text/plain")]
             _ = try await http.request("PUT", "/v1/stream/orders", headers: text)
             func producer(_ epoch: Int, _ seq: Int) -> [(String, String)] {
@@ -76,7 +76,7 @@ struct HTTPErrorTableTests {
     }
 
     @Test func refusalsOfTokensAndRatesHaveCodesToo() async throws {
-        try await withHTTP(arguments: ["--http-token", "secret", "--rate-limit-requests", "3/h"]) { _, http in
+        try await withDoor(arguments: ["--http-token", "secret", "--rate-limit-requests", "3/h"]) { http in
             let unauthorized = try Self.refusal(try await http.request("PUT", "/v1/stream/x", headers: [("Content-Type", "text/plain")]), "no token")
             #expect(unauthorized.status == 401 && unauthorized.code == "UNAUTHORIZED")
             #expect(unauthorized.headers["WWW-Authenticate"] == "Bearer realm=\"replay\"")

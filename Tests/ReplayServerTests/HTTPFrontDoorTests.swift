@@ -166,7 +166,7 @@ struct HTTPFrontDoorTests {
     }
 
     @Test func jsonModeKeepsMessagesApart() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let path = "/v1/stream/json"
             #expect(try await http.request("PUT", path, headers: [("Content-Type", "application/json")], body: "[]").status == 201)
             #expect(try await http.request("POST", path, headers: [("Content-Type", "application/json")], body: #"[{"a": [1, 2]}, "x,]"]"#).status == 204)
@@ -183,7 +183,7 @@ struct HTTPFrontDoorTests {
     }
 
     @Test func idempotentProducersOverHTTP() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let path = "/v1/stream/pay"
             _ = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")])
             func send(_ epoch: Int, _ seq: Int, _ body: String) async throws -> HTTPTestClient.Response {
@@ -216,7 +216,7 @@ struct HTTPFrontDoorTests {
     /// A fixed expiry: the stream is gone once it passes (polled, not timed), and the name
     /// can be created again.
     @Test func anExpiredStreamIsGone() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let path = "/v1/stream/brief"
             let soon = Date().addingTimeInterval(1)
             let formatter = ISO8601DateFormatter()
@@ -237,7 +237,7 @@ struct HTTPFrontDoorTests {
     }
 
     @Test func badInputGetsClearErrors() async throws {
-        try await withHTTP(arguments: ["--max-payload", "1000", "--http-token", "sesame", "--long-poll-timeout", "0.2"]) { _, http in
+        try await withDoor(arguments: ["--max-payload", "1000", "--http-token", "sesame", "--long-poll-timeout", "0.2"]) { http in
             let auth = ("Authorization", "Bearer sesame")
             let path = "/v1/stream/guarded"
             let anonymous = try await http.request("PUT", path, headers: [("Content-Type", "text/plain")])
@@ -552,7 +552,7 @@ struct HTTPFrontDoorTests {
     /// methods and headers, and every response lets it read the protocol's headers, with or
     /// without an Origin.
     @Test func aBrowserOnAnotherOriginMayWriteAndReadTheProtocolsHeaders() async throws {
-        try await withHTTP(arguments: ["--http-token", "sesame", "--http-cors-origin", "*"]) { _, http in
+        try await withDoor(arguments: ["--http-token", "sesame", "--http-cors-origin", "*"]) { http in
             let preflight = try await http.request(
                 "OPTIONS", "/v1/stream/from-a-page",
                 headers: [
@@ -580,7 +580,7 @@ struct HTTPFrontDoorTests {
     /// Content types are compared by media type: case, parameters and spaces aside, and
     /// vendor types whole.
     @Test func contentTypesAreComparedByMediaType() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let path = "/v1/stream/vendor"
             #expect(try await http.request("PUT", path, headers: [("Content-Type", "application/vnd.api+json")]).status == 201)
             let same = try await http.request("POST", path, headers: [("Content-Type", " Application/VND.api+JSON ; charset=utf-8")], body: "[1]")

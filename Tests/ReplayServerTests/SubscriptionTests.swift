@@ -25,12 +25,12 @@ struct SubscriptionTests {
         String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
     }
 
-    static func put(_ http: HTTPTestClient, _ id: String, _ config: [String: Any]) async throws -> HTTPTestClient.Response {
+    static func put(_ http: some HTTPRequester, _ id: String, _ config: [String: Any]) async throws -> HTTPTestClient.Response {
         try await http.request("PUT", root + id, headers: json, body: body(config))
     }
 
     /// The acknowledged offset of each linked stream, as GET reports it.
-    static func acked(_ http: HTTPTestClient, _ id: String) async throws -> [String: String] {
+    static func acked(_ http: some HTTPRequester, _ id: String) async throws -> [String: String] {
         let streams = object(try await http.request("GET", root + id))["streams"] as? [[String: Any]] ?? []
         return Dictionary(uniqueKeysWithValues: streams.map { ($0["path"] as! String, $0["acked_offset"] as! String) })
     }
@@ -40,7 +40,7 @@ struct SubscriptionTests {
     }
 
     /// A wake stream, a pull-wake subscription over `jobs/*`, and a first job in `jobs/<id>`.
-    static func pullWake(_ http: HTTPTestClient, _ id: String, leaseMillis: Int = 1000) async throws {
+    static func pullWake(_ http: some HTTPRequester, _ id: String, leaseMillis: Int = 1000) async throws {
         #expect(try await http.request("PUT", "/v1/stream/wake/\(id)", headers: json, body: "[]").status == 201)
         let created = try await put(http, id, ["type": "pull-wake", "pattern": "jobs/*", "wake_stream": "wake/\(id)", "lease_ttl_ms": leaseMillis])
         #expect(created.status == 201)
@@ -59,17 +59,17 @@ struct SubscriptionTests {
     }
 
     /// A webhook subscription `id` to the stream `tasks`, and a first event in it.
-    static func webhookOnTasks(_ http: HTTPTestClient, _ id: String, _ receiver: WebhookReceiver) async throws {
+    static func webhookOnTasks(_ http: some HTTPRequester, _ id: String, _ receiver: WebhookReceiver) async throws {
         _ = try await put(http, id, ["type": "webhook", "streams": ["tasks"], "webhook": ["url": receiver.url]])
         _ = try await http.request("PUT", "/v1/stream/tasks", headers: json, body: #"{"n":1}"#)
     }
 
-    static func claim(_ http: HTTPTestClient, _ id: String, as worker: String) async throws -> HTTPTestClient.Response {
+    static func claim(_ http: some HTTPRequester, _ id: String, as worker: String) async throws -> HTTPTestClient.Response {
         try await http.request("POST", root + id + "/claim", headers: json, body: body(["worker": worker]))
     }
 
     static func ack(
-        _ http: HTTPTestClient, _ id: String, _ claimed: [String: Any], acks: [[String: Any]], done: Bool, action: String = "ack"
+        _ http: some HTTPRequester, _ id: String, _ claimed: [String: Any], acks: [[String: Any]], done: Bool, action: String = "ack"
     ) async throws -> HTTPTestClient.Response {
         try await http.request(
             "POST", root + id + "/" + action, headers: json + [("Authorization", "Bearer \(claimed["token"] as? String ?? "")")],
@@ -374,7 +374,7 @@ struct SubscriptionTests {
     }
 
     @Test func unsafeWebhookTargetsAreRefusedAndNothingIsCreated() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             for url in [
                 "http://10.0.0.1/hook", "https://10.1.2.3/hook", "https://192.168.1.1/hook", "https://172.16.0.1/hook", "https://169.254.169.254/latest",
                 "https://127.0.0.1/hook", "https://localhost/hook", "http://example.com/hook", "ftp://example.com/hook", "not a url",
@@ -387,14 +387,14 @@ struct SubscriptionTests {
             #expect(try await Self.put(http, "safe", ["type": "webhook", "pattern": "a/*", "webhook": ["url": "https://hooks.example/x"]]).status == 201)
         }
         // A trusted network may widen the rule.
-        try await withHTTP(arguments: ["--webhook-allow-private"]) { _, http in
+        try await withDoor(arguments: ["--webhook-allow-private"]) { http in
             let inside = try await Self.put(http, "inside", ["type": "webhook", "pattern": "a/*", "webhook": ["url": "https://10.0.0.1/hook"]])
             #expect(inside.status == 201)
         }
     }
 
     @Test func badRequestsGetAClearErrorAndChangeNothing() async throws {
-        try await withHTTP { _, http in
+        try await withDoor { http in
             let refusals: [(String, String)] = [
                 ("{not json", "must be a JSON object"),
                 (Self.body(["type": "carrier-pigeon", "pattern": "a/*"]), "unknown type"),

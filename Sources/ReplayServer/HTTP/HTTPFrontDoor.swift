@@ -45,6 +45,23 @@ public struct HTTPFrontDoor: Service {
     }
 
     public func run() async throws {
+        try await withApplication { app in
+            // A graceful shutdown ends the parked live reads at once (a long-poll is answered
+            // as up to date, an SSE response ends), so that the requests in flight, which
+            // hummingbird waits for, are not held by them.
+            let parked = endpoint.parked
+            try await withGracefulShutdownHandler {
+                try await app.run()
+            } onGracefulShutdown: {
+                parked.shutDown()
+            }
+        }
+    }
+
+    /// The door's application, its subscriptions and read threads running while `body`
+    /// uses it (runs it, or, in the tests, drives its responder), and stopped after, however
+    /// `body` ends.
+    func withApplication<T>(_ body: (Application<FrontDoorResponder>) async throws -> T) async throws -> T {
         readThreads.start()
         let webhooks = WebhookSender()
         let subscriptions: Subscriptions
@@ -66,36 +83,28 @@ public struct HTTPFrontDoor: Service {
         // HTTP/1.1 and on each HTTP/2 stream, unless token rules are checked: a token's
         // verification is the front door's. Both charge client rates to one table.
         let limiter = ClientRateLimiter(logger: logger)
-        let (server, reloads) = try server(inline: InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter))
-        defer { reloads?.cancel() }
-        let responder = FrontDoorResponder(
-            router: router(subscriptions: subscriptions).buildResponder(), settings: settings, logger: logger, limiter: limiter,
-            metrics: requestMetrics)
-        let (logger, host, scheme, publicURL) = (logger, settings.host, settings.scheme, settings.publicURL)
-        let app = Application(
-            responder: responder,
-            server: server,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: settings.port), serverName: nil),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                // "https": TLS, with HTTP/2 and HTTP/1.1 by ALPN.
-                logger.info("\(scheme) listening on \(host):\(port)")
-                let shown = host.contains(":") ? "[\(host)]" : host
-                await subscriptions.resume(baseURL: publicURL ?? "\(scheme)://\(shown):\(port)")
-            },
-            logger: logger)
-        // A graceful shutdown ends the parked live reads at once (a long-poll is answered as
-        // up to date, an SSE response ends), so that the requests in flight, which
-        // hummingbird waits for, are not held by them.
-        let parked = endpoint.parked
-        let result: Result<Void, any Error>
+        let result: Result<T, any Error>
         do {
-            result = .success(
-                try await withGracefulShutdownHandler {
-                    try await app.run()
-                } onGracefulShutdown: {
-                    parked.shutDown()
-                })
+            let (server, reloads) = try server(
+                inline: InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter))
+            defer { reloads?.cancel() }
+            let responder = FrontDoorResponder(
+                router: router(subscriptions: subscriptions).buildResponder(), settings: settings, logger: logger, limiter: limiter,
+                metrics: requestMetrics)
+            let (logger, host, scheme, publicURL) = (logger, settings.host, settings.scheme, settings.publicURL)
+            let app = Application(
+                responder: responder,
+                server: server,
+                configuration: ApplicationConfiguration(address: .hostname(host, port: settings.port), serverName: nil),
+                onServerRunning: { channel in
+                    let port = channel.localAddress?.port ?? 0
+                    // "https": TLS, with HTTP/2 and HTTP/1.1 by ALPN.
+                    logger.info("\(scheme) listening on \(host):\(port)")
+                    let shown = host.contains(":") ? "[\(host)]" : host
+                    await subscriptions.resume(baseURL: publicURL ?? "\(scheme)://\(shown):\(port)")
+                },
+                logger: logger)
+            result = .success(try await body(app))
         } catch {
             result = .failure(error)
         }
@@ -105,7 +114,7 @@ public struct HTTPFrontDoor: Service {
         await webhooks.shutdown()
         await subscriptions.finishDeliveries()
         try? await readThreads.shutdownGracefully()
-        try result.get()
+        return try result.get()
     }
 
     /// The door's own routes: the page, `/metrics` and the stream list.
