@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import ReplaySync
 
 /// The `Date` header's value (RFC 9110 §5.6.7, `Sun, 06 Nov 1994 08:49:37 GMT`), formatted
 /// once a second. Hummingbird keeps one for the answers it writes, but not in its public
 /// API; the POSTs answered on their event loop (`InlineAppendHandler`) need the same.
 enum HTTPDate {
-    private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
+    private static let cache = Locked<(second: Int, text: String)>((-1, ""))
 
     static var now: String {
         let second = time(nil)

@@ -1,7 +1,7 @@
 import Logging
 import NIOCore
 import ReplayAuth
-import Synchronization
+import ReplaySync
 
 /// The HTTP door's rate limits, per client: per token (its subject) where tokens are in
 /// use, else per remote address. One table for the door, shared by every connection, as
@@ -11,7 +11,7 @@ import Synchronization
 /// The table forgets a client whose buckets have refilled, so it holds only those active
 /// within about one period; it is swept when it grows past `sweepAbove`.
 final class ClientRateLimiter: Sendable {
-    private let clients = Mutex<[String: ClientAllowance]>([:])
+    private let clients = Locked<[String: ClientAllowance]>([:])
     private let now: @Sendable () -> UInt64
     private let logger: Logger
     private let sweepAbove: Int

@@ -2,7 +2,7 @@ import Dispatch
 import HTTPTypes
 import Hummingbird
 import Metrics
-import Synchronization
+import ReplaySync
 
 /// The HTTP door's request figures, by route, method and status: the same names and
 /// labels as hummingbird's `MetricsMiddleware` (`hb_requests`,
@@ -38,8 +38,8 @@ final class RequestMetrics: Sendable {
         let errors: Counter?
     }
 
-    private let active = Mutex<[HTTPRequest.Method: Meter]>([:])
-    private let routes = Mutex<[Route: Figures]>([:])
+    private let active = Locked<[HTTPRequest.Method: Meter]>([:])
+    private let routes = Locked<[Route: Figures]>([:])
 
     func start(_ method: HTTPRequest.Method) -> Started {
         let meter = active.withLock { meters in
