@@ -10,13 +10,15 @@ public enum Prerequisite: String, Sendable {
     case chromium = "/usr/bin/chromium"
     case prlimit = "/usr/bin/prlimit"
     case socat = "/usr/bin/socat"
+    /// Checks the systemd units in deploy/ (no systemd needs to run).
+    case systemdAnalyze = "/usr/bin/systemd-analyze"
     /// The PyPI Durable Streams client (`import durable_streams`).
     case durableStreamsClient = "durable_streams"
     case yaml = "yaml"
 
     /// The README's two prerequisite lines.
     public static let aptInstall =
-        "apt-get install -y libsqlite3-dev libjq-dev sqlite3 postgresql chromium socat curl openssl python3-pip python3-yaml"
+        "apt-get install -y libsqlite3-dev libjq-dev sqlite3 postgresql chromium socat curl openssl python3-pip python3-yaml systemd"
     public static let pipInstall = "python3 -m pip install durable-streams"
 
     var isPythonModule: Bool { !rawValue.hasPrefix("/") }

@@ -30,11 +30,14 @@ public final class TestDaemon: Sendable {
     /// own `socket`).
     /// `descriptorLimit`: started under that open-files limit (soft and hard), as under
     /// `ulimit -n`.
+    /// `service`: what a service manager would give it (its environment, the listening
+    /// socket systemd passes, stderr as journald's stream).
     public static func start(
         in directory: String, arguments extra: [String] = [], database: String = "replay.sqlite", socket: String? = nil,
-        descriptorLimit: Int? = nil
+        descriptorLimit: Int? = nil, service: ServiceManagerSetup = .init()
     ) async throws -> TestDaemon {
-        let daemon = try await TestDaemon(directory: directory, extra: extra, database: database, socket: socket, descriptorLimit: descriptorLimit)
+        let daemon = try await TestDaemon(
+            directory: directory, extra: extra, database: database, socket: socket, descriptorLimit: descriptorLimit, service: service)
         try await daemon.waitUntilReady()
         return daemon
     }
@@ -54,7 +57,25 @@ public final class TestDaemon: Sendable {
     /// tests of the deadline do).
     public static let patientDoor = ["--http-header-timeout", "600"]
 
-    private init(directory: String, extra: [String], database: String, socket: String? = nil, descriptorLimit: Int? = nil) async throws {
+    /// What systemd would give the daemon, done here without systemd: environment
+    /// variables, a listening socket passed as descriptor 3 with `LISTEN_PID`/`LISTEN_FDS`
+    /// set as `sd_listen_fds(3)` reads them, and `JOURNAL_STREAM` naming its stderr.
+    public struct ServiceManagerSetup: Sendable {
+        public var environment: [String: String]
+        public var inheritedSocket: Int32?
+        public var stderrIsJournal: Bool
+
+        public init(environment: [String: String] = [:], inheritedSocket: Int32? = nil, stderrIsJournal: Bool = false) {
+            self.environment = environment
+            self.inheritedSocket = inheritedSocket
+            self.stderrIsJournal = stderrIsJournal
+        }
+    }
+
+    private init(
+        directory: String, extra: [String], database: String, socket: String? = nil, descriptorLimit: Int? = nil,
+        service: ServiceManagerSetup = .init()
+    ) async throws {
         self.directory = directory
         socketPath = socket ?? directory + "/replayd.sock"
         databasePath = database.hasPrefix("postgres") ? database : directory + "/" + database
@@ -64,6 +85,22 @@ public final class TestDaemon: Sendable {
         var executable = FilePath(try builtExecutable("replayd"))
         let extra = extra.contains("--http-header-timeout") ? extra : extra + Self.patientDoor
         var arguments = Arguments(["--socket", socketPath, "--db", databasePath] + extra)
+        var variables = service.environment
+        if service.stderrIsJournal {
+            var status = stat()
+            fstat(log.rawValue, &status)
+            variables["JOURNAL_STREAM"] = "\(status.st_dev):\(status.st_ino)"
+        }
+        if service.inheritedSocket != nil {
+            // As systemd does after its fork: the socket at descriptor 3, and LISTEN_PID the
+            // daemon's own pid (the shell's, which exec keeps). The socket comes in as the
+            // shell's stdin, the one descriptor swift-subprocess places.
+            let script = "export LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=replayd; exec 3<&0 0</dev/null; exec \"$0\" \"$@\""
+            arguments = Arguments(["-c", script, executable.string, "--socket", socketPath, "--db", databasePath] + extra)
+            executable = FilePath("/bin/sh")
+        }
+        let environment = Environment.inherit.updating(
+            Dictionary(uniqueKeysWithValues: variables.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, Optional(value)) } }))
         if let descriptorLimit {
             // prlimit sets the limit and execs replayd: the same process, the same pid.
             arguments = Arguments(
@@ -77,12 +114,19 @@ public final class TestDaemon: Sendable {
         ended = Task {
             let status: Int32
             do {
-                let result = try await Subprocess.run(
-                    .path(executable), arguments: arguments, input: .none, output: .discarded,
-                    error: .fileDescriptor(log, closeAfterSpawningProcess: true)
-                ) { execution in
-                    spawnedSink.yield(.success(execution.processIdentifier.value))
-                }
+                let result =
+                    if let socket = service.inheritedSocket {
+                        try await Subprocess.run(
+                            .path(executable), arguments: arguments, environment: environment,
+                            input: .fileDescriptor(FileDescriptor(rawValue: socket), closeAfterSpawningProcess: false), output: .discarded,
+                            error: .fileDescriptor(log, closeAfterSpawningProcess: true)
+                        ) { spawnedSink.yield(.success($0.processIdentifier.value)) }
+                    } else {
+                        try await Subprocess.run(
+                            .path(executable), arguments: arguments, environment: environment, input: .none, output: .discarded,
+                            error: .fileDescriptor(log, closeAfterSpawningProcess: true)
+                        ) { spawnedSink.yield(.success($0.processIdentifier.value)) }
+                    }
                 status =
                     switch result.terminationStatus {
                     case .exited(let code): code

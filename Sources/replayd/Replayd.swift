@@ -225,7 +225,14 @@ struct Replayd: AsyncParsableCommand {
 
     func run() async throws {
         let level = logLevel
+        // Under systemd, each line carries its priority for journald.
+        let journal = JournalLogHandler.stderrIsJournal()
         LoggingSystem.bootstrap { label in
+            guard !journal else {
+                var handler = JournalLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -240,6 +247,16 @@ struct Replayd: AsyncParsableCommand {
             throw ExitCode(1)
         }
         configuration.http?.metrics = Self.bootstrapMetrics()
+        // What systemd passed and asks: the listening socket (socket activation), and where
+        // to tell it the daemon's state. Taken here, not with the flags: they are this
+        // process's, and removed from its environment once read.
+        do {
+            configuration.inheritedSocket = try InheritedSocket.take()
+        } catch {
+            FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        configuration.serviceManager = ServiceManagerLink.take()
 
         do {
             let server = try await ReplayServer(configuration: configuration, logger: logger)

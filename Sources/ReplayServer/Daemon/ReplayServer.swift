@@ -17,7 +17,8 @@ import ServiceLifecycle
 /// new connections; each connection answers what it read and closes), then retention,
 /// then the derivations (a step not committed is computed again at the next start), then
 /// the sources (stopped, not ended), and the store last (it commits what is queued,
-/// checkpoints and closes).
+/// checkpoints and closes). Under a service manager (`NOTIFY_SOCKET`), its notifier is
+/// after them all, so stopped first: it says STOPPING=1 as the drain begins.
 public struct ReplayServer: Sendable {
     public let services: [any Service]
 
@@ -25,7 +26,12 @@ public struct ReplayServer: Sendable {
         var configuration = configuration
         // Before the database: a second daemon is refused on its socket, and must not even
         // try the first one's database lock.
-        try SocketFile.prepare(configuration.socketPath)
+        // A socket systemd passed is systemd's: nothing to check or remove.
+        if let inherited = configuration.inheritedSocket {
+            configuration.socketPath = inherited.path
+        } else {
+            try SocketFile.prepare(configuration.socketPath)
+        }
         let store = try StoreService(configuration: configuration)
         if let path = configuration.declarationsPath {
             do {
@@ -40,19 +46,24 @@ public struct ReplayServer: Sendable {
         let hubs = StreamHubs(store: store.store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
         let sources = SourceRegistry(store: store.store, logger: logger)
         let derivations = DerivationRegistry(store: store.store, budget: configuration.programBudget, logger: logger)
-        var services: [any Service] = [
-            store,
-            sources,
-            derivations,
-            RetentionService(store: store.store),
-            SocketListener(
-                configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, logger: logger),
-        ]
+        let ready = DaemonReadiness(doors: configuration.http == nil ? [.socket] : [.socket, .http])
+        let listener = SocketListener(
+            configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, ready: ready, logger: logger)
+        var services: [any Service] = [store, sources, derivations, RetentionService(store: store.store), listener]
         if let http = configuration.http {
             services.append(
                 HTTPFrontDoor(
                     settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations,
-                    logger: logger))
+                    ready: ready, logger: logger))
+        }
+        // Last, so that a graceful shutdown stops it first: systemd hears STOPPING=1 as the
+        // drain begins.
+        if let link = configuration.serviceManager {
+            let store = store.store
+            services.append(
+                ServiceManagerNotifier(
+                    link: link, store: store, ready: ready,
+                    status: { "\(store.streams.count) streams, \(listener.connectionCount) socket connections" }, logger: logger))
         }
         self.services = services
     }

@@ -7,6 +7,12 @@ import ReplayStore
 /// Everything `replayd` can be told. Defaults are what runs with no flags at all.
 public struct ServerConfiguration: Sendable {
     public var socketPath: String
+    /// The listening socket systemd passed (socket activation): served instead of binding
+    /// `socketPath`, and never removed, being systemd's.
+    public var inheritedSocket: InheritedSocket?
+    /// Where `sd_notify` messages go (`NOTIFY_SOCKET`), and the watchdog's interval
+    /// (`WATCHDOG_USEC`), when a service manager asks for them.
+    public var serviceManager: ServiceManagerLink?
     public var databasePath: String
     public var durability: Durability
     /// The capacity of streams created by their first PUB or SUB; `nil`: unlimited.

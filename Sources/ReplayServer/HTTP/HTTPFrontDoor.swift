@@ -25,12 +25,15 @@ public struct HTTPFrontDoor: Service {
     let sources: SourceRegistry
     let derivations: DerivationRegistry
     private let defaultCapacity: Int?
+    /// Told once the door listens.
+    private let ready: DaemonReadiness?
 
     init(
         settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry,
-        derivations: DerivationRegistry, logger: Logger
+        derivations: DerivationRegistry, ready: DaemonReadiness? = nil, logger: Logger
     ) {
         self.settings = settings
+        self.ready = ready
         self.sources = sources
         self.derivations = derivations
         defaultCapacity = configuration.defaultCapacity
@@ -91,7 +94,7 @@ public struct HTTPFrontDoor: Service {
             let responder = FrontDoorResponder(
                 router: router(subscriptions: subscriptions).buildResponder(), settings: settings, logger: logger, limiter: limiter,
                 metrics: requestMetrics)
-            let (logger, host, scheme, publicURL) = (logger, settings.host, settings.scheme, settings.publicURL)
+            let (logger, host, scheme, publicURL, ready) = (logger, settings.host, settings.scheme, settings.publicURL, ready)
             let app = Application(
                 responder: responder,
                 server: server,
@@ -102,6 +105,7 @@ public struct HTTPFrontDoor: Service {
                     logger.info("\(scheme) listening on \(host):\(port)")
                     let shown = host.contains(":") ? "[\(host)]" : host
                     await subscriptions.resume(baseURL: publicURL ?? "\(scheme)://\(shown):\(port)")
+                    ready?.listening(.http)
                 },
                 logger: logger)
             result = .success(try await body(app))

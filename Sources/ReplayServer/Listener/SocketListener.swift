@@ -33,12 +33,15 @@ final class SocketListener: Service, Sendable {
     private let connections = Locked<[UInt64: Connection]>([:])
     private let nextConnectionID = Atomic<UInt64>(0)
     private let readThreads = NIOThreadPool(numberOfThreads: 2)
+    /// Told once the socket listens.
+    private let ready: DaemonReadiness?
 
     init(
         configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry, derivations: DerivationRegistry,
-        logger: Logger
+        ready: DaemonReadiness? = nil, logger: Logger
     ) {
         self.configuration = configuration
+        self.ready = ready
         self.logger = logger
         self.context = ServerContext(
             store: store, hubs: hubs, sources: sources, derivations: derivations, reads: ReadPool(pool: readThreads),
@@ -83,7 +86,9 @@ final class SocketListener: Service, Sendable {
                     "socket": "\(configuration.socketPath)", "database": "\(context.store.location)",
                     "durability": "\(configuration.durability.rawValue)", "streams": "\(context.store.streams.count)",
                     "max_connections": "\(configuration.maxConnections)", "fd_limit": "\(fileLimit)",
+                    "inherited": "\(configuration.inheritedSocket.map { "from systemd (\($0.name))" } ?? "no")",
                 ])
+            ready?.listening(.socket)
         }
 
         await withGracefulShutdownHandler {
@@ -94,9 +99,13 @@ final class SocketListener: Service, Sendable {
 
         stateDump.stop()
         try? await readThreads.shutdownGracefully()
-        SocketFile.remove(configuration.socketPath, inode: inode)
+        // The file of a socket systemd passed is systemd's to remove.
+        if configuration.inheritedSocket == nil { SocketFile.remove(configuration.socketPath, inode: inode) }
         state.withLock { $0 = .finished }
     }
+
+    /// Connections served now.
+    var connectionCount: Int { connections.withLock { $0.count } }
 
     /// Stop accepting; every connection answers what it read, then closes.
     private func shutDown() {
@@ -166,12 +175,7 @@ final class SocketListener: Service, Sendable {
 
     private func bind(_ quiesce: ServerQuiescingHelper) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let (configuration, store) = (self.configuration, context.store)
-        // Create the socket with exactly the configured mode (0600 unless widened): never
-        // briefly open to others, and already final when the first client connects (a
-        // chmod after bind left a moment where the socket accepted with the narrower mode).
-        let previous = umask(~configuration.socketMode & 0o777)
-        defer { umask(previous) }
-        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -181,18 +185,28 @@ final class SocketListener: Service, Sendable {
             // A client may send its commands and close its side (`socat` does at end of
             // input): it still gets every answer before the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let router = CommandRouter(store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits)
-                    try channel.pipeline.syncOperations.addHandlers([
-                        ByteToMessageHandler(CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)),
-                        router,
-                    ])
-                    let async = try NIOAsyncChannel<RoutedCommand, ByteBuffer>(
-                        wrappingChannelSynchronously: channel,
-                        configuration: .init(backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256)))
-                    return AcceptedConnection(channel: async, replies: ReplyChannel(router))
-                }
+        let accept: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let router = CommandRouter(store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits)
+                try channel.pipeline.syncOperations.addHandlers([
+                    ByteToMessageHandler(CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)),
+                    router,
+                ])
+                let async = try NIOAsyncChannel<RoutedCommand, ByteBuffer>(
+                    wrappingChannelSynchronously: channel,
+                    configuration: .init(backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256)))
+                return AcceptedConnection(channel: async, replies: ReplyChannel(router))
             }
+        }
+        // systemd's socket, as it made it (its mode is the unit's SocketMode=).
+        if let inherited = configuration.inheritedSocket {
+            return try await bootstrap.bind(inherited.descriptor, childChannelInitializer: accept)
+        }
+        // Create the socket with exactly the configured mode (0600 unless widened): never
+        // briefly open to others, and already final when the first client connects (a
+        // chmod after bind left a moment where the socket accepted with the narrower mode).
+        let previous = umask(~configuration.socketMode & 0o777)
+        defer { umask(previous) }
+        return try await bootstrap.bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false, childChannelInitializer: accept)
     }
 }
