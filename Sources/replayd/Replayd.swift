@@ -240,7 +240,7 @@ struct Replayd: AsyncParsableCommand {
         let logger = Logger(label: "replayd")
         var configuration: ServerConfiguration
         do {
-            configuration = try await serverConfiguration()
+            configuration = try serverConfiguration(tokenKeys: try await tokenKeys())
         } catch {
             // A key or certificate file that cannot be read stops the start, saying why.
             FileHandle.standardError.write(Data("replayd: \(error)\n".utf8))
@@ -277,10 +277,14 @@ struct Replayd: AsyncParsableCommand {
         logger.info("replayd stopped")
     }
 
-    /// The daemon's configuration, from its flags: nothing global is touched (the logging
-    /// and metrics systems are `run`'s), so the tests start the HTTP door in their own
-    /// process from the same flags (`withDoor`).
-    func serverConfiguration() async throws -> ServerConfiguration {
+    /// The daemon's configuration, from its flags and the token keys they name: nothing
+    /// global is touched (the logging and metrics systems are `run`'s), so the tests start
+    /// the HTTP door in their own process from the same flags (`withDoor`).
+    ///
+    /// Not `async` itself: the release compiler (Swift 6.3.1) crashed splitting this as a
+    /// coroutine ("emitSetAndGetSwiftErrorValueAround"), so the one wait, reading the
+    /// key file, is `tokenKeys()`'s.
+    func serverConfiguration(tokenKeys: TokenKeys?) throws -> ServerConfiguration {
         var configuration = ServerConfiguration(socketPath: socket, databasePath: db, durability: sync)
         configuration.defaultCapacity = defaultCapacity.limit
         configuration.autoCreate = !noAutoCreate
@@ -306,12 +310,18 @@ struct Replayd: AsyncParsableCommand {
             settings.maxConnections = httpMaxConnections
             settings.headerTimeout = .milliseconds(Int((httpHeaderTimeout * 1000).rounded()))
             settings.clientLimits = ClientLimits(requests: rateLimitRequests, bytes: rateLimitBytes, streams: tokenMaxStreams)
-            if let authKeys { settings.tokenKeys = try await TokenKeys.load(authKeys) }
+            settings.tokenKeys = tokenKeys
             if let tlsCert, let tlsKey { settings.tls = try TLSCertificates(.init(certificate: tlsCert, key: tlsKey, clientCA: tlsClientCA)) }
             settings.webhookAllowPrivate = webhookAllowPrivate
             configuration.http = settings
         }
         return configuration
+    }
+
+    /// The token keys `--auth-keys` names, if it names a file.
+    func tokenKeys() async throws -> TokenKeys? {
+        guard let authKeys else { return nil }
+        return try await TokenKeys.load(authKeys)
     }
 }
 

@@ -26,7 +26,8 @@ func withDoor<T: Sendable>(arguments: [String] = [], _ body: @escaping @Sendable
         // The request-head deadline as the test daemons have it (`TestDaemon.patientDoor`): the
         // client's one keep-alive connection waits on a test starved by the rest of the suite.
         let patient = arguments.contains("--http-header-timeout") ? [] : TestDaemon.patientDoor
-        let configuration = try await Replayd.parse(flags + patient + arguments).serverConfiguration()
+        let command = try Replayd.parse(flags + patient + arguments)
+        let configuration = try command.serverConfiguration(tokenKeys: try await command.tokenKeys())
         let logger = Logger(label: "replayd") { _ in SwiftLogNoOpLogHandler() }
         let server = try await ReplayServer(configuration: configuration, logger: logger)
         guard let door = server.services.lazy.compactMap({ $0 as? HTTPFrontDoor }).first else { throw TestFailure("no HTTP door") }
