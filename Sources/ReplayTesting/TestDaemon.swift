@@ -99,8 +99,7 @@ public final class TestDaemon: Sendable {
             arguments = Arguments(["-c", script, executable.string, "--socket", socketPath, "--db", databasePath] + extra)
             executable = FilePath("/bin/sh")
         }
-        let environment = Environment.inherit.updating(
-            Dictionary(uniqueKeysWithValues: variables.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, Optional(value)) } }))
+        let environment = Environment.inherit.updating(environmentKeys(variables).mapValues { Optional($0) })
         if let descriptorLimit {
             // prlimit sets the limit and execs replayd: the same process, the same pid.
             arguments = Arguments(
@@ -114,19 +113,13 @@ public final class TestDaemon: Sendable {
         ended = Task {
             let status: Int32
             do {
-                let result =
-                    if let socket = service.inheritedSocket {
-                        try await Subprocess.run(
-                            .path(executable), arguments: arguments, environment: environment,
-                            input: .fileDescriptor(FileDescriptor(rawValue: socket), closeAfterSpawningProcess: false), output: .discarded,
-                            error: .fileDescriptor(log, closeAfterSpawningProcess: true)
-                        ) { spawnedSink.yield(.success($0.processIdentifier.value)) }
-                    } else {
-                        try await Subprocess.run(
-                            .path(executable), arguments: arguments, environment: environment, input: .none, output: .discarded,
-                            error: .fileDescriptor(log, closeAfterSpawningProcess: true)
-                        ) { spawnedSink.yield(.success($0.processIdentifier.value)) }
-                    }
+                // Its stdin: the socket a service manager passes (see above), else nothing.
+                let input = try service.inheritedSocket.map { FileDescriptor(rawValue: $0) } ?? FileDescriptor.open("/dev/null", .readOnly)
+                let result = try await Subprocess.run(
+                    .path(executable), arguments: arguments, environment: environment,
+                    input: .fileDescriptor(input, closeAfterSpawningProcess: service.inheritedSocket == nil), output: .discarded,
+                    error: .fileDescriptor(log, closeAfterSpawningProcess: true)
+                ) { spawnedSink.yield(.success($0.processIdentifier.value)) }
                 status =
                     switch result.terminationStatus {
                     case .exited(let code): code
@@ -284,10 +277,7 @@ public func withDaemon<T: Sendable>(
 public func runProgram(
     _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let variables: Environment =
-        environment.map {
-            .custom(.init(uniqueKeysWithValues: $0.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, value) } }))
-        } ?? .inherit
+    let variables: Environment = environment.map { .custom(environmentKeys($0)) } ?? .inherit
     let result = try await Subprocess.run(
         .path(FilePath(executable)), arguments: Arguments(arguments), environment: variables,
         input: .string(stdin ?? ""), output: .string(limit: 256 << 20), error: .string(limit: 256 << 20))
@@ -297,6 +287,11 @@ public func runProgram(
         case .signaled(let signal): 128 + signal
         }
     return (status, result.standardOutput, result.standardError)
+}
+
+/// Environment variables as swift-subprocess names them.
+func environmentKeys(_ variables: [String: String]) -> [Environment.Key: String] {
+    Dictionary(uniqueKeysWithValues: variables.compactMap { key, value in Environment.Key(rawValue: key).map { ($0, value) } })
 }
 
 /// Runs `body` with a tmpfs of `size` (as mount's `size=`, e.g. "4m") mounted on
@@ -336,6 +331,11 @@ public func processIsAlive(_ pid: Int32) -> Bool {
 /// Connects a socket descriptor to a Unix-domain socket path (for tests that need a raw,
 /// unread connection, or a readiness probe).
 public func connectUnixSocket(_ fd: Int32, _ path: String) -> Bool {
+    withUnixSocketAddress(path) { connect(fd, $0, $1) } == 0
+}
+
+/// Calls `body` with `path` as a Unix socket's address, for `connect` or `bind`.
+public func withUnixSocketAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -343,9 +343,7 @@ public func connectUnixSocket(_ fd: Int32, _ path: String) -> Bool {
         for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
     }
     return withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
-        }
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
 }
 

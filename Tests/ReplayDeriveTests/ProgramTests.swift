@@ -49,7 +49,11 @@ struct ProgramTests {
 /// A program that loops or grows without bound on one event is cut off by its budget and
 /// counts as a runtime error; the interpreter goes on with the next event. What is asserted
 /// is the outcome (the error, and the next event's result), never how long it took.
-@Suite("jq budgets")
+///
+/// One test at a time: a program's memory is the process's heap growth while it runs
+/// (`JQWatchdog`), so the programs that grow without bound, run beside the program that
+/// must stay within its budget, once pushed it past 256 MB.
+@Suite("jq budgets", .serialized)
 struct BudgetTests {
     @Test(arguments: ["def f: f; f", "last(range(1e18))", "until(false; .)", "[limit(1; repeat(.) | select(false))]"])
     func aProgramThatLoopsIsCutOffByTheTimeLimit(program: String) throws {

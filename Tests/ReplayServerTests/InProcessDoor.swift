@@ -58,10 +58,6 @@ struct DoorClient: Sendable {
         self.client = client
     }
 
-    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: String? = nil) async throws -> HTTPTestClient.Response {
-        try await request(method, path, headers: headers, bytes: body.map { Data($0.utf8) })
-    }
-
     func request(_ method: String, _ path: String, headers: [(String, String)] = [], bytes: Data?) async throws -> HTTPTestClient.Response {
         var fields = HTTPFields()
         for (name, value) in headers {

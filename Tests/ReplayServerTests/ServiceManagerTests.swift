@@ -33,7 +33,9 @@ struct ServiceManagerTests {
             defer { reading.cancel() }
             let daemon = try await TestDaemon.start(
                 in: directory, arguments: ["--http", "127.0.0.1:0"],
-                service: .init(environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": "200000"]))
+                // A beat a second: the socket's queue (10 messages) holds ten seconds of them, for a
+                // reader starved by the rest of the suite (a full queue loses STOPPING=1).
+                service: .init(environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": "2000000"]))
             try await eventually("READY=1 and a watchdog beat") { heard.value.contains { $0.contains("WATCHDOG=1") } }
             let messages = heard.value
             let ready = try #require(messages.firstIndex { $0.hasPrefix("READY=1\n") }, "\(messages)")
@@ -158,21 +160,10 @@ struct ServiceManagerTests {
 func listeningUnixSocket(_ path: String) throws -> Int32 {
     let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw TestFailure("socket: \(errno)") }
-    var address = unixAddress(path)
-    let bound = withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    guard withUnixSocketAddress(path, { bind(descriptor, $0, $1) }) == 0, listen(descriptor, 128) == 0 else {
+        throw TestFailure("bind/listen \(path): \(errno)")
     }
-    guard bound == 0, listen(descriptor, 128) == 0 else { throw TestFailure("bind/listen \(path): \(errno)") }
     return descriptor
-}
-
-func unixAddress(_ path: String) -> sockaddr_un {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
-    }
-    return address
 }
 
 /// The service manager's end of `NOTIFY_SOCKET`: a datagram socket, read without waiting.
@@ -183,11 +174,7 @@ struct NotifyReceiver {
     init(path: String) throws {
         self.path = path
         descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        var address = unixAddress(path)
-        let bound = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard descriptor >= 0, bound == 0 else { throw TestFailure("cannot bind \(path): \(errno)") }
+        guard descriptor >= 0, withUnixSocketAddress(path, { bind(descriptor, $0, $1) }) == 0 else { throw TestFailure("cannot bind \(path): \(errno)") }
     }
 
     /// The messages that arrived since the last call.

@@ -54,49 +54,29 @@ struct ServiceManagerNotifier: Service {
     }
 
     /// Whether the writer answers a barrier (an error is an answer too) within `limit`.
+    /// It waits for the answer however long it takes: a stuck writer stops the beats.
     private func writerAnswers(within limit: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in store.barrier { _ in continuation.resume() } }
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        let asked = ContinuousClock.now
+        await withCheckedContinuation { continuation in store.barrier { _ in continuation.resume() } }
+        return ContinuousClock.now - asked <= limit
     }
 }
 
 /// A datagram socket to the service manager's `NOTIFY_SOCKET`.
 struct NotifySocket: Sendable {
     private let descriptor: Int32
-    private let address: sockaddr_un
-    private let length: socklen_t
+    private let address: UnixSocketAddress
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
     init(_ path: String) throws {
-        var bytes = Array(path.utf8)
-        // An abstract socket's name starts with a NUL, which the environment writes as '@'.
-        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard bytes.count < capacity else { throw Failure(description: "the path is longer than a Unix socket's") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
+        guard let address = UnixSocketAddress(path) else { throw Failure(description: "the path is longer than a Unix socket's") }
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw Failure(description: String(cString: strerror(errno))) }
         self.descriptor = descriptor
         self.address = address
-        length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (bytes.first == 0 ? 0 : 1))
     }
 
     /// Sends one message, without waiting: a manager that does not read its socket (its
@@ -104,12 +84,9 @@ struct NotifySocket: Sendable {
     /// that is gone is not the daemon's failure. (A blocking send held the shutdown of a
     /// daemon whose manager had stopped reading, for good.)
     func send(_ message: String) {
-        var address = self.address
         let bytes = Array(message.utf8)
-        _ = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), target, length) }
-            }
+        _ = address.withSockaddr { target, length in
+            bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), target, length) }
         }
     }
 

@@ -56,16 +56,18 @@ struct StreamRequest {
 
     /// The request whose path after `StreamEndpoint.prefix` is `raw`.
     init(method: HTTPRequest.Method, raw: some StringProtocol, fields: HTTPFields) throws(HTTPProblem) {
-        name = try StreamPath.name(raw)
-        headers = RequestHeaders(fields: fields)
-        operation = Self.operation(method, headers)
+        self.init(method: method, name: try StreamPath.name(raw), fields: fields)
     }
 
     /// The request a route's catch-all names.
     init(_ request: Request, context: some RequestContext) throws(HTTPProblem) {
-        name = try StreamPath.name(in: context)
-        headers = RequestHeaders(fields: request.headers)
-        operation = Self.operation(request.method, headers)
+        self.init(method: request.method, name: try StreamPath.name(in: context), fields: request.headers)
+    }
+
+    private init(method: HTTPRequest.Method, name: String, fields: HTTPFields) {
+        self.name = name
+        headers = RequestHeaders(fields: fields)
+        operation = Self.operation(method, headers)
     }
 
     /// The request at `path`, if it is one of a stream (`nil` for a subscription's route,

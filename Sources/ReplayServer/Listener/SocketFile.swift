@@ -28,21 +28,11 @@ enum SocketFile {
 
     /// Whether a process accepts connections on `path`.
     static func isAlive(_ path: String) -> Bool {
+        guard let address = UnixSocketAddress(path) else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
-        }
-        let result = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return result == 0
+        return address.withSockaddr { connect(fd, $0, $1) } == 0
     }
 
     /// Removes the socket file if it is still ours (the inode we bound).
