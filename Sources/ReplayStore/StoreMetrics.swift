@@ -22,4 +22,22 @@ enum StoreMetrics {
     /// only their bounds changed) or by reading their rows again (`from="row"`).
     static let refreshesFromNotices = Counter(label: "replay_postgres_refreshes_total", dimensions: [("from", "notice")])
     static let refreshesFromRows = Counter(label: "replay_postgres_refreshes_total", dimensions: [("from", "row")])
+    /// 1 while this daemon's LISTEN session to PostgreSQL is open, 0 while it reconnects:
+    /// the one connection that is always open, so its loss says the database is
+    /// unreachable even when nothing is being written.
+    static let postgresConnected = Gauge(label: "replay_postgres_connected")
+
+    /// The writer's counters and histograms, made now at zero (the PostgreSQL ones appear
+    /// when a PostgreSQL store first uses them).
+    static func register() {
+        _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished)
+    }
+}
+
+extension EventStore {
+    /// Makes the store's metrics now, at zero, so that /metrics shows them before the
+    /// first commit (call after bootstrapping a metrics backend).
+    public static func registerMetrics() {
+        StoreMetrics.register()
+    }
 }

@@ -254,12 +254,13 @@ public final class TestDaemon: Sendable {
     }
 }
 
-/// Runs `body` with a daemon started in a fresh temp folder, stopped afterwards.
+/// Runs `body` with a daemon started in a fresh temp folder (its store `database`: a file
+/// there, or a PostgreSQL URL), stopped afterwards.
 public func withDaemon<T: Sendable>(
-    arguments: [String] = [], _ body: (TestDaemon) async throws -> T
+    arguments: [String] = [], database: String = "replay.sqlite", _ body: (TestDaemon) async throws -> T
 ) async throws -> T {
     try await withTemporaryDirectory { directory in
-        let daemon = try await TestDaemon.start(in: directory, arguments: arguments)
+        let daemon = try await TestDaemon.start(in: directory, arguments: arguments, database: database)
         do {
             let result = try await body(daemon)
             await daemon.stop()

@@ -352,6 +352,7 @@ extension Replayd {
         ]
         factory.valueHistogramBuckets["replay_commit_batch_requests"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
         MetricsSystem.bootstrap(factory)
+        ReplayServer.registerMetrics()
         return registry
     }
 }

@@ -44,7 +44,7 @@ public struct HTTPFrontDoor: Service {
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
             maxPayload: configuration.maxPayload, leases: StreamLeases(sources: sources, derivations: derivations),
             programBudget: configuration.programBudget, logger: logger)
-        metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store, derivations: derivations) }
+        metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store, derivations: derivations, sources: sources) }
     }
 
     public func run() async throws {

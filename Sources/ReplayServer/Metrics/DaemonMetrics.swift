@@ -1,4 +1,5 @@
 import Metrics
+import ReplayStore
 
 /// The daemon's metrics, through swift-metrics (no-ops until the process bootstraps a
 /// backend; `replayd` bootstraps Prometheus, which `GET /metrics` emits). Gauges of things
@@ -31,8 +32,27 @@ enum DaemonMetrics {
     /// TLS connections closed for not finishing their handshake within the header timeout.
     static let tlsHandshakeTimeouts = Counter(label: "replay_http_tls_handshake_timeouts_total")
 
+    /// Makes every counter and meter now, so that /metrics shows each from the start at
+    /// zero: `increase()` and `rate()` in an alert see the first event, which they miss
+    /// when a series appears with it.
+    static func register() {
+        _ = (eventsDelivered, bytesDelivered, connections, subscriptions, longPolls, sseReaders, httpConnections)
+        _ = (httpConnectionsShed, httpHeaderTimeouts, inlineAppends, socketDenied, deniedRequests, rateLimited)
+        _ = (socketRateLimited, streamQuotaRefusals, tlsHandshakeTimeouts)
+        SubscriptionMetrics.register()
+    }
+
     static func delivered(events: Int, bytes: Int) {
         eventsDelivered.increment(by: events)
         bytesDelivered.increment(by: bytes)
+    }
+}
+
+extension ReplayServer {
+    /// Makes the daemon's and its store's counters now, at zero (call after bootstrapping a
+    /// metrics backend): see `DaemonMetrics.register()`.
+    public static func registerMetrics() {
+        DaemonMetrics.register()
+        EventStore.registerMetrics()
     }
 }

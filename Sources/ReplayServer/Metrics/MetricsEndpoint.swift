@@ -9,21 +9,27 @@ import ReplaySync
 /// `GET /metrics`: the Prometheus text of the process's registry, after the per-stream
 /// gauges (last sequence, retained events, durable consumers' lag, consumer groups' pending,
 /// delivered, redelivered and dead-lettered events, oldest pending age, lag; derivations' lag,
-/// computed and failed events, rate, state size and status) are brought up to date
-/// from the hubs and the catalog: read at scrape time, in memory, for every stream there is.
+/// computed and failed events, rate, state size and status; sources' runs and status) are
+/// brought up to date from the hubs and the catalog, and the process's descriptors from
+/// /proc: read at scrape time, in memory, for every stream there is.
 struct MetricsEndpoint: Sendable {
     let registry: PrometheusCollectorRegistry
     let hubs: StreamHubs
     let store: EventStore
     let derivations: DerivationRegistry?
+    let sources: SourceRegistry?
     /// The per-stream gauges last exported, by labels, so that a deleted stream's go too.
     private let exported = Locked<[String: Gauge]>([:])
 
-    init(registry: PrometheusCollectorRegistry, hubs: StreamHubs, store: EventStore, derivations: DerivationRegistry? = nil) {
+    init(
+        registry: PrometheusCollectorRegistry, hubs: StreamHubs, store: EventStore, derivations: DerivationRegistry? = nil,
+        sources: SourceRegistry? = nil
+    ) {
         self.registry = registry
         self.hubs = hubs
         self.store = store
         self.derivations = derivations
+        self.sources = sources
     }
 
     func respond() -> Response {
@@ -96,6 +102,28 @@ struct MetricsEndpoint: Sendable {
         .init(namespace: "replay", metricName: "derivation_\(name)", unitName: unit, helpText: help)
     }
 
+    /// A source's runs: a gauge that only rises while the daemon runs, so that
+    /// `increase(...)` over a window counts its restarts.
+    static var sourceStarts: MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "source", unitName: "starts", helpText: "Runs of the stream's source started since the daemon started.")
+    }
+
+    static var sourceStatus: MetricNameDescriptor {
+        .init(namespace: "replay", metricName: "source_status", unitName: "", helpText: "Whether the stream's source is in this state (1) or not (0).")
+    }
+
+    static let sourceStates = ["not connected", "running", "restarting", "stopped", "completed", "failed"]
+
+    // The names every Prometheus client library gives these, so that existing dashboards
+    // and alerts for processes read them as they are.
+    static var openDescriptors: MetricNameDescriptor {
+        .init(metricName: "process_open_fds", unitName: "", helpText: "Number of open file descriptors.")
+    }
+
+    static var maxDescriptors: MetricNameDescriptor {
+        .init(metricName: "process_max_fds", unitName: "", helpText: "Maximum number of open file descriptors.")
+    }
+
     private func refreshStreamGauges() {
         var values: [String: (descriptor: MetricNameDescriptor, labels: [(String, String)], value: Double)] = [:]
         func set(_ descriptor: MetricNameDescriptor, _ labels: [(String, String)], _ value: Double) {
@@ -110,6 +138,12 @@ struct MetricsEndpoint: Sendable {
             set(Self.retainedEvents, [("stream", info.name)], Double(info.eventCount))
             set(Self.retainedBytes, [("stream", info.name)], Double(info.byteCount))
             set(Self.subscribers, [("stream", info.name)], Double(hub.subscriberCount))
+            if let source = sources?.describe(info.name) {
+                set(Self.sourceStarts, [("stream", info.name)], Double(source.starts))
+                for state in Self.sourceStates {
+                    set(Self.sourceStatus, [("stream", info.name), ("status", state)], source.state == state ? 1 : 0)
+                }
+            }
             for consumer in views.consumers(of: info) {
                 set(Self.consumerLag, [("stream", info.name), ("consumer", consumer.name)], Double(consumer.lag))
             }
@@ -128,6 +162,11 @@ struct MetricsEndpoint: Sendable {
                     Self.derivation("status", "", "Whether the derivation is in this status (1) or not (0)."),
                     [("stream", derivation.stream), ("status", status.rawValue)], derivation.status == status ? 1 : 0)
             }
+        }
+        if let open = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            // Less the one this listing opened.
+            set(Self.openDescriptors, [], Double(open.count - 1))
+            set(Self.maxDescriptors, [], Double(FileLimits.current))
         }
         exported.withLock { exported in
             for (key, gauge) in exported where values[key] == nil {

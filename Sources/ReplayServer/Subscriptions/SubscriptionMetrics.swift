@@ -12,4 +12,9 @@ enum SubscriptionMetrics {
     /// From sending a delivery to its answer, failures included.
     static let webhookDuration = Metrics.Timer(label: "replay_ds_webhook_duration_seconds")
     static let subscriptions = Meter(label: "replay_ds_subscriptions")
+
+    /// Each made now, at zero (`DaemonMetrics.register()`).
+    static func register() {
+        _ = (wakes, claims, fenced, leaseExpiries, webhookAttempts, webhookFailures, webhookDuration, subscriptions)
+    }
 }

@@ -276,6 +276,7 @@ final class PostgresLog: LogDatabase {
                     let connection = try await PostgresConnection.connect(configuration: location.configuration, id: 0, logger: logger)
                     do {
                         try await connection.listen(on: Self.channel) { notifications in
+                            StoreMetrics.postgresConnected.record(1)
                             // Commits made while this session was away were not told: read every stream again.
                             let stored = try await Self.streamNames(connection, logger)
                             writer.submit(.refresh(streams: Set(catalog.all.map(\.info.name)).union(stored).sorted()))
@@ -293,10 +294,12 @@ final class PostgresLog: LogDatabase {
                             }
                         }
                     } catch  where !Task.isCancelled {
+                        StoreMetrics.postgresConnected.record(0)
                         logger.warning("LISTEN session lost: \(String(reflecting: error))")
                     } catch {}
                     try? await connection.close()
                 } catch  where !Task.isCancelled {
+                    StoreMetrics.postgresConnected.record(0)
                     logger.warning("LISTEN session cannot connect: \(String(reflecting: error))")
                 } catch {}
                 try? await Task.sleep(for: backoff)
