@@ -26,9 +26,13 @@ struct List: DaemonCommand {
 
     @Flag(help: "Print JSON (full names).") var json = false
     @Flag(name: .customLong("no-trunc"), help: "Do not shorten long stream names.") var noTruncate = false
+    @Flag(help: "Print only the names, one per line (shell completions use it).") var names = false
 
     func run(with client: ReplayClient) async throws {
         let streams = try await client.list()
+        if names {
+            return printOut(Data(streams.map { $0.name + "\n" }.joined().utf8))
+        }
         let nameWidth = noTruncate ? Int.max : StreamTable.nameColumnWidth
         printOut(json ? try StreamTable.json(streams) : Data(StreamTable.rows(streams, nameWidth: nameWidth).utf8))
     }

@@ -5,7 +5,11 @@ import ReplayModel
 /// rule before connecting, so that a bad name is a usage error (exit 64) that says what is
 /// wrong, not a protocol error about a control line the name broke.
 struct StreamArgument: ParsableArguments {
-    @Argument(help: "The stream.") var stream: String
+    @Argument(help: "The stream.", completion: Self.names) var stream: String
+
+    /// Completes a stream's name from the daemon's list (the daemon on `$REPLAY_SOCKET` or
+    /// the default socket; none when it does not answer).
+    static let names = CompletionKind.shellCommand("replayctl list --names 2>/dev/null")
 
     func validate() throws {
         try Self.check(stream)
@@ -23,7 +27,9 @@ struct StreamArgument: ParsableArguments {
 /// protocol's SUB does (`orders/*`, `orders/**`): a name by the name rule, a pattern by the
 /// pattern rule, each refused with its reason before connecting.
 struct StreamOrPatternArgument: ParsableArguments {
-    @Argument(help: "The stream, or a pattern over stream names ('orders/*': one segment; 'orders/**': any).") var stream: String
+    @Argument(
+        help: "The stream, or a pattern over stream names ('orders/*': one segment; 'orders/**': any).", completion: StreamArgument.names)
+    var stream: String
 
     /// The pattern, if the argument is one.
     var pattern: StreamPattern? {

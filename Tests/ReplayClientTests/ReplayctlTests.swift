@@ -39,6 +39,29 @@ struct ReplayctlTests {
         }
     }
 
+    /// The bash, zsh and fish completions argument-parser generates, and in bash, a
+    /// stream argument completed with the names the running daemon lists.
+    @Test func completionsCompleteStreamNamesFromTheDaemon() async throws {
+        let ctl = try replayctl
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try await runProgram(ctl, ["--generate-completion-script", shell])
+            #expect(script.status == 0 && script.stdout.contains("replayctl list --names"), "\(shell)")
+        }
+        try await withDaemon { daemon in
+            _ = try await runProgram(ctl, ["send", "orders", "a", "--socket", daemon.socketPath])
+            _ = try await runProgram(ctl, ["send", "outbox", "b", "--socket", daemon.socketPath])
+            let names = try await runProgram(ctl, ["list", "--names", "--socket", daemon.socketPath])
+            #expect(names.stdout == "orders\noutbox\n")
+            // What bash does on `replayctl info o<TAB>`, with replayctl on the PATH.
+            let folder = URL(fileURLWithPath: ctl).deletingLastPathComponent().path
+            let complete =
+                #"source <(replayctl --generate-completion-script bash); COMP_WORDS=(replayctl info o); COMP_CWORD=2; _replayctl; printf '%s\n' "${COMPREPLY[@]}" | sort"#
+            let environment = ["PATH": folder + ":/usr/bin:/bin", "REPLAY_SOCKET": daemon.socketPath]
+            let completed = try await runProgram("/bin/bash", ["-c", complete], environment: environment)
+            #expect(completed.stdout == "orders\noutbox\n", "\(completed.stderr)")
+        }
+    }
+
     @Test func badArgumentsExit64() async throws {
         let result = try await runProgram(try replayctl, ["subscribe", "s", "--from", "1", "--new"])
         #expect(result.status == 64)
