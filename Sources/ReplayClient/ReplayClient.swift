@@ -351,6 +351,13 @@ public final class ReplayClient: Sendable {
         try await decode(try await send([.derivations])[0])
     }
 
+    /// Has the daemon copy its whole store, consistently and while it keeps serving, to a
+    /// new file at `path` (absolute, on the daemon's host); answers what the copy holds.
+    /// Only the daemon's own user or root may ask; a SQLite store only.
+    public func backup(to path: String) async throws -> BackupDescription {
+        try await decode(try await send([.backup(path: path)])[0])
+    }
+
     public func deleteGroup(_ group: String, of stream: String) async throws {
         try await expectOK(.deleteGroup(stream: stream, group: group))
     }

@@ -79,6 +79,7 @@ extension ClientCommand {
         case .reset(let stream, let keepHistory): ["RESET", stream, keepHistory ? "keep" : "drop"]
         case .derive(let stream, let definition, let options): ["DERIVE", stream] + options.words + ["\(definition.utf8.count)"]
         case .derivations: ["DERIVATIONS"]
+        case .backup(let path): ["BACKUP", path]
         case .ping: ["PING"]
         }
     }

@@ -188,6 +188,9 @@ public enum ClientCommand: Sendable, Equatable {
     indirect case derive(stream: String, definition: String, options: DeriveOptions)
     /// Every derivation with its inputs, lag, rate and status.
     case derivations
+    /// A consistent copy of the daemon's SQLite file written to `path` (absolute, on the
+    /// daemon's host, to no file yet) while it keeps serving.
+    case backup(path: String)
     case ping
 
     /// The verb, as written on the wire.
@@ -216,6 +219,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .reset: "RESET"
         case .derive: "DERIVE"
         case .derivations: "DERIVATIONS"
+        case .backup: "BACKUP"
         case .ping: "PING"
         }
     }

@@ -75,6 +75,7 @@ enum CommandParser {
         "DELETE": fixed("DELETE <stream>") { .delete(stream: $0[0]) },
         "INFO": fixed("INFO <stream>") { .info(stream: $0[0]) },
         "LIST": fixed("LIST") { _ in .list },
+        "BACKUP": fixed("BACKUP <path>") { .backup(path: $0[0]) },
         "PING": { _ in .command(.ping) },
     ]
 

@@ -26,6 +26,7 @@ extension StoreError {
         case .invalidStreamName: Meaning(code: .invalidName, status: .badRequest)
         case .invalidConfig: Meaning(code: .invalidConfig, status: .badRequest)
         case .invalidFork: Meaning(code: .invalidConfig, status: .badRequest)
+        case .backupRefused: Meaning(code: .invalidConfig, status: .badRequest)
         case .forkOfDeletedStream: Meaning(code: .unknownStream, status: .conflict)
         // The Durable Streams protocol's closed stream: 409 with `Stream-Closed: true` (the
         // HTTP door adds the stream's tail, which only it knows).

@@ -36,6 +36,8 @@ public final class EventStore: Sendable {
     public let location: String
     public let options: Options
     let log: any LogDatabase
+    /// Whether a backup is running (`backup(to:)`).
+    private let backingUp = Locked(false)
     /// The same database when it is a SQLite file, for diagnostics (`query`).
     private let sqlite: SQLiteLog?
     private let catalog: Catalog
@@ -254,6 +256,21 @@ public final class EventStore: Sendable {
 
     public func commit(_ step: DerivationStep) async throws(StoreError) -> Derivation {
         try await bridge { self.commit(step, completion: $0) }
+    }
+
+    /// Copies the whole store, consistently, to a new file at `path` (an absolute path to
+    /// no file yet) while the writer goes on; answers each stream of the copy with its last
+    /// sequence number. One at a time. Blocking, for as long as the copy takes: call it
+    /// from a thread of its own.
+    public func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
+        guard
+            backingUp.withLock({ running in
+                defer { running = true }
+                return !running
+            })
+        else { throw .backupRefused("a backup is already running; one at a time") }
+        defer { backingUp.withLock { $0 = false } }
+        return try log.backup(to: path)
     }
 
     /// Every derivation as last committed. Blocking.

@@ -32,6 +32,11 @@ protocol LogDatabase: Sendable {
     /// Every derivation as last committed, by derived stream.
     func derivations() throws(StoreError) -> [Derivation]
 
+    /// Copies the whole database, consistently, to a new file at `path`, beside the writer;
+    /// answers each stream of the copy with its last sequence number. Blocking, for as
+    /// long as the copy takes.
+    func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)]
+
     /// Claims the right to run `stream`'s source: whether this daemon now holds it. Blocking.
     func claimSource(_ stream: String) -> Bool
     /// Gives a claimed source up (it stopped here).

@@ -26,6 +26,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case limitReached(String)
     /// A creator's cap on the streams it may have (a scoped token's): nothing was made.
     case quotaExceeded(String)
+    /// A backup that cannot be taken as asked (its path, the store's kind, one running).
+    case backupRefused(String)
     /// An expected last sequence number did not hold: nothing was stored.
     case wrongLastSequence(stream: String, last: UInt64, expected: UInt64)
     /// A producer's epoch is lower than the one the stream knows: an older instance, fenced.
@@ -86,6 +88,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "storage full: the database's disk has no room left; nothing was stored; free space and retry"
         case .quotaExceeded(let reason):
             reason
+        case .backupRefused(let reason):
+            "no backup: \(reason)"
         case .limitReached(let reason):
             "limit reached: \(reason)"
         case .wrongLastSequence(let stream, let last, let expected):

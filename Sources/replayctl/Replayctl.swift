@@ -22,7 +22,7 @@ struct Replayctl: AsyncParsableCommand {
         subcommands: [
             Send.self, Subscribe.self, Create.self, Derive.self, Derivations.self, Info.self, List.self, Delete.self,
             Complete.self, Fail.self, Reset.self, Consumers.self, Groups.self, Pending.self, Subscriptions.self, Ack.self, Nack.self, Work.self,
-            Ping.self, Token.self, Top.self,
+            Ping.self, Token.self, Top.self, Backup.self,
         ])
 
     @OptionGroup var connection: ConnectionOptions

@@ -10,6 +10,7 @@ struct ReplayctlTests {
 
     @Test(arguments: [
         "send", "subscribe", "create", "info", "list", "delete", "complete", "fail", "reset", "groups", "pending", "ack", "nack", "work", "ping", "top",
+        "backup",
     ])
     func everySubcommandHasHelp(subcommand: String) async throws {
         let result = try await runProgram(try replayctl, [subcommand, "--help"])

@@ -56,7 +56,7 @@ struct RoundTripTests {
             .reset(stream: "s", keepHistory: false),
             .derive(
                 stream: "big", definition: #"{"from":["orders"],"jq":"select(.amount > 100)"}"#, options: DeriveOptions(capacity: .count(9), rebuild: true)),
-            .derivations,
+            .derivations, .backup(path: "/var/backups/replay.sqlite"),
         ]
         var buffer = ByteBuffer()
         for command in commands { command.write(into: &buffer) }

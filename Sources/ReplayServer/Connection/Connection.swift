@@ -55,7 +55,7 @@ final class Connection: Sendable {
     /// The connection's one lock: its subscriptions, their ids and tasks, and who its peer
     /// is. Never held while calling out (the store, a reply, a task's cancellation).
     let state: Locked<ConnectionState>
-    private let logger: Logger
+    let logger: Logger
     let id: UInt64
 
     init(context: ServerContext, accepted: AcceptedConnection, id: UInt64) {
@@ -209,11 +209,18 @@ final class Connection: Sendable {
             replies.fill(slot, with: .ok)
         case .subscribePattern(let pattern, let sid, let start):
             subscribe(pattern, sid: sid, start: start, slot: slot, output: output)
+        case .backup(let path):
+            backUp(to: path, slot: slot)
         default:
             var admin = context.admin
             admin.principal = state.withLock { $0.principal }
             admin.submit(command) { replies.fill(slot, with: $0) }
         }
+    }
+
+    /// Who is at the other end (`SO_PEERCRED`), if the socket says.
+    func peer() async -> PeerCredentials? {
+        try? await PeerCredentials.of(channel.channel)
     }
 
     /// The id a SUB of one stream names (windowed or not).

@@ -50,6 +50,9 @@ struct SocketRules: Sendable {
             needed = [(.admin, stream)]
         case .subscriptions:
             return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream", principal)
+        case .backup:
+            // A copy holds every stream, and the daemon's signing key.
+            return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream (a backup copies them all)", principal)
         case .derive(let stream, let definition, _):
             // Defining a derived stream writes it, and reads its inputs for anyone who may
             // read it: both are checked.

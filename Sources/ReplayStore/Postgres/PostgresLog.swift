@@ -370,6 +370,13 @@ final class PostgresLog: LogDatabase {
         return ObjectIdentifier(current) == claimedOn
     }
 
+    /// PostgreSQL's own tools copy its databases, consistently and online, and better than
+    /// the daemon could: a copy of one database's tables would miss its roles and settings.
+    func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
+        throw .backupRefused(
+            "a PostgreSQL store is backed up with PostgreSQL's tools: pg_dump, or a base backup with WAL archiving (docs/POSTGRES.md, \"Backups\")")
+    }
+
     func claimSource(_ stream: String) -> Bool {
         do {
             let connection = try sourceSession.connected()

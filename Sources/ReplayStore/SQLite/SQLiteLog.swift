@@ -167,6 +167,10 @@ final class SQLiteLog: LogDatabase {
     }
 
     /// One daemon per file (`ProcessLock`): its sources are its own.
+    func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
+        try OnlineBackup.copy(pool, to: path)
+    }
+
     func claimSource(_ stream: String) -> Bool { true }
     func releaseSource(_ stream: String) {}
     func holdsSource(_ stream: String) -> Bool { true }
