@@ -22,7 +22,8 @@ enum OnlineBackup {
         let partial = path + ".partial"
         do {
             try checkDestination(path, partial: partial)
-            defer { try? FileManager.default.removeItem(atPath: partial) }
+            // Whatever happens, no partial copy (nor its journal) is left behind.
+            defer { for file in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: partial + file) } }
             let destination = try DatabaseQueue(path: partial)
             // The copy's pages are flushed as they are written, a step at a time: left to
             // its final commit, the flush of the whole file (650 MB in a second) queued
