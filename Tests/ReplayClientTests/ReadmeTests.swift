@@ -55,7 +55,7 @@ struct ReadmeTests {
                 "\"seq\":100000",  // --last 3 --json
                 "job 1: resize a.png\njob 2: resize b.png\njob 3: resize c.png\n",  // replayctl work
                 "resizers  0        0        0            0     -       0",  // replayctl groups: nothing pending, no lag
-                "120\n300\n{\"ada\":420,\"bob\":40}\n",  // the derived streams: a filter and a scan
+                "120\n300\n{\"ada\":120}\n{\"ada\":120,\"bob\":40}\n{\"ada\":420,\"bob\":40}\n",  // the derived streams: a filter and a scan
                 "\"ada\"\n\"bob\"\n\"ada\"\n",  // a read-time filter
                 "big-sales|2|300|sales|3",  // sqlite3: an output and the input event it came from
             ] {
