@@ -31,10 +31,9 @@ extension Connection {
                 logger.warning("backup failed", metadata: ["path": "\(path)", "error": "\(error)"])
                 replies.fill(slot, with: .error(ReplayError(error)))
             case .success(let streams):
-                let elapsed = ContinuousClock.now - started
                 let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                 let description = BackupDescription(
-                    path: path, bytes: bytes, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                    path: path, bytes: bytes, seconds: (ContinuousClock.now - started) / .seconds(1),
                     streams: streams.map { BackupDescription.Stream(stream: $0.stream, last: $0.lastSequence) })
                 logger.info("backup written", metadata: ["path": "\(path)", "bytes": "\(bytes)", "streams": "\(streams.count)"])
                 let json = (try? JSONEncoder().encode(description)) ?? Data()

@@ -166,11 +166,11 @@ final class SQLiteLog: LogDatabase {
         waiting.start(writer: writer)
     }
 
-    /// One daemon per file (`ProcessLock`): its sources are its own.
     func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
         try OnlineBackup.copy(pool, to: path)
     }
 
+    /// One daemon per file (`ProcessLock`): its sources are its own.
     func claimSource(_ stream: String) -> Bool { true }
     func releaseSource(_ stream: String) {}
     func holdsSource(_ stream: String) -> Bool { true }
