@@ -84,6 +84,12 @@ struct Replayd: AsyncParsableCommand {
     var longPollTimeout: Double = 15
 
     @Option(
+        name: .customLong("webhook-timeout"),
+        help: "Seconds a webhook receiver has to answer a delivery before it counts as failed and is retried."
+    )
+    var webhookTimeout: Double = 10
+
+    @Option(
         name: .customLong("sse-duration"),
         help:
             "Seconds after which the server ends an SSE response and the client reconnects (about 60 behind a CDN that collapses readers); 0: when the client leaves."
@@ -192,6 +198,9 @@ struct Replayd: AsyncParsableCommand {
         }
         guard longPollTimeout >= 0.01, longPollTimeout <= 3600 else {
             throw ValidationError("--long-poll-timeout takes seconds from 0.01 to 3600")
+        }
+        guard webhookTimeout >= 0.1, webhookTimeout <= 3600 else {
+            throw ValidationError("--webhook-timeout takes seconds from 0.1 to 3600")
         }
         guard sseDuration == 0 || (sseDuration >= 1 && sseDuration <= 86_400) else {
             throw ValidationError("--sse-duration takes 0 (until the client leaves) or seconds from 1 to 86400")
@@ -303,6 +312,7 @@ struct Replayd: AsyncParsableCommand {
             settings.token = httpToken ?? ProcessInfo.processInfo.environment["REPLAY_HTTP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             settings.tokenForReads = httpTokenReads
             settings.longPollTimeout = .milliseconds(Int((longPollTimeout * 1000).rounded()))
+            settings.webhookTimeout = .milliseconds(Int64((webhookTimeout * 1000).rounded()))
             settings.sseDuration = sseDuration == 0 ? nil : .milliseconds(Int((sseDuration * 1000).rounded()))
             settings.allowedOrigins = httpCORSOrigin
             settings.createdCapacity = httpCapacity.limit

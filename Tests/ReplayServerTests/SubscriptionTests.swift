@@ -52,8 +52,8 @@ struct SubscriptionTests {
 
     /// replayd with its HTTP door in `directory` (again, for a restart), a client of the door,
     /// and the door's address (the callback URLs of that daemon's deliveries carry it).
-    static func startWithHTTP(in directory: String) async throws -> (TestDaemon, HTTPTestClient, address: String) {
-        let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+    static func startWithHTTP(in directory: String, arguments: [String] = []) async throws -> (TestDaemon, HTTPTestClient, address: String) {
+        let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"] + arguments)
         let address = try await daemon.httpAddress()
         return (daemon, try HTTPTestClient(address: address), address)
     }
@@ -326,7 +326,10 @@ struct SubscriptionTests {
         let receiver = try await WebhookReceiver(answers: [.init(status: 500), .withheld])
         defer { Task { await receiver.close() } }
         try await withTemporaryDirectory { directory in
-            var (daemon, http, _) = try await Self.startWithHTTP(in: directory)
+            // A timeout no stall of the machine reaches: the withheld delivery must still be in
+            // flight when the stop comes (with the default 10 s, a run that took 14 s from the
+            // second delivery to the stop counted it as a failure).
+            var (daemon, http, _) = try await Self.startWithHTTP(in: directory, arguments: ["--webhook-timeout", "600"])
             try await Self.webhookOnTasks(http, "cut", receiver)
             _ = try await receiver.waitFor(2)
             let stopped = Int(Date().timeIntervalSince1970 * 1000)

@@ -66,7 +66,7 @@ public struct HTTPFrontDoor: Service {
     /// `body` ends.
     func withApplication<T>(_ body: (Application<FrontDoorResponder>) async throws -> T) async throws -> T {
         readThreads.start()
-        let webhooks = WebhookSender()
+        let webhooks = WebhookSender(timeout: settings.webhookTimeout)
         let subscriptions: Subscriptions
         do {
             let keys = try await SigningKeys.load(from: endpoint.store)

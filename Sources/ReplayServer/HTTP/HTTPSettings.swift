@@ -1,3 +1,4 @@
+import NIOCore
 import Prometheus
 import ReplayAuth
 
@@ -12,6 +13,8 @@ public struct HTTPSettings: Sendable {
     public var tokenForReads = false
     /// How long a long-poll waits for new events before `204 No Content`.
     public var longPollTimeout: Duration = .seconds(15)
+    /// How long a webhook receiver has to answer a delivery (`--webhook-timeout`).
+    public var webhookTimeout: TimeAmount = .seconds(10)
     /// How long one SSE response lasts before the server ends it and the client reconnects
     /// from its last offset; `nil`: until the client leaves. The protocol (§5.8) suggests
     /// about a minute where a CDN collapses readers onto shared requests; without one, the
