@@ -1,6 +1,7 @@
 import DequeModule
 import Foundation
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 
 /// One request written to the daemon: the bytes of one or more commands, one reply promise
@@ -38,8 +39,11 @@ final class ClientHandler: ChannelDuplexHandler {
             break
         case .ok, .published, .publishedAll, .error, .pong, .info, .list:
             pending.popFirst()?.succeed(frame)
-        case .event(let stream, let sid, let sequence, let time, let payload):
-            subscriptions[sid]?.push(.event(ReplayEvent(stream: stream, sequence: sequence, time: time, payload: Data(payload.readableBytesView))))
+        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent):
+            let event = ReplayEvent(
+                stream: stream, sequence: sequence, time: time, payload: Data(payload.readableBytesView),
+                traceParent: traceParent.flatMap { TraceParent($0) })
+            subscriptions[sid]?.push(.event(event))
         case .gap(let stream, let sid, let from, let through):
             subscriptions[sid]?.push(.gap(stream: stream, from...through))
         case .completed(let stream, let sid, _):

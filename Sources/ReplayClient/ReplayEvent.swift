@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// One event received from a stream.
 public struct ReplayEvent: Sendable, Equatable {
@@ -7,12 +8,15 @@ public struct ReplayEvent: Sendable, Equatable {
     /// Commit time, ISO-8601 UTC with milliseconds, as stored.
     public let time: String
     public let payload: Data
+    /// The trace context its publisher gave, if any: a consumer continues that trace.
+    public let traceParent: TraceParent?
 
-    public init(stream: String, sequence: UInt64, time: String, payload: Data) {
+    public init(stream: String, sequence: UInt64, time: String, payload: Data, traceParent: TraceParent? = nil) {
         self.stream = stream
         self.sequence = sequence
         self.time = time
         self.payload = payload
+        self.traceParent = traceParent
     }
 
     /// The payload as UTF-8 text, if it is valid UTF-8.

@@ -3,6 +3,10 @@
 /// earlier requests of the same batch left it; they need no lock of their own: the writer
 /// owns every stream's last sequence number. One type for the wire, the clients and the
 /// store, so a check means the same thing at every layer.
+///
+/// It also carries the one thing a publish may add to its event besides the payload, its
+/// trace context (`trace=`): not a check, but it travels the same path, and a PUB with no
+/// options at all stays on the plain path (`ClientCommand.publish`) either way.
 public struct AppendConditions: Sendable, Equatable {
     /// Commit only if the stream's last sequence number is this (0: the stream is empty or
     /// new); otherwise the publish fails (`wrong_last_seq`), and nothing is stored.
@@ -10,12 +14,15 @@ public struct AppendConditions: Sendable, Equatable {
     /// An idempotent producer's stamp: a retry of a committed stamp is answered with the
     /// sequence number it got, and not stored again.
     public var producer: ProducerStamp?
+    /// The publisher's trace context, stored with the event.
+    public var traceParent: TraceParent?
 
     public static let none = AppendConditions()
 
-    public init(expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil) {
+    public init(expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil, traceParent: TraceParent? = nil) {
         self.expectedLastSequence = expectedLastSequence
         self.producer = producer
+        self.traceParent = traceParent
     }
 }
 

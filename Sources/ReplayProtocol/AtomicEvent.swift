@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 
 /// One event of an atomic send.
 public struct AtomicEvent: Sendable, Equatable {
@@ -6,10 +7,13 @@ public struct AtomicEvent: Sendable, Equatable {
     public var payload: ByteBuffer
     /// The stream's expected last sequence number before this event.
     public var expect: UInt64?
+    /// The publisher's trace context (`trace=`), stored with the event.
+    public var traceParent: TraceParent?
 
-    public init(stream: String, payload: ByteBuffer, expect: UInt64? = nil) {
+    public init(stream: String, payload: ByteBuffer, expect: UInt64? = nil, traceParent: TraceParent? = nil) {
         self.stream = stream
         self.payload = payload
         self.expect = expect
+        self.traceParent = traceParent
     }
 }

@@ -28,6 +28,10 @@ extension ClientCommand {
                 buffer.writeStaticString(" pseq=")
                 buffer.writeDecimal(producer.sequence)
             }
+            if let trace = checks.traceParent {
+                buffer.writeStaticString(" trace=")
+                buffer.writeString(trace.text)
+            }
             buffer.writeSpace()
             buffer.writeDecimal(UInt(payload.readableBytes))
             buffer.writeStaticString("\r\n")
@@ -35,8 +39,10 @@ extension ClientCommand {
         case .atomic(let events):
             Wire.writeLine(controlLine, into: &buffer)
             for event in events {
-                ClientCommand.publishChecked(stream: event.stream, payload: event.payload, checks: AppendConditions(expectedLastSequence: event.expect))
-                    .write(into: &buffer)
+                ClientCommand.publishChecked(
+                    stream: event.stream, payload: event.payload, checks: AppendConditions(expectedLastSequence: event.expect, traceParent: event.traceParent)
+                )
+                .write(into: &buffer)
             }
         default:
             Wire.writeLine(controlLine, into: &buffer)
@@ -135,6 +141,7 @@ extension AppendConditions {
         var words: [String] = []
         if let expect = expectedLastSequence { words.append("expect=\(expect)") }
         if let producer { words += ["producer=\(producer.id)", "epoch=\(producer.epoch)", "pseq=\(producer.sequence)"] }
+        if let traceParent { words.append("trace=\(traceParent.text)") }
         return words
     }
 }

@@ -54,7 +54,7 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
             case .command(.publish(let stream, let payload)):
                 send.add(AtomicEvent(stream: stream, payload: payload))
             case .command(.publishChecked(let stream, let payload, let checks)) where checks.producer == nil:
-                send.add(AtomicEvent(stream: stream, payload: payload, expect: checks.expectedLastSequence))
+                send.add(AtomicEvent(stream: stream, payload: payload, expect: checks.expectedLastSequence, traceParent: checks.traceParent))
             case .command(let command):
                 send.refuse(CommandParser.bad("an ATOMIC send holds only PUB commands (without producer fields), not \(command.verb)"))
             case .invalid(let error):
@@ -101,6 +101,9 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
                                     "payload of \(size) bytes is over the limit of \(maxPayload) bytes; it was discarded"))
                         }
                         state = .payload(awaiting, size: size)
+                    case .refusedPayload(let error, let size):
+                        state = .skipping(remaining: size)
+                        return .invalid(error)
                     }
                 } catch {
                     return .invalid(error)
@@ -131,7 +134,7 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         }
     }
 
-    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] <bytes>`
+    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [trace=<traceparent>] <bytes>`
     /// line, read without splitting it into strings (it comes once per event); anything
     /// else, including a malformed PUB, goes through `CommandParser` and its error messages.
     private static func publishLine(_ line: ByteBuffer) -> CommandParser.Parsed? {
@@ -157,6 +160,8 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
                 epoch = n
             } else if LineWords.matches(key, "pseq"), pseq == nil, let n = LineWords.integer(value, as: UInt64.self) {
                 pseq = n
+            } else if LineWords.matches(key, "trace"), checks.traceParent == nil, let trace = TraceParent(LineWords.string(value)) {
+                checks.traceParent = trace
             } else {
                 return nil
             }

@@ -36,6 +36,9 @@ enum CommandParser {
     enum Parsed: Equatable {
         case command(ClientCommand)
         case needsPayload(AwaitingPayload, size: Int)
+        /// A command refused whose payload (`size` bytes) follows all the same: it is
+        /// skipped, never read as commands.
+        case refusedPayload(ReplayError, size: Int)
         /// `ATOMIC <n>`: the next n commands are the send's PUBs.
         case beginAtomic(count: Int)
     }
@@ -91,10 +94,16 @@ enum CommandParser {
     }
 
     private static func publish(_ args: [String]) throws(ReplayError) -> Parsed {
-        guard args.count >= 2 else { throw bad("usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] <bytes>") }
+        guard args.count >= 2 else { throw bad("usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [trace=<traceparent>] <bytes>") }
         let size = try size(args[args.count - 1])
         guard args.count > 2 else { return .needsPayload(.publish(stream: args[0]), size: size) }
-        return .needsPayload(.publishChecked(stream: args[0], checks: try publishChecks(args[1..<(args.count - 1)])), size: size)
+        do throws(ReplayError) {
+            return .needsPayload(.publishChecked(stream: args[0], checks: try publishChecks(args[1..<(args.count - 1)])), size: size)
+        } catch {
+            // The byte count was readable: the payload comes, and must not be taken for
+            // commands (a payload may well read as one).
+            return .refusedPayload(error, size: size)
+        }
     }
 
     private static func atomic(_ args: [String]) throws(ReplayError) -> Parsed {
@@ -173,7 +182,8 @@ enum CommandParser {
         }
     }
 
-    /// `expect=<seq>` and `producer=<id> epoch=<n> pseq=<n>` (the three together), any order.
+    /// `expect=<seq>`, `producer=<id> epoch=<n> pseq=<n>` (the three together) and
+    /// `trace=<traceparent>`, in any order.
     private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> AppendConditions {
         var checks = AppendConditions()
         var producer: String?
@@ -187,7 +197,10 @@ enum CommandParser {
             case "producer": producer = try name(parts[1], "a producer id")
             case "epoch": epoch = try number(parts[1], "epoch")
             case "pseq": pseq = try number(parts[1], "pseq")
-            default: throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch= and pseq=")
+            case "trace":
+                guard let trace = TraceParent(parts[1]) else { throw bad("trace= takes \(TraceParent.format), got '\(parts[1].prefix(64))'") }
+                checks.traceParent = trace
+            default: throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq= and trace=")
             }
         }
         switch (producer, epoch, pseq) {

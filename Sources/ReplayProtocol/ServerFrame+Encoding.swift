@@ -34,9 +34,16 @@ extension ServerFrame {
         case .list(let json):
             Wire.writeLine(["+LIST", "\(json.readableBytes)"], into: &buffer)
             Wire.writePayload(json, into: &buffer)
-        case .event(let stream, let sid, let sequence, let time, let payload):
+        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent):
             payload.withUnsafeReadableBytes { bytes in
-                Self.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, into: &buffer)
+                guard var trace = traceParent else {
+                    return Self.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, into: &buffer)
+                }
+                trace.withUTF8 { trace in
+                    Self.writeEvent(
+                        stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, trace: UnsafeRawBufferPointer(trace),
+                        into: &buffer)
+                }
             }
         case .completed(let stream, let sid, let last):
             Wire.writeLine(["COMPLETED", stream, sid, "\(last)"], into: &buffer)
@@ -59,13 +66,14 @@ extension ServerFrame {
 
     /// Writes an `EVENT` frame from its parts, without building a `ServerFrame` (the
     /// server writes catch-up pages straight from the store's row buffers), in one write.
+    /// `trace`: the event's trace context, if it has one.
     public static func writeEvent(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>,
-        payload: UnsafeRawBufferPointer, into buffer: inout ByteBuffer
+        payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer? = nil, into buffer: inout ByteBuffer
     ) {
-        let bound = eventLineBound(stream: stream, sid: sid, time: time) + payload.count + 2
+        let bound = eventLineBound(stream: stream, sid: sid, time: time, trace: trace) + payload.count + 2
         buffer.writeFrame(maximumBytes: bound) { frame in
-            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, into: &frame)
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, trace: trace, into: &frame)
             frame.put(payload)
             frame.put("\r\n" as StaticString)
         }
@@ -75,21 +83,22 @@ extension ServerFrame {
     /// buffers of their own, so that every subscriber's frame can share one payload buffer.
     public static func writeEventLine(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int,
-        into buffer: inout ByteBuffer
+        trace: UnsafeRawBufferPointer? = nil, into buffer: inout ByteBuffer
     ) {
-        buffer.writeFrame(maximumBytes: eventLineBound(stream: stream, sid: sid, time: time)) { frame in
-            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, into: &frame)
+        buffer.writeFrame(maximumBytes: eventLineBound(stream: stream, sid: sid, time: time, trace: trace)) { frame in
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, trace: trace, into: &frame)
         }
     }
 
     /// The longest an `EVENT` line of these parts can be: `EVENT `, four spaces, two numbers
-    /// of at most 20 digits and the line end.
-    private static func eventLineBound(stream: String, sid: String, time: some Collection<UInt8>) -> Int {
-        stream.utf8.count + sid.utf8.count + time.count + 52
+    /// of at most 20 digits and the line end; ` trace=` and the trace context after.
+    private static func eventLineBound(stream: String, sid: String, time: some Collection<UInt8>, trace: UnsafeRawBufferPointer?) -> Int {
+        stream.utf8.count + sid.utf8.count + time.count + 52 + (trace.map { $0.count + 7 } ?? 0)
     }
 
     private static func putEventLine(
-        stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int, into frame: inout FrameBytes
+        stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int, trace: UnsafeRawBufferPointer?,
+        into frame: inout FrameBytes
     ) {
         frame.put("EVENT " as StaticString)
         frame.put(stream)
@@ -101,6 +110,10 @@ extension ServerFrame {
         frame.put(time)
         frame.put(UInt8(ascii: " "))
         frame.putDecimal(UInt(size))
+        if let trace {
+            frame.put(" trace=" as StaticString)
+            frame.put(trace)
+        }
         frame.put("\r\n" as StaticString)
     }
 

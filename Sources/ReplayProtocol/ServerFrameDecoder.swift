@@ -9,7 +9,7 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
     private enum Awaiting: Sendable {
         case info
         case list
-        case event(stream: String, sid: String, sequence: UInt64, time: String)
+        case event(stream: String, sid: String, sequence: UInt64, time: String, traceParent: String?)
         case failed(stream: String, sid: String, lastSequence: UInt64)
     }
 
@@ -31,8 +31,8 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
                 switch kind {
                 case .info: return .info(json: payload)
                 case .list: return .list(json: payload)
-                case .event(let stream, let sid, let sequence, let time):
-                    return .event(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload)
+                case .event(let stream, let sid, let sequence, let time, let traceParent):
+                    return .event(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, traceParent: traceParent)
                 case .failed(let stream, let sid, let last):
                     return .failed(stream: stream, sid: sid, lastSequence: last, message: String(decoding: payload.readableBytesView, as: UTF8.self))
                 }
@@ -89,11 +89,18 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
         guard let verb = words.next() else { return .other }
         if LineWords.matches(verb, "EVENT") {
             guard let stream = words.next(), let sid = words.next(), let sequence = words.next(),
-                let time = words.next(), let size = words.next(), words.atEnd()
+                let time = words.next(), let size = words.next()
             else { return .other }
+            // After the size, `key=value` words: `trace=`, and any a later server adds,
+            // which this client skips.
+            var traceParent: String?
+            while let word = words.next() {
+                guard let (key, value) = LineWords.keyValue(word) else { return .other }
+                if LineWords.matches(key, "trace") { traceParent = LineWords.string(value) }
+            }
             let event = Awaiting.event(
                 stream: lastStream.string(stream), sid: lastSid.string(sid),
-                sequence: try number(sequence), time: lastTime.string(time))
+                sequence: try number(sequence), time: lastTime.string(time), traceParent: traceParent)
             awaiting = (event, Int(try number(size, as: UInt32.self)))
             return .awaitingPayload
         }

@@ -283,20 +283,20 @@ public final class EventStore: Sendable {
     /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.
     public func read(_ stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512) throws(StoreError) -> [StoredEvent] {
         var events: [StoredEvent] = []
-        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload in
-            events.append(StoredEvent(sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload)))
+        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload, trace in
+            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace))
         }
         return events
     }
 
     /// Visits up to `limit` retained events with `from <= sequence <= through`, oldest
     /// first, stopping after the event that reaches `byteBudget` payload bytes. Each event's
-    /// time (ISO-8601 text) and payload are handed over in SQLite's own buffers, valid only
+    /// time (ISO-8601 text), payload and trace context are handed over in SQLite's own buffers, valid only
     /// during the call: catch-up writes them into socket buffers without copying each event
     /// into a `StoredEvent` first.
     public func forEachEvent(
         in stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512, byteBudget: Int = .max,
-        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws(StoreError) {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
         guard from <= through, limit > 0 else { return }

@@ -20,7 +20,7 @@ protocol LogDatabase: Sendable {
     /// event that reaches `byteBudget` payload bytes; the buffers are valid only during the call.
     func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int,
-        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws(StoreError)
 
     /// The first sequence number of the stream's retained events stored at or after `millis`.
@@ -53,3 +53,10 @@ protocol LogDatabase: Sendable {
     /// After the writer has drained: release the database. Called once (`EventStore.close`).
     func close()
 }
+
+/// What a read hands each event: its sequence number, its time (ISO-8601 text), its
+/// payload and its publisher's trace context (`nil`: untraced), in the store's own
+/// buffers, valid only during the call.
+public typealias EventVisitor = (
+    _ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer, _ traceParent: UnsafeRawBufferPointer?
+) -> Void

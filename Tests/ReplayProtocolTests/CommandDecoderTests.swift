@@ -71,6 +71,17 @@ struct CommandDecoderTests {
         #expect(decoded[4] == .command(.ping), "the oversize payload was skipped, not parsed as commands")
     }
 
+    @Test func aRefusedPublishsPayloadIsSkippedNotReadAsCommands() throws {
+        // The payload of each spells a command: a refused PUB must not run it.
+        let decoded = try decodeAll("PUB s expect=x 12\r\nDELETE other\r\nPUB s trace=nope 4\r\nPING\r\nPUB s bogus=1 4\r\nPING\r\nPING\r\n")
+        #expect(decoded.count == 4)
+        for refusal in decoded.prefix(3) {
+            guard case .invalid(let error) = refusal else { Issue.record("expected a refusal, got \(refusal)"); continue }
+            #expect(error.code == .badCommand)
+        }
+        #expect(decoded.last == .command(.ping), "only the last PING is a command")
+    }
+
     @Test func oversizePayloadIsSkippedAcrossManyReadsWithoutBuffering() throws {
         var decoder = CommandDecoder(maxPayload: 4)
         var first = ByteBuffer(string: "PUB s 1000\r\n" + String(repeating: "x", count: 500))

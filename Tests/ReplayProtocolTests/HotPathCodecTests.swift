@@ -120,6 +120,8 @@ struct HotPathCodecTests {
         "PUB s expect=3 1", "PUB s producer=p epoch=2 pseq=7 1", "PUB s pseq=7 expect=0 epoch=2 producer=p 1",
         "PUB s expect=3 expect=4 1", "PUB s producer=p epoch=2 1", "PUB s expect=x 1", "PUB s bogus=1 1",
         "PUB s expect 1", "PUB s expect=3 -1", "PUB s producer= epoch=0 pseq=0 1",
+        "PUB s trace=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 1", "PUB s trace=00-xyz 1",
+        "PUB s expect=2 trace=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 1",
     ])
     func publishLinesWithOptionsDecodeAsTheGeneralParserSays(line: String) throws {
         var decoder = CommandDecoder()
@@ -129,6 +131,7 @@ struct HotPathCodecTests {
         do {
             switch try CommandParser.parse(Wire.words(ByteBuffer(string: line))) {
             case .needsPayload(let awaiting, _): general = .command(awaiting.complete(with: ByteBuffer(string: "x")))
+            case .refusedPayload(let error, _): general = .invalid(error)
             default: throw TestFailureText("\(line) must need a payload")
             }
         } catch let error as ReplayError {

@@ -47,7 +47,7 @@ struct LogCursorTests {
                 page.events += 1
                 "t".utf8.withContiguousStorageIfAvailable { time in
                     event.payload.withUnsafeBytes {
-                        framing.append(sequence: event.sequence, time: UnsafeRawBufferPointer(time), payload: $0, to: &page.body)
+                        framing.append(sequence: event.sequence, time: UnsafeRawBufferPointer(time), payload: $0, trace: nil, to: &page.body)
                     }
                 }
             }
@@ -58,7 +58,9 @@ struct LogCursorTests {
     /// Frames an event as its sequence number.
     struct Sequences: LogFraming {
         func emptyPage() -> [UInt64] { [] }
-        func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout [UInt64]) {
+        func append(
+            sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout [UInt64]
+        ) {
             page.append(sequence)
         }
     }

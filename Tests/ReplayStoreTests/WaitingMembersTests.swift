@@ -137,7 +137,7 @@ struct WaitingMembersTests {
         try await withJobs(kind) { store in
             _ = try await store.appendAll(["one", "two", "three", "four"], to: "jobs")
             let taken = Locked<[(UInt64, String)]>([])
-            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload in
+            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload, _ in
                 taken.withLock { $0.append((sequence, String(decoding: payload, as: UTF8.self))) }
             }
             let handout = try await withCheckedContinuation { continuation in

@@ -22,6 +22,6 @@ extension EventStore {
 
 extension AtomicEvent {
     var append: AtomicAppend {
-        AtomicAppend(stream: stream, payload: Data(payload.readableBytesView), expectedLastSequence: expect)
+        AtomicAppend(stream: stream, payload: Data(payload.readableBytesView), expectedLastSequence: expect, traceParent: traceParent)
     }
 }

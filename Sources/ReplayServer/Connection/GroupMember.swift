@@ -203,9 +203,10 @@ final class FramedHandout: Sendable {
 
     init(stream: String, sid: String) {
         let frames = self.frames
-        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload in
+        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload, trace in
             frames.withLock { frames in
-                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &frames.body)
+                ServerFrame.writeEvent(
+                    stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &frames.body)
                 frames.bytes += payload.count
             }
         }

@@ -107,18 +107,21 @@ struct Subscription: Sendable {
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()
         for entry in entries {
-            if let shared = entry.shared {
-                ServerFrame.writeEventLine(
-                    stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, size: shared.readableBytes,
-                    into: &own)
-                buffers.append(own)
-                buffers.append(shared)
-                own = ByteBuffer()
-                own.writeStaticString("\r\n")
-            } else {
-                entry.payload.withUnsafeBytes { payload in
-                    ServerFrame.writeEvent(
-                        stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: payload, into: &own)
+            entry.withTrace { trace in
+                if let shared = entry.shared {
+                    ServerFrame.writeEventLine(
+                        stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, size: shared.readableBytes,
+                        trace: trace, into: &own)
+                    buffers.append(own)
+                    buffers.append(shared)
+                    own = ByteBuffer()
+                    own.writeStaticString("\r\n")
+                } else {
+                    entry.payload.withUnsafeBytes { payload in
+                        ServerFrame.writeEvent(
+                            stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: payload, trace: trace,
+                            into: &own)
+                    }
                 }
             }
         }
@@ -137,13 +140,15 @@ struct EventFrames: LogFraming {
 
     func emptyPage() -> ByteBuffer { ByteBuffer() }
 
-    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout ByteBuffer) {
+    func append(
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout ByteBuffer
+    ) {
         guard let filter else {
-            return ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, into: &page)
+            return ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &page)
         }
         for output in filter.outputs(payload) {
             output.withUnsafeBytes { output in
-                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: output, into: &page)
+                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: output, trace: trace, into: &page)
             }
         }
     }
@@ -159,8 +164,12 @@ extension Subscription {
         var own = ByteBuffer()
         for entry in entries {
             for result in filter.outputs(entry.payload) {
-                result.withUnsafeBytes { result in
-                    ServerFrame.writeEvent(stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: result, into: &own)
+                entry.withTrace { trace in
+                    result.withUnsafeBytes { result in
+                        ServerFrame.writeEvent(
+                            stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: result, trace: trace,
+                            into: &own)
+                    }
                 }
             }
         }

@@ -7,7 +7,8 @@ protocol LogFraming: Sendable {
     associatedtype Page: Sendable
 
     func emptyPage() -> Page
-    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout Page)
+    func append(
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout Page)
 }
 
 /// One read of the store: the events of `first...last` as the framing built them.
@@ -40,12 +41,12 @@ struct PooledStore: StoredLog {
         let store = self.store
         return try await reads.run {
             var page = StoredPage(body: framing.emptyPage())
-            try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) { sequence, time, payload in
+            try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) { sequence, time, payload, trace in
                 if page.first == nil { page.first = sequence }
                 page.last = sequence
                 page.events += 1
                 page.payloadBytes += payload.count
-                framing.append(sequence: sequence, time: time, payload: payload, to: &page.body)
+                framing.append(sequence: sequence, time: time, payload: payload, trace: trace, to: &page.body)
             }
             return page
         }

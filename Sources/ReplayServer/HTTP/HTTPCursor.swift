@@ -143,7 +143,10 @@ struct Payloads: LogFraming {
 
     func emptyPage() -> HTTPCursor.Chunk { HTTPCursor.Chunk() }
 
-    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, to page: inout HTTPCursor.Chunk) {
+    func append(
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
+        to page: inout HTTPCursor.Chunk
+    ) {
         guard let filter else {
             page.bytes.writeBytes(payload)
             page.sizes.append(payload.count)

@@ -1,6 +1,7 @@
 import DequeModule
 import Foundation
 import NIOCore
+import ReplayModel
 import ReplayStore
 
 /// The most recent committed events of one stream, in memory as the store committed them
@@ -14,6 +15,7 @@ struct TailRing {
         let sequence: UInt64
         let timestamp: String
         let payload: Data
+        let traceParent: TraceParent?
         var shared: ByteBuffer?
     }
 
@@ -35,7 +37,7 @@ struct TailRing {
     var lastSequence: UInt64? { entries.isEmpty ? nil : entries[entries.count - 1].sequence }
 
     mutating func append(_ event: StoredEvent) {
-        append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload))
+        append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload, traceParent: event.traceParent))
     }
 
     private mutating func append(_ event: consuming Entry) {
@@ -75,5 +77,14 @@ struct TailRing {
             index += 1
         }
         return out
+    }
+}
+
+extension TailRing.Entry {
+    /// Calls `body` with the event's trace context as bytes (`nil`: untraced), as the
+    /// frame writers take it from the store's rows.
+    func withTrace<T>(_ body: (UnsafeRawBufferPointer?) -> T) -> T {
+        guard var text = traceParent?.text else { return body(nil) }
+        return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// One event of an atomic send: all of a send's events commit together or none does,
 /// contiguous in each stream.
@@ -8,10 +9,13 @@ public struct AtomicAppend: Sendable, Equatable {
     /// As `AppendConditions.expectedLastSequence`, checked against the stream as the
     /// send's earlier events left it.
     public var expectedLastSequence: UInt64?
+    /// The publisher's trace context, stored with the event.
+    public var traceParent: TraceParent?
 
-    public init(stream: String, payload: Data, expectedLastSequence: UInt64? = nil) {
+    public init(stream: String, payload: Data, expectedLastSequence: UInt64? = nil, traceParent: TraceParent? = nil) {
         self.stream = stream
         self.payload = payload
         self.expectedLastSequence = expectedLastSequence
+        self.traceParent = traceParent
     }
 }

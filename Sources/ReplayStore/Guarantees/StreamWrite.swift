@@ -21,6 +21,8 @@ public struct StreamWrite: Sendable {
     public var fork: ForkRequest?
     /// With `create`: who creates it, recorded in its row, and the cap on their streams.
     public var creator: StreamCreator?
+    /// The publisher's trace context, stored with each of the write's events.
+    public var traceParent: TraceParent?
 
     public init(
         stream: String, payloads: [Data], create: StreamConfig? = nil, producer: ProducerStamp? = nil,

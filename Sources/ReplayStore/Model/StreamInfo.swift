@@ -92,11 +92,21 @@ public struct StoredEvent: Sendable, Equatable {
     /// text because that is what goes on the wire, once per delivery.
     public let timestamp: String
     public let payload: Data
+    /// The trace context its publisher gave, if any.
+    public let traceParent: TraceParent?
 
-    public init(sequence: UInt64, timestamp: String, payload: Data) {
+    public init(sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil) {
         self.sequence = sequence
         self.timestamp = timestamp
         self.payload = payload
+        self.traceParent = traceParent
+    }
+
+    /// An event as a read hands it over (`EventVisitor`), copied out of the store's buffers.
+    public init(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, traceParent: UnsafeRawBufferPointer?) {
+        self.init(
+            sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload),
+            traceParent: traceParent.flatMap(TraceParent.init(bytes:)))
     }
 
     /// When the event was committed (UTC, millisecond precision).

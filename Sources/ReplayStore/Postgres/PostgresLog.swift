@@ -331,7 +331,7 @@ final class PostgresLog: LogDatabase {
 
     func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws(StoreError) {
         try withReader { session in try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body) }
     }

@@ -28,7 +28,7 @@ extension PostgresTransaction {
     ///   200,000 events/s (docs/PERFORMANCE.md).
     static func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws {
         var reading = PageReading(remaining: limit, byteBudget: byteBudget)
         for segment in segments.segments where !reading.isDone {
@@ -74,12 +74,15 @@ extension PostgresTransaction {
     }
 
     /// The aggregate that packs a page's events into one value (see `packedPage`).
-    private static let packedEvents =
-        "string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || payload, ''::bytea ORDER BY seq)"
+    private static let packedEvents = """
+        string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || int2send(coalesce(octet_length(traceparent), 0)::int2)
+            || payload || coalesce(convert_to(traceparent, 'UTF8'), ''::bytea), ''::bytea ORDER BY seq)
+        """
 
     /// The events of `from...through` (at most `limit` of them), packed in order into one
     /// value: per event its sequence number and time (8 bytes each, big-endian), its
-    /// payload's length (4 bytes) and the payload. `nil` when there are none.
+    /// payload's length (4 bytes), its trace context's (2 bytes, 0 for none), the payload
+    /// and the trace context. `nil` when there are none.
     ///
     /// The page ends at the event that reaches `bytes` (a running sum of the payloads'
     /// lengths, which PostgreSQL reads from their headers): a page sized from small
@@ -93,15 +96,15 @@ extension PostgresTransaction {
             if let limit {
                 try session.query(
                     """
-                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, \(unescaped: before) FROM (
-                        SELECT seq, time, payload FROM event_log
+                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, traceparent, \(unescaped: before) FROM (
+                        SELECT seq, time, payload, traceparent FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) first) page
                     WHERE before < \(bytes)
                     """)
             } else {
                 try session.query(
                     """
-                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, \(unescaped: before) FROM event_log
+                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, traceparent, \(unescaped: before) FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)) page
                     WHERE before < \(bytes)
                     """)
@@ -120,7 +123,7 @@ private struct PageReading {
 
     /// Rows a page asks for at most; its bytes bound it too.
     static let pageRows = 4096
-    static let header = 20
+    static let header = 22
 
     init(remaining: Int, byteBudget: Int) {
         self.remaining = remaining
@@ -133,7 +136,7 @@ private struct PageReading {
     /// ends, or at an event at `end` or after; `from` follows the last one handed on.
     mutating func walk(
         _ page: ByteBuffer, after from: inout Int64, before end: Int64? = nil,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws {
         let end = end ?? .max
         try page.withUnsafeReadableBytes { page in
@@ -143,12 +146,17 @@ private struct PageReading {
                 let sequence = Int64(bigEndian: page.loadUnaligned(fromByteOffset: offset, as: Int64.self))
                 let millis = Int64(bigEndian: page.loadUnaligned(fromByteOffset: offset + 8, as: Int64.self))
                 let size = Int(UInt32(bigEndian: page.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self)))
+                let traceSize = Int(UInt16(bigEndian: page.loadUnaligned(fromByteOffset: offset + 20, as: UInt16.self)))
                 let start = offset + Self.header
-                guard page.count - start >= size, sequence >= from else { throw StoreError.unavailable("PostgreSQL sent a page out of order") }
+                guard page.count - start >= size + traceSize, sequence >= from else {
+                    throw StoreError.unavailable("PostgreSQL sent a page out of order")
+                }
                 guard sequence < end else { return }
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
-                time.text.withUnsafeBytes { text in body(UInt64(sequence), text, UnsafeRawBufferPointer(rebasing: page[start..<start + size])) }
-                offset = start + size
+                let payload = UnsafeRawBufferPointer(rebasing: page[start..<start + size])
+                let trace = traceSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[start + size..<start + size + traceSize])
+                time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace) }
+                offset = start + size + traceSize
                 from = sequence + 1
                 remaining -= 1
                 bytes += size

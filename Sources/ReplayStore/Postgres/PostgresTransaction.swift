@@ -195,9 +195,10 @@ final class PostgresTransaction: LogTransaction {
             guard let version = versionsRead[record.id] else { throw NeedsLocks() }
             expected = version
         }
-        // A derivation's outputs carry their origins, which the prepared statement does
-        // not take: they go in an insert of their own.
-        if pending.hasOrigins { try flush() }
+        // A derivation's outputs carry their origins, and traced events their trace
+        // contexts, which the prepared statement does not take: they go in an insert of
+        // their own.
+        if pending.isAnnotated { try flush() }
         let update = StreamRowUpdate(record: record, events: pending, expectedVersion: expected)
         pending = PendingEvents()
         sendHeldUpdate(notifying: nil)
@@ -266,8 +267,10 @@ final class PostgresTransaction: LogTransaction {
 
     /// The stamp is not kept: a producer's row is written with every batch it publishes in
     /// (daemons share the rows, and one daemon's stamps would be another's to read back).
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?) throws {
-        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin)
+    func insertEvent(
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
+    ) throws {
+        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace)
         if pending.bytes > 4 << 20 { try flush() }
     }
 
@@ -279,7 +282,7 @@ final class PostgresTransaction: LogTransaction {
         begin()
         let events = pending
         pending = PendingEvents()
-        guard events.hasOrigins else {
+        guard events.isAnnotated else {
             session.send(
                 """
                 INSERT INTO event_log (stream_id, seq, time, payload)
@@ -287,12 +290,13 @@ final class PostgresTransaction: LogTransaction {
                 """)
             return
         }
-        // A derivation's outputs: '' is a plain event's (no origin).
+        // A derivation's outputs and traced events: '' is a plain event's origin and trace.
         session.send(
             """
-            INSERT INTO event_log (stream_id, seq, time, payload, origin)
-            SELECT s, q, t, p, NULLIF(o, '') FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[],
-                \(events.payloads)::bytea[], \(events.origins)::text[]) AS e (s, q, t, p, o)
+            INSERT INTO event_log (stream_id, seq, time, payload, origin, traceparent)
+            SELECT s, q, t, p, NULLIF(o, ''), NULLIF(c, '') FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[],
+                \(events.times)::bigint[], \(events.payloads)::bytea[], \(events.filledOrigins)::text[], \(events.filledTraces)::text[])
+                AS e (s, q, t, p, o, c)
             """)
     }
 
@@ -352,7 +356,7 @@ final class PostgresTransaction: LogTransaction {
 
     func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws {
         // Only what this transaction buffered for the streams read goes out first (see
         // `committedRecord`).
@@ -530,22 +534,34 @@ struct PendingEvents: Sendable {
     var payloads: [ByteBuffer] = []
     /// Filled only once an event has an origin (a derivation's output): '' for the others.
     var origins: [String] = []
+    /// Filled only once an event has a trace context: '' for the others.
+    var traces: [String] = []
     var bytes = 0
 
     var isEmpty: Bool { streams.isEmpty }
-    var hasOrigins: Bool { !origins.isEmpty }
+    /// Whether an event has an origin or a trace context (the plain INSERT has neither).
+    var isAnnotated: Bool { !origins.isEmpty || !traces.isEmpty }
+    /// One per event, '' for none: for the INSERT that takes both.
+    var filledOrigins: [String] { origins.isEmpty ? Array(repeating: "", count: streams.count) : origins }
+    var filledTraces: [String] { traces.isEmpty ? Array(repeating: "", count: streams.count) : traces }
 
-    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?) {
-        if let origin {
-            if origins.isEmpty { origins = Array(repeating: "", count: streams.count) }
-            origins.append(origin)
-        } else if !origins.isEmpty {
-            origins.append("")
-        }
+    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?) {
+        Self.note(origin, in: &origins, before: streams.count)
+        Self.note(trace?.text, in: &traces, before: streams.count)
         streams.append(stream)
         sequences.append(sequence)
         times.append(millis)
         payloads.append(ByteBuffer(bytes: payload))
         bytes += payload.count
+    }
+
+    /// Keeps a column that stays empty until its first value (then '' for every event before).
+    private static func note(_ value: String?, in column: inout [String], before count: Int) {
+        if let value {
+            if column.isEmpty { column = Array(repeating: "", count: count) }
+            column.append(value)
+        } else if !column.isEmpty {
+            column.append("")
+        }
     }
 }

@@ -98,6 +98,11 @@ struct RawStatement {
 struct RawRow {
     fileprivate let statement: SQLiteStatement
 
+    /// The column's bytes, `nil` where it is NULL.
+    func optionalBytes(_ column: Int32) -> UnsafeRawBufferPointer? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : bytes(column)
+    }
+
     func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(statement, column)
     }

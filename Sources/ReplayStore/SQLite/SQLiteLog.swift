@@ -119,7 +119,7 @@ final class SQLiteLog: LogDatabase {
 
     func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws(StoreError) {
         do {
             try pool.read { db in try SQLiteTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, body) }

@@ -121,9 +121,14 @@ final class SQLiteTransaction: LogTransaction {
         try db.execute(sql: "DELETE FROM streams WHERE id = ?", arguments: [id])
     }
 
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?) throws {
+    func insertEvent(
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
+    ) throws {
         if let origin { return try insertOutput(stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin) }
-        let insert = try RawStatement(db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, stamp) VALUES (?, ?, ?, ?)"), in: db)
+        // A traced event has a statement of its own: the untraced one, the one nearly every
+        // event takes, binds nothing more than before.
+        let insert = try RawStatement(db.cachedStatement(sql: trace == nil ? Self.insertSQL : Self.insertTracedSQL), in: db)
+        if let trace { insert.bind(trace.text, at: 5) }
         insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
         insert.bind(millis, at: 2)
         guard let stamp else { return try insert.execute(blob: payload, at: 3) }
@@ -132,6 +137,9 @@ final class SQLiteTransaction: LogTransaction {
             try insert.execute(blob: payload, at: 3)
         }
     }
+
+    private static let insertSQL = "INSERT INTO event_log (key, time, payload, stamp) VALUES (?, ?, ?, ?)"
+    private static let insertTracedSQL = "INSERT INTO event_log (key, time, payload, stamp, traceparent) VALUES (?, ?, ?, ?, ?)"
 
     /// The last producer stamped, and its number: a socket producer's pipelined PUBs come
     /// in runs, and hashing its id for every event was measurable.
@@ -185,27 +193,21 @@ final class SQLiteTransaction: LogTransaction {
         }
     }
 
-    func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int,
-        _ body: (UInt64, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void
-    ) throws {
+    func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ body: EventVisitor) throws {
         try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, body)
     }
 
     /// Visits up to `limit` events, oldest first, stopping after the event that reaches
-    /// `byteBudget` payload bytes; the time and payload are SQLite's buffers, valid only
-    /// during the call.
-    static func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database,
-        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
-    ) throws {
+    /// `byteBudget` payload bytes; the time, payload and trace context are SQLite's
+    /// buffers, valid only during the call.
+    static func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, _ body: EventVisitor) throws {
         var remaining = limit
         var bytes = 0
         // Events of one commit share its time: format each distinct time once.
         var time: (millis: Int64, text: [UInt8]) = (.min, [])
         for segment in segments.segments where remaining > 0 && bytes < byteBudget {
             let statement = RawStatement(
-                try db.cachedStatement(sql: "SELECT key, time, payload FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
+                try db.cachedStatement(sql: "SELECT key, time, payload, traceparent FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
                 in: db)
             statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
             statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
@@ -215,7 +217,7 @@ final class SQLiteTransaction: LogTransaction {
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 let payload = row.bytes(2)
                 time.text.withUnsafeBytes { text in
-                    body(EventKey.sequence(of: row.int64(0)), text, payload)
+                    body(EventKey.sequence(of: row.int64(0)), text, payload, row.optionalBytes(3))
                 }
                 remaining -= 1
                 bytes += payload.count

@@ -96,11 +96,13 @@ public struct WaitTicket: Hashable, Sendable {
 /// transaction on a reader thread and two more thread hops per hand-out.
 public struct HandoutReader: Sendable {
     public let byteBudget: Int
-    public let take: @Sendable (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+    public typealias Take =
+        @Sendable (
+            _ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer, _ traceParent: UnsafeRawBufferPointer?
+        ) -> Void
+    public let take: Take
 
-    public init(
-        byteBudget: Int, take: @escaping @Sendable (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
-    ) {
+    public init(byteBudget: Int, take: @escaping Take) {
         self.byteBudget = byteBudget
         self.take = take
     }

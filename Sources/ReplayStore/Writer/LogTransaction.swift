@@ -47,8 +47,11 @@ protocol LogTransaction: AnyObject {
 
     /// `stamp`: the producer's, on the first event of each publish it makes (SQLite keeps
     /// it in the event's row, so that the producer's own row can be written behind).
-    /// `origin`: a derivation's output's input event (`stream:seq`).
-    func insertEvent(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?) throws
+    /// `origin`: a derivation's output's input event (`stream:seq`). `trace`: the
+    /// publisher's trace context.
+    func insertEvent(
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
+    ) throws
     /// Every event of the stream.
     func deleteEvents(of stream: Int64) throws
     /// Events `from...through`; the payload bytes freed.
@@ -61,7 +64,7 @@ protocol LogTransaction: AnyObject {
     /// Reads as this transaction sees them (a fork's first event is cut from its source's).
     func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int,
-        _ body: (_ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Void
+        _ body: EventVisitor
     ) throws
 
     /// Whether reading events inside the transaction costs no more than a read elsewhere

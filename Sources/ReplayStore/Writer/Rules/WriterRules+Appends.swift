@@ -42,7 +42,9 @@ extension WriterRules {
             index = try insertStream(name, autoCreate)
         }
         if let full = sequenceNumbersLeft(for: 1, in: index) { return .failure(full) }
-        guard let event = try append(payload, to: index, stamp: conditions.producer) else { return .failure(.terminated(stream: name)) }
+        guard let event = try append(payload, to: index, stamp: conditions.producer, trace: conditions.traceParent) else {
+            return .failure(.terminated(stream: name))
+        }
         if let stamp = conditions.producer {
             if let producer {
                 producerChanges.values[producer].record(stamp, sequence: event.sequence, now: millis)
@@ -124,7 +126,7 @@ extension WriterRules {
         if let full = sequenceNumbersLeft(for: write.payloads.count, in: index) { return .failure(full) }
         // The producer's stamp goes on the publish's first event, which its runs map its pseq to.
         for (offset, payload) in write.payloads.enumerated() {
-            _ = try append(payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil)
+            _ = try append(payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil, trace: write.traceParent)
         }
         if let stamp = write.producer, let producerKey {
             if write.payloads.isEmpty { db.publishedWithoutEvent(producerKey) }
@@ -151,7 +153,7 @@ extension WriterRules {
         for event in events {
             let result = try appendResult(
                 event.payload, to: event.stream, autoCreate: autoCreate,
-                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence))
+                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence, traceParent: event.traceParent))
             switch result {
             case .success(let appended):
                 sequences.append(appended.sequence)
@@ -168,10 +170,12 @@ extension WriterRules {
         return AppendResult(token: token, sequence: .success(first), more: Array(sequences.dropFirst()))
     }
 
-    /// Numbers and inserts one event, with the producer's stamp if it is a publish's first
-    /// and the input event it came from if a derivation computed it;
-    /// `nil` if the stream has ended.
-    mutating func append(_ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil) throws -> StoredEvent? {
+    /// Numbers and inserts one event, with the producer's stamp if it is a publish's first,
+    /// the input event it came from if a derivation computed it, and its publisher's trace
+    /// context; `nil` if the stream has ended.
+    mutating func append(
+        _ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil, trace: TraceParent? = nil
+    ) throws -> StoredEvent? {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
@@ -179,7 +183,8 @@ extension WriterRules {
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live.
         if record.info.config.capacity != 0 {
-            try db.insertEvent(stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin)
+            try db.insertEvent(
+                stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin, trace: trace)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
@@ -189,7 +194,7 @@ extension WriterRules {
         streams[index].record.lastTime = eventMillis
         appendedEvents += 1
         appendedBytes += payload.count
-        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload)
+        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace)
         streams[index].appended.append(event)
         return event
     }

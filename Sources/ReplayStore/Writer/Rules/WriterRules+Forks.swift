@@ -30,7 +30,7 @@ extension WriterRules {
                 let segments = LogSegments(of: source, from: anchor + 1, through: anchor + 1) { name in
                     indexByName[name].map { streams[$0].record } ?? catalog[name]
                 }
-                try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, payload in next = Data(payload) }
+                try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, payload, _ in next = Data(payload) }
                 guard request.subOffset <= UInt64(next.count) else {
                     return .failure(.invalidFork("a sub-offset of \(request.subOffset) bytes passes the next event (\(next.count) bytes)"))
                 }

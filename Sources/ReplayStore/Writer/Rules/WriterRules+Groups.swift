@@ -124,9 +124,9 @@ extension WriterRules {
             guard bytes < reader.byteBudget else { break }
             var expected = run.lowerBound
             let segments = LogSegments(of: record, from: run.lowerBound, through: run.upperBound) { catalog[$0] }
-            try db.forEachEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload in
+            try db.forEachEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace in
                 guard sequence == expected else { return }
-                reader.take(sequence, time, payload)
+                reader.take(sequence, time, payload, trace)
                 expected += 1
                 bytes += payload.count
             }
@@ -205,11 +205,16 @@ extension WriterRules {
         guard let target = group.settings.deadLetter else { return }
         let record = streams[index].record
         var payload: Data?
+        var trace: TraceParent?
         let segments = LogSegments(of: record, from: sequence, through: sequence) { catalog[$0] }
-        try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes in payload = Data(bytes) }
+        try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes, traceBytes in
+            payload = Data(bytes)
+            trace = traceBytes.flatMap(TraceParent.init(bytes:))
+        }
         guard let payload else { return }
-        // The dead-letter stream is created on first use with the daemon's defaults.
-        switch try appendResult(payload, to: target, autoCreate: config, conditions: .none) {
+        // The dead-letter stream is created on first use with the daemon's defaults; the
+        // copy keeps the event's trace context, so whoever looks into it finds the trace.
+        switch try appendResult(payload, to: target, autoCreate: config, conditions: AppendConditions(traceParent: trace)) {
         case .success(let appended):
             try db.insertDeadLetter(
                 DeadLetter(
