@@ -44,6 +44,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // TLS and HTTP/2 on the HTTP door (hummingbird's TLS and HTTP/2 channels over them).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Spans over OTLP/HTTP (`--otlp-endpoint`). Its HTTP exporter only: the gRPC one
+        // would build grpc-swift for a transport the daemon does not need.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // W3C trace context: what a `traceparent` is made of, parsed once at the door.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // One lock for every module (`Locked`), so that the store and the daemon need not
@@ -141,6 +146,8 @@ let package = Package(
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The Swift client library: async calls, subscriptions as AsyncSequence and as core

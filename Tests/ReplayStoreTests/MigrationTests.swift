@@ -157,7 +157,8 @@ struct MigrationTests {
             let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
             #expect(applied.contains("0003_one_integer_key"))
             let columns = try store.query { db in try db.columns(in: "event_log").map(\.name) }
-            #expect(columns == ["key", "time", "payload", "stamp", "origin"])  // `stamp`: schema 0011; `origin`: 0012
+            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013
+            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent"])
 
             // Through the store: settings, windows, terminal states, the source.
             #expect(store.info("orders")?.config == StreamConfig(capacity: nil))
