@@ -22,6 +22,10 @@ extension HTTPField.Name {
     static let replayFailure = Self("Replay-Stream-Failed")!
     /// replay's extension: the most events a stream keeps (on PUT, asked; on HEAD, told).
     static let replayMaxEvents = Self("Replay-Max-Events")!
+    /// A read's traced events and their trace contexts (`StreamEndpoint.addTraces`).
+    static let replayTraceparent = Self("Replay-Traceparent")!
+    /// W3C Trace Context: a POST's, stored with its events; a webhook's, sent with it.
+    static let traceparent = Self("traceparent")!
     /// replay's extension: how many streams a `GET /v1/streams` query matched in all.
     static let replayStreamCount = Self("Replay-Stream-Count")!
     static let crossOriginResourcePolicy = Self("Cross-Origin-Resource-Policy")!

@@ -26,6 +26,8 @@ struct HTTPCursor: Sendable {
     struct Chunk: Sendable {
         var bytes = ByteBuffer()
         var sizes: [Int] = []
+        /// The traced events among them, in order (none for an untraced stream).
+        var traces: [TracedMessage] = []
         /// Nothing more was committed after the chunk's last event.
         var upToDate = false
         /// The stream ended, and the chunk reaches its end.
@@ -41,9 +43,43 @@ struct HTTPCursor: Sendable {
 
         mutating func append(_ other: Chunk) {
             var more = other.bytes
+            let offset = sizes.count
             if isEmpty { bytes = more } else { bytes.writeBuffer(&more) }
             sizes += other.sizes
+            traces += other.traces.map { TracedMessage(index: $0.index + offset, sequence: $0.sequence, traceParent: $0.traceParent) }
         }
+
+        /// Adds an event's outputs (its payload, or a filter's outputs for it).
+        mutating func add(_ outputs: some Sequence<some Collection<UInt8>>, sequence: UInt64, traceParent: String?) {
+            if let traceParent { traces.append(TracedMessage(index: sizes.count, sequence: sequence, traceParent: traceParent)) }
+            for output in outputs {
+                bytes.writeBytes(output)
+                sizes.append(output.count)
+            }
+        }
+
+        /// Ends the chunk before its `limit + 1`th traced event, so that a response's
+        /// header of trace contexts stays small; the last sequence number kept, or `nil`
+        /// when it has no more than `limit`.
+        mutating func keepTraced(atMost limit: Int) -> UInt64? {
+            guard traces.count > limit else { return nil }
+            let first = traces[limit]
+            let kept = sizes[..<first.index].reduce(0, +)
+            bytes = bytes.getSlice(at: bytes.readerIndex, length: kept) ?? ByteBuffer()
+            sizes.removeSubrange(first.index...)
+            traces.removeSubrange(limit...)
+            upToDate = false
+            terminal = nil
+            return first.sequence - 1
+        }
+    }
+
+    /// A traced event of a chunk: the index of its (first) message, its sequence number and
+    /// its publisher's trace context.
+    struct TracedMessage: Sendable, Equatable {
+        let index: Int
+        let sequence: UInt64
+        let traceParent: String
     }
 
     enum Failure: Error {
@@ -91,15 +127,17 @@ struct HTTPCursor: Sendable {
         case .ring(let entries):
             for entry in entries {
                 budget -= entry.payload.count
+                let trace = entry.traceParent?.text
                 guard let filter = cursor.framing.filter else {
+                    guard trace == nil else {
+                        chunk.add(CollectionOfOne(entry.payload), sequence: entry.sequence, traceParent: trace)
+                        continue
+                    }
                     chunk.bytes.writeBytes(entry.payload)
                     chunk.sizes.append(entry.payload.count)
                     continue
                 }
-                for output in filter.outputs(entry.payload) {
-                    chunk.bytes.writeBytes(output)
-                    chunk.sizes.append(output.count)
-                }
+                chunk.add(filter.outputs(entry.payload), sequence: entry.sequence, traceParent: trace)
             }
             position = entries.last?.sequence ?? position
             return false
@@ -147,14 +185,13 @@ struct Payloads: LogFraming {
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
         to page: inout HTTPCursor.Chunk
     ) {
+        let traceParent = trace.map { String(decoding: $0, as: UTF8.self) }
         guard let filter else {
+            guard traceParent == nil else { return page.add(CollectionOfOne(payload), sequence: sequence, traceParent: traceParent) }
             page.bytes.writeBytes(payload)
             page.sizes.append(payload.count)
             return
         }
-        for output in filter.outputs(payload) {
-            page.bytes.writeBytes(output)
-            page.sizes.append(output.count)
-        }
+        page.add(filter.outputs(payload), sequence: sequence, traceParent: traceParent)
     }
 }

@@ -22,6 +22,9 @@ struct RequestHeaders {
 
     /// `If-None-Match`, for a catch-up read's ETag.
     var ifNoneMatch: String? { fields.value(.ifNoneMatch) }
+    /// The request's W3C trace context. One that does not parse is ignored, as the Trace
+    /// Context specification has a receiver do (the events are stored untraced).
+    var traceParent: TraceParent? { fields.value(.traceparent).flatMap { TraceParent($0) } }
 
     /// The media type, lowercased, without parameters (`application/json; charset=utf-8`
     /// is `application/json`): what content types are compared by.

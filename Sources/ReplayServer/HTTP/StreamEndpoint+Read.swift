@@ -123,8 +123,9 @@ extension StreamEndpoint {
         let position = try position(query, info)
         var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter)
         guard query.live == .longPoll else {
-            let chunk = try await chunk(&cursor, info)
-            return catchUpResponse(chunk, from: position, cursor: cursor, info: info, ifNoneMatch: headers.ifNoneMatch)
+            var chunk = try await chunk(&cursor, info)
+            let next = chunk.keepTraced(atMost: Self.tracedPerResponse) ?? cursor.position
+            return catchUpResponse(chunk, from: position, next: next, info: info, ifNoneMatch: headers.ifNoneMatch)
         }
         DaemonMetrics.longPolls.increment()
         defer { DaemonMetrics.longPolls.decrement() }
@@ -134,14 +135,30 @@ extension StreamEndpoint {
                 chunk = try await self.chunk(&cursor, info)
             }
         }
+        let next = chunk.keepTraced(atMost: Self.tracedPerResponse) ?? cursor.position
         let latest = hub.info
-        var fields = readHeaders(latest, next: cursor.position, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
+        var fields = readHeaders(latest, next: next, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
         if chunk.terminal == nil { fields[.streamCursor] = String(LiveCursor.next(after: query.cursor)) }
         if chunk.isEmpty {
             fields[.contentType] = nil
             return Response(status: .noContent, headers: fields)
         }
+        Self.addTraces(chunk.traces, to: &fields)
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
+    }
+
+    /// The most traced events one catch-up or long-poll response carries: their trace
+    /// contexts go in one header (about 80 bytes each), and proxies and clients commonly
+    /// refuse responses whose headers pass 8 to 16 KB. A response ends before the next
+    /// one; the client's next read starts there.
+    static let tracedPerResponse = 64
+
+    /// `Replay-Traceparent`: each traced event of the response, as a Structured Field
+    /// list (RFC 8941) of its trace context with the index of its message in the body
+    /// (from 0) and its sequence number: `"00-…-01";index=0;seq=41, …`.
+    static func addTraces(_ traces: [HTTPCursor.TracedMessage], to fields: inout HTTPFields) {
+        guard !traces.isEmpty else { return }
+        fields[.replayTraceparent] = traces.map { "\"\($0.traceParent)\";index=\($0.index);seq=\($0.sequence)" }.joined(separator: ", ")
     }
 
     private func chunk(_ cursor: inout HTTPCursor, _ info: StreamInfo) async throws -> HTTPCursor.Chunk {
@@ -162,11 +179,11 @@ extension StreamEndpoint {
     }
 
     private func catchUpResponse(
-        _ chunk: HTTPCursor.Chunk, from position: UInt64, cursor: HTTPCursor, info: StreamInfo, ifNoneMatch: String?
+        _ chunk: HTTPCursor.Chunk, from position: UInt64, next: UInt64, info: StreamInfo, ifNoneMatch: String?
     ) -> Response {
         let closed = chunk.terminal != nil
-        var fields = readHeaders(info, next: cursor.position, upToDate: chunk.upToDate, closed: closed)
-        let etag = Self.etag(info, from: position, to: cursor.position, closed: closed)
+        var fields = readHeaders(info, next: next, upToDate: chunk.upToDate, closed: closed)
+        let etag = Self.etag(info, from: position, to: next, closed: closed)
         fields[.eTag] = etag
         fields[.cacheControl] =
             settings.token != nil && settings.tokenForReads
@@ -175,6 +192,7 @@ extension StreamEndpoint {
             fields[.contentType] = nil
             return Response(status: .notModified, headers: fields)
         }
+        Self.addTraces(chunk.traces, to: &fields)
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 

@@ -50,6 +50,7 @@ struct DurableStreamsFeed: SSEFeed {
     private func frame(_ chunk: HTTPCursor.Chunk) -> (ByteBuffer, SSENext) {
         var buffer = ByteBuffer()
         if !chunk.isEmpty { SSEFrame.data(chunk, encoding, into: &buffer) }
+        if !chunk.traces.isEmpty { SSEFrame.traces(chunk.traces, into: &buffer) }
         let closed = chunk.terminal != nil
         SSEFrame.control(
             next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),
@@ -120,6 +121,15 @@ enum SSEFrame {
             if number == lines.count - 1 { buffer.writeString(suffix) }
             buffer.writeStaticString("\n")
         }
+    }
+
+    /// A `traceparents` event after a `data` event with traced events in it (an extension:
+    /// clients that do not know it skip it, as SSE has them skip any event they do not
+    /// listen for): a JSON array of each one's message index in the `data` event (from 0),
+    /// sequence number and trace context.
+    static func traces(_ traces: [HTTPCursor.TracedMessage], into buffer: inout ByteBuffer) {
+        let items = traces.map { "{\"index\":\($0.index),\"seq\":\($0.sequence),\"traceparent\":\"\($0.traceParent)\"}" }
+        buffer.writeString("event: traceparents\ndata:[\(items.joined(separator: ","))]\n\n")
     }
 
     static func control(next: UInt64, cursor: UInt64?, upToDate: Bool, closed: Bool, into buffer: inout ByteBuffer) {

@@ -120,6 +120,7 @@ struct StreamEndpoint: Sendable {
         // Durable Streams client expects a stream to keep what it was given.
         let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
         var write = StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork)
+        write.traceParent = headers.traceParent
         // A scoped token's streams are recorded as its own, and counted against its cap.
         let principal = stream.principal
         if principal.grants != nil {
@@ -235,7 +236,9 @@ struct StreamEndpoint: Sendable {
             }
         }
         let payloads = try messages(body, json: info.isJSON, creating: false)
-        return StreamWrite(stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
+        var write = StreamWrite(stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
+        write.traceParent = headers.traceParent
+        return write
     }
 
     /// The answer to a POST that was written.
