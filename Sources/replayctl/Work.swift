@@ -13,7 +13,9 @@ struct Work: DaemonCommand, StreamCommand {
             Joins --group on the stream (created on first use, from the stream's first retained \
             event, or from now with --new) and runs the command once per event handed to it, \
             with the payload on its standard input and REPLAY_STREAM, REPLAY_SEQ and \
-            REPLAY_GROUP in its environment; its output goes to replayctl's. Exit 0 \
+            REPLAY_GROUP in its environment (and TRACEPARENT, the event's trace context, when \
+            its publisher gave one: the command continues that trace); its output goes to \
+            replayctl's. Exit 0 \
             acknowledges the event; any other ends it back to the group (after --retry-delay), \
             to be handed out again, to this worker or another, or to --dead-letter after \
             --max-deliver deliveries. Up to --jobs commands run at once, and the member holds \
@@ -73,19 +75,44 @@ struct Work: DaemonCommand, StreamCommand {
 
     /// Runs the command for one event; whether it exited 0.
     static func runJob(_ command: [String], event: ReplayEvent, group: String) async -> Bool {
-        let environment = Environment.inherit.updating([
+        var variables: [Environment.Key: String?] = [
             "REPLAY_STREAM": event.stream, "REPLAY_SEQ": "\(event.sequence)", "REPLAY_GROUP": group,
-        ])
+        ]
+        // OpenTelemetry's carrier for a trace context in a process's environment. An
+        // untraced event unsets one replayctl itself inherited: it is not that event's.
+        variables["TRACEPARENT"] = .some(event.traceParent?.text)
+        let environment = Environment.inherit.updating(variables)
         let executable: Executable = command[0].contains("/") ? .path(FilePath(command[0])) : .name(command[0])
         do {
             let result = try await Subprocess.run(
                 executable, arguments: Arguments(Array(command.dropFirst())), environment: environment,
-                input: .data(event.payload), output: .currentStandardOutput, error: .currentStandardError)
+                input: .fileDescriptor(try payloadFile(event.payload), closeAfterSpawningProcess: true), output: .currentStandardOutput,
+                error: .currentStandardError)
             if case .exited(0) = result.terminationStatus { return true }
             printError("replayctl: \(command[0]) for event \(event.sequence) of \(event.stream) ended with \(result.terminationStatus); handed back")
         } catch {
             printError("replayctl: cannot run \(command[0]): \(error); event \(event.sequence) handed back")
         }
         return false
+    }
+
+    /// The payload as an unlinked temporary file, read from its start: the command may
+    /// read it or not. (swift-subprocess 1.0.2's `.data` input writes through a pipe, and
+    /// its writer traps when the command exits without reading: a command that ignored
+    /// its standard input crashed the worker.)
+    static func payloadFile(_ payload: Data) throws -> FileDescriptor {
+        var path = Array((FileManager.default.temporaryDirectory.path + "/replayctl-work-XXXXXX").utf8CString)
+        let raw = path.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard raw >= 0 else { throw Errno(rawValue: errno) }
+        unlink(path)
+        let file = FileDescriptor(rawValue: raw)
+        do {
+            _ = try file.writeAll(payload)
+            _ = try file.seek(offset: 0, from: .start)
+        } catch {
+            try? file.close()
+            throw error
+        }
+        return file
     }
 }
