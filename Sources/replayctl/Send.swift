@@ -20,6 +20,10 @@ struct Send: DaemonCommand, StreamCommand {
             producer's, with pseqs from --pseq (default 0), one per event, in --epoch (default \
             0): repeating an identical invocation stores nothing again and prints the same \
             sequence numbers.
+
+            --traceparent gives the events a W3C trace context (by default $TRACEPARENT, \
+            the environment's carrier for it): stored with them and handed to whoever reads \
+            them, so that their consumers continue the trace.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -34,9 +38,19 @@ struct Send: DaemonCommand, StreamCommand {
     @Option(help: ArgumentHelp("Publish as this idempotent producer.", valueName: "id")) var producer: String?
     @Option(help: "The producer's epoch (with --producer).") var epoch: UInt64?
     @Option(help: "The first event's producer sequence number (with --producer).") var pseq: UInt64?
+    @Option(help: ArgumentHelp("The events' W3C trace context (default: $TRACEPARENT).", valueName: "traceparent"))
+    var traceparent: String?
+
+    /// The trace context the events carry: `--traceparent`, else `$TRACEPARENT` if it is
+    /// one (an environment's that is not is ignored, as a malformed header would be).
+    var traceParent: TraceParent? {
+        if let traceparent { return TraceParent(traceparent) }
+        return ProcessInfo.processInfo.environment["TRACEPARENT"].flatMap { TraceParent($0) }
+    }
 
     func validate() throws {
         if producer == nil, epoch != nil || pseq != nil { throw ValidationError("--epoch and --pseq need --producer") }
+        if let traceparent, TraceParent(traceparent) == nil { throw ValidationError("--traceparent takes \(TraceParent.format)") }
         if producer != nil, atomic || expect != nil {
             throw ValidationError("--producer publishes event by event: it does not combine with --atomic or --expect")
         }
@@ -73,9 +87,17 @@ struct Send: DaemonCommand, StreamCommand {
             }
             if batch.isEmpty { break }
             // Written now, in order; acknowledged while the next batch is read.
-            let stamps = producer.map { id in
-                batch.indices.map { AppendConditions(producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0))) }
-            }
+            let trace = traceParent
+            let stamps: [AppendConditions]? =
+                if let id = producer {
+                    batch.indices.map {
+                        AppendConditions(producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0)), traceParent: trace)
+                    }
+                } else if let trace {
+                    Array(repeating: AppendConditions(traceParent: trace), count: batch.count)
+                } else {
+                    nil
+                }
             nextPseq += UInt64(batch.count)
             let sending = client.startPublishing(stream, contentsOf: batch, checks: stamps)
             if let previous = pending { report(try await previous.results) }
@@ -94,7 +116,12 @@ struct Send: DaemonCommand, StreamCommand {
             printError("replayctl: an atomic send holds at most \(ProtocolLimits.maxAtomicEvents) events")
             throw Exit.refused
         }
-        let events = all.enumerated().map { AtomicEvent(stream: stream, $1, expect: $0 == 0 ? expect : nil) }
+        let trace = traceParent
+        let events = all.enumerated().map { index, payload in
+            var event = AtomicEvent(stream: stream, payload, expect: index == 0 ? expect : nil)
+            event.traceParent = trace
+            return event
+        }
         let sequences: [UInt64]
         do {
             sequences = try await client.publishAtomically(events)

@@ -121,6 +121,7 @@ struct Subscribe: DaemonCommand {
 
     static func jsonLine(_ event: ReplayEvent) -> Data {
         var object: [String: Any] = ["stream": event.stream, "seq": event.sequence, "time": event.time]
+        if let trace = event.traceParent { object["traceparent"] = trace.text }
         if let text = event.text {
             object["payload"] = text
         } else {

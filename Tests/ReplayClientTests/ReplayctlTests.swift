@@ -282,6 +282,34 @@ struct ReplayctlTests {
         }
     }
 
+    @Test func aTraceContextGoesFromSendThroughSubscribeAndIntoWorkCommands() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            let inherited = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+            #expect(try await runProgram(ctl, ["send", "jobs", "--traceparent", given, "a"] + socket).status == 0)
+            // From the environment's carrier, as a traced shell script would run it.
+            let environment = ["TRACEPARENT": inherited, "PATH": "/usr/bin:/bin"]
+            #expect(try await runProgram(ctl, ["send", "jobs", "b"] + socket, environment: environment).status == 0)
+            #expect(try await runProgram(ctl, ["send", "jobs", "c"] + socket).status == 0)
+            let refused = try await runProgram(ctl, ["send", "jobs", "--traceparent", "00-nope", "d"] + socket)
+            #expect(refused.status == 64 && refused.stderr.contains("W3C traceparent"), "\(refused.stderr)")
+
+            let read = try await runProgram(ctl, ["subscribe", "jobs", "--json", "--count", "3"] + socket)
+            let lines = read.stdout.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(lines.map { $0?["traceparent"] as? String } == [given, inherited, nil])
+
+            // Each command sees its event's; an untraced event's sees none, even where
+            // replayctl itself runs inside a trace.
+            let script = #"echo "$REPLAY_SEQ ${TRACEPARENT:-none}""#
+            let work = try await runProgram(
+                ctl, ["work", "jobs", "--group", "g", "--count", "3"] + socket + ["--", "/bin/sh", "-c", script], environment: environment)
+            #expect(work.status == 0, "\(work.stderr)")
+            #expect(work.stdout == "1 \(given)\n2 \(inherited)\n3 none\n")
+        }
+    }
+
     @Test func subscribeAsAGroupMemberAcknowledgesEachEventPrinted() async throws {
         try await withDaemon { daemon in
             let ctl = try replayctl
