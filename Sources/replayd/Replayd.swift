@@ -182,6 +182,16 @@ struct Replayd: AsyncParsableCommand {
         help: ArgumentHelp("Megabytes the heap may grow while a jq program runs on one event; past it the event is a runtime error.", valueName: "MB"))
     var jqMemoryLimit: Int = 256
 
+    @Option(
+        name: .customLong("otlp-endpoint"),
+        help: ArgumentHelp(
+            "Export spans of traced events (publish, deliver, hand-out, settle, webhook) over OTLP/HTTP to this collector, such as http://127.0.0.1:4318.",
+            valueName: "url"))
+    var otlpEndpoint: String?
+
+    @Option(name: .customLong("otlp-protocol"), help: "OTLP/HTTP's encoding: http/protobuf or http/json.")
+    var otlpProtocol: TracingSettings.Encoding = .protobuf
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -225,6 +235,11 @@ struct Replayd: AsyncParsableCommand {
                 !httpPublicURL.hasSuffix("/")
             else {
                 throw ValidationError("--http-public-url takes a URL without a trailing slash, such as https://streams.example or http://10.0.0.5:8787")
+            }
+        }
+        if let otlpEndpoint {
+            guard let url = URL(string: otlpEndpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
+                throw ValidationError("--otlp-endpoint takes an http or https URL, such as http://127.0.0.1:4318")
             }
         }
         guard mode_t(socketMode, radix: 8).map({ $0 <= 0o777 }) == true else {
@@ -325,6 +340,11 @@ struct Replayd: AsyncParsableCommand {
             settings.webhookAllowPrivate = webhookAllowPrivate
             configuration.http = settings
         }
+        if let otlpEndpoint {
+            var tracing = TracingSettings(endpoint: otlpEndpoint)
+            tracing.encoding = otlpProtocol
+            configuration.tracing = tracing
+        }
         return configuration
     }
 
@@ -378,3 +398,5 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension CreateOptions.Capacity: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
 }
+
+extension TracingSettings.Encoding: ExpressibleByArgument {}

@@ -44,6 +44,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = ByteBuffer
 
     private let store: EventStore
+    private let tracer: EventTracer
     private var state: RouterState
     private var order = ReplyOrder()
     private var context: ChannelHandlerContext?
@@ -62,8 +63,9 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// checked here, in order, before it goes anywhere.
     private var allowance: ClientAllowance?
 
-    init(store: EventStore, maxOwed: Int, limits: ClientLimits = .none) {
+    init(store: EventStore, maxOwed: Int, limits: ClientLimits = .none, tracer: EventTracer = .off) {
         self.store = store
+        self.tracer = tracer
         self.state = RouterState(maxOwed: maxOwed)
         self.allowance = limits.limitsRates ? ClientAllowance(limits, now: NIODeadline.now().uptimeNanoseconds) : nil
     }
@@ -123,7 +125,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
             fill(order.reserve(), with: frame)
         case .publish:
             guard case .command(let command) = inbound else { return }
-            _ = store.submitPublish(command, sink: sink, token: order.reserve())
+            _ = store.submitPublish(command, sink: sink, token: order.reserve(), tracer: tracer)
         case .acknowledge:
             heldAcknowledgements.append(RoutedCommand(command: inbound, slot: order.reserve()))
         case .forward:

@@ -28,6 +28,7 @@ extension Connection {
             if !run.continues(stream: target, group: group.name, member: group.member) {
                 run.submit(to: context.store, replies: replies)
             }
+            if context.tracer.isOn { context.tracer.settled(sequence, of: target, group: group.name, member: group.member, acknowledged: true) }
             return run.add(sequence, slot: slot, stream: target, group: group.name, member: group.member)
         }
         run.submit(to: context.store, replies: replies)
@@ -57,6 +58,7 @@ extension Connection {
         case .failure(let refusal): return replies.fill(slot, with: .error(refusal))
         }
         let replies = self.replies
+        if context.tracer.isOn { context.tracer.settled(sequence, of: target, group: group.name, member: group.member, acknowledged: false) }
         let config = StreamConfig(capacity: context.configuration.defaultCapacity)
         let request = GroupRequest.giveBack(
             group: group.name, member: group.member, sequence: sequence, delayMillis: Int64((delay * 1000).rounded()),

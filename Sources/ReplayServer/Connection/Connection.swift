@@ -19,6 +19,8 @@ struct ServerContext: Sendable {
     let reads: ReadPool
     let configuration: ServerConfiguration
     let logger: Logger
+    /// Spans of traced events (`--otlp-endpoint`), or `.off`.
+    var tracer = EventTracer.off
 
     /// A subscriber of `stream` arrived: its source or derivation connects (lazy) or runs
     /// while it stays (refcount). Disposed when it leaves.
@@ -170,7 +172,7 @@ final class Connection: Sendable {
         case .perform(let performed): command = performed
         }
         // A PUB that followed other commands through this task (see CommandRouter).
-        if context.store.submitPublish(command, sink: replies.sink, token: slot) { return }
+        if context.store.submitPublish(command, sink: replies.sink, token: slot, tracer: context.tracer) { return }
         switch command {
         case .ack(let sid, let sequence, let stream):
             acknowledge(sid: sid, sequence: sequence, stream: stream, slot: slot)
@@ -314,8 +316,10 @@ final class Connection: Sendable {
         // subscriber is counted before the source's first events).
         let lease = context.lease(stream)
         let log = PooledStore(store: context.store, reads: context.reads)
-        await Subscription(stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit, filter: filter)
-            .run(from: start.next, liveAfter: start.liveAfter)
+        await Subscription(
+            stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit, filter: filter, tracer: context.tracer
+        )
+        .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()
     }
 

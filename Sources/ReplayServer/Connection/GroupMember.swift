@@ -52,7 +52,7 @@ struct GroupMember: Sendable {
             }
         }
         let log = PooledStore(store: context.store, reads: context.reads)
-        let framed = FramedHandout(stream: stream, sid: sid)
+        let framed = FramedHandout(stream: stream, sid: sid, delivery: delivery)
         do {
             while !Task.isCancelled {
                 phase.enter(.parked(after: hub.info.lastSequence))
@@ -146,15 +146,22 @@ struct GroupMember: Sendable {
     /// Sends the given events as EVENT frames, each run of consecutive sequence numbers
     /// through the cursor core. Events retention removed meanwhile are a GAP (they left the
     /// group's pending set with it). `false`: the stream was deleted, and said so.
+    /// What a traced event's delivery to this member records: its hand-out.
+    private var delivery: TracedDelivery? {
+        context.tracer.isOn ? TracedDelivery(tracer: context.tracer, stream: stream, group: (group, member)) : nil
+    }
+
     private func send(_ sequences: [UInt64], log: PooledStore) async throws -> Bool {
         for run in sequences.consecutiveRuns {
             let (first, through) = (run.lowerBound, run.upperBound)
             var cursor = LogCursor(
-                hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid), from: first, liveAfter: .max, retry: .untilCancelled)
+                hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, delivery: delivery), from: first, liveAfter: .max,
+                retry: .untilCancelled)
             while cursor.next <= through {
                 let limit = Int(through - cursor.next + 1)
                 switch try await cursor.move(limit: limit, byteBudget: Subscription.pageBytes) {
                 case .ring(let entries):
+                    delivery?.delivered(entries)
                     try await Subscription.send(entries, stream: stream, sid: sid, output: output, hub: hub)
                 case .stored(let page):
                     hub.delivered(events: page.events, bytes: page.payloadBytes)
@@ -201,9 +208,10 @@ final class FramedHandout: Sendable {
     private let frames = Locked((body: ByteBuffer(), bytes: 0))
     let reader: HandoutReader
 
-    init(stream: String, sid: String) {
+    init(stream: String, sid: String, delivery: TracedDelivery?) {
         let frames = self.frames
         reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload, trace in
+            delivery?.delivered(sequence, trace: trace)
             frames.withLock { frames in
                 ServerFrame.writeEvent(
                     stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &frames.body)

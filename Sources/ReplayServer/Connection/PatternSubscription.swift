@@ -64,8 +64,10 @@ struct PatternSubscription: Sendable {
         let lease = context.lease(hub.name)
         defer { lease.dispose() }
         let log = PooledStore(store: context.store, reads: context.reads)
-        await Subscription(stream: hub.name, sid: sid, hub: hub, log: log, phase: SubscriptionPhase(stream: hub.name), output: output)
-            .run(from: point.next, liveAfter: point.liveAfter)
+        await Subscription(
+            stream: hub.name, sid: sid, hub: hub, log: log, phase: SubscriptionPhase(stream: hub.name), output: output, tracer: context.tracer
+        )
+        .run(from: point.next, liveAfter: point.liveAfter)
     }
 
     /// A `since` start in one stream, looked up in the store. A lookup that fails (the

@@ -24,6 +24,8 @@ struct Subscription: Sendable {
     /// A read-time filter (`SUB … filter=`): each event's outputs go out under its sequence
     /// number, none if it selects nothing.
     var filter: EventFilter? = nil
+    /// Spans of traced events' deliveries (`--otlp-endpoint`), or `.off`.
+    var tracer = EventTracer.off
 
     static let pageEvents = 2048
     static let pageBytes = 1024 * 1024
@@ -32,13 +34,19 @@ struct Subscription: Sendable {
     /// where a copy costs less than a buffer of their own in the write.
     static let sharedPayloadMinimum = 512
 
+    /// Spans of traced events' deliveries; `nil` with tracing off.
+    private var delivery: TracedDelivery? {
+        tracer.isOn ? TracedDelivery(tracer: tracer, stream: stream) : nil
+    }
+
     /// Delivers from `start` until the stream ends or is deleted, the task is cancelled,
     /// or the connection fails. Events after `liveAfter` are live (see `StreamHub.start`).
     func run(from start: UInt64, liveAfter: UInt64) async {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
         var cursor = LogCursor(
-            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter), from: start, liveAfter: liveAfter,
+            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery), from: start,
+            liveAfter: liveAfter,
             retry: .untilCancelled, readAhead: credit == nil)
         defer { cursor.stopReadingAhead() }
         do {
@@ -67,6 +75,7 @@ struct Subscription: Sendable {
                 }
                 switch move {
                 case .ring(let entries):
+                    delivery?.delivered(entries)
                     if let filter {
                         try await Self.send(entries, through: filter, stream: stream, sid: sid, output: output, hub: hub)
                     } else {
@@ -137,12 +146,15 @@ struct EventFrames: LogFraming {
     let stream: String
     let sid: String
     var filter: EventFilter? = nil
+    /// Spans of its traced events, when tracing is on.
+    var delivery: TracedDelivery? = nil
 
     func emptyPage() -> ByteBuffer { ByteBuffer() }
 
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout ByteBuffer
     ) {
+        delivery?.delivered(sequence, trace: trace)
         guard let filter else {
             return ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &page)
         }

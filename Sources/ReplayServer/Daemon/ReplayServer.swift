@@ -32,6 +32,10 @@ public struct ReplayServer: Sendable {
         } else {
             try SocketFile.prepare(configuration.socketPath)
         }
+        // Spans go out through their own service, first in the list, so stopped last: the
+        // spans of the drain are exported too.
+        let tracing = try configuration.tracing?.makeTracer()
+        let tracer = EventTracer(tracer: tracing?.tracer)
         let store = try StoreService(configuration: configuration)
         if let path = configuration.declarationsPath {
             do {
@@ -48,13 +52,14 @@ public struct ReplayServer: Sendable {
         let derivations = DerivationRegistry(store: store.store, budget: configuration.programBudget, logger: logger)
         let ready = DaemonReadiness(doors: configuration.http == nil ? [.socket] : [.socket, .http])
         let listener = SocketListener(
-            configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, ready: ready, logger: logger)
-        var services: [any Service] = [store, sources, derivations, RetentionService(store: store.store), listener]
+            configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, ready: ready,
+            tracer: tracer, logger: logger)
+        var services: [any Service] = (tracing.map { [$0.service] } ?? []) + [store, sources, derivations, RetentionService(store: store.store), listener]
         if let http = configuration.http {
             services.append(
                 HTTPFrontDoor(
                     settings: http, configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations,
-                    ready: ready, logger: logger))
+                    ready: ready, tracer: tracer, logger: logger))
         }
         // Last, so that a graceful shutdown stops it first: systemd hears STOPPING=1 as the
         // drain begins.

@@ -46,6 +46,8 @@ public struct ServerConfiguration: Sendable {
     var socketRules: SocketRules?
     /// The Durable Streams HTTP front door; `nil` (the default): no HTTP.
     public var http: HTTPSettings?
+    /// Where spans go (`--otlp-endpoint`); `nil`: no tracing.
+    public var tracing: TracingSettings?
     /// What a jq program (a derivation's, a reader's filter) may spend on one event
     /// (`--jq-time-limit`, `--jq-memory-limit`).
     public var programBudget = JQProgram.Budget()

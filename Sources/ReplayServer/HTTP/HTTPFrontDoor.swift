@@ -30,7 +30,7 @@ public struct HTTPFrontDoor: Service {
 
     init(
         settings: HTTPSettings, configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry,
-        derivations: DerivationRegistry, ready: DaemonReadiness? = nil, logger: Logger
+        derivations: DerivationRegistry, ready: DaemonReadiness? = nil, tracer: EventTracer = .off, logger: Logger
     ) {
         self.settings = settings
         self.ready = ready
@@ -40,10 +40,12 @@ public struct HTTPFrontDoor: Service {
         self.logger = logger
         socketConnections = configuration.maxConnections
         readThreads = NIOThreadPool(numberOfThreads: 2)
-        endpoint = StreamEndpoint(
+        var endpoint = StreamEndpoint(
             store: store, hubs: hubs, reads: ReadPool(pool: readThreads), settings: settings,
             maxPayload: configuration.maxPayload, leases: StreamLeases(sources: sources, derivations: derivations),
             programBudget: configuration.programBudget, logger: logger)
+        endpoint.tracer = tracer
+        self.endpoint = endpoint
         metrics = settings.metrics.map { MetricsEndpoint(registry: $0, hubs: hubs, store: store, derivations: derivations, sources: sources) }
     }
 
@@ -72,8 +74,8 @@ public struct HTTPFrontDoor: Service {
             let keys = try await SigningKeys.load(from: endpoint.store)
             subscriptions = try await Subscriptions(
                 store: endpoint.store, reads: endpoint.reads, keys: keys, webhooks: webhooks,
-                baseURL: settings.publicURL ?? "\(settings.scheme)://\(settings.host):\(settings.port)", logger: logger
-            )
+                baseURL: settings.publicURL ?? "\(settings.scheme)://\(settings.host):\(settings.port)", tracer: endpoint.tracer,
+                logger: logger)
         } catch {
             await webhooks.shutdown()
             try? await readThreads.shutdownGracefully()

@@ -108,7 +108,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // The completion captures the handler and the write alone: every value it holds
         // is one more retain and release per POST.
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        appends.endpoint.store.write(write.write) { result in
+        appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer) { result in
             handler.eventLoop.execute { handler.value.written(result, write) }
         }
     }

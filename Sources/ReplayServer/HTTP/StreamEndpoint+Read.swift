@@ -143,7 +143,7 @@ extension StreamEndpoint {
             fields[.contentType] = nil
             return Response(status: .noContent, headers: fields)
         }
-        Self.addTraces(chunk.traces, to: &fields)
+        addTraces(chunk.traces, of: info.name, to: &fields)
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 
@@ -156,8 +156,9 @@ extension StreamEndpoint {
     /// `Replay-Traceparent`: each traced event of the response, as a Structured Field
     /// list (RFC 8941) of its trace context with the index of its message in the body
     /// (from 0) and its sequence number: `"00-…-01";index=0;seq=41, …`.
-    static func addTraces(_ traces: [HTTPCursor.TracedMessage], to fields: inout HTTPFields) {
+    func addTraces(_ traces: [HTTPCursor.TracedMessage], of stream: String, to fields: inout HTTPFields) {
         guard !traces.isEmpty else { return }
+        tracer.delivered(traces, of: stream)
         fields[.replayTraceparent] = traces.map { "\"\($0.traceParent)\";index=\($0.index);seq=\($0.sequence)" }.joined(separator: ", ")
     }
 
@@ -192,7 +193,7 @@ extension StreamEndpoint {
             fields[.contentType] = nil
             return Response(status: .notModified, headers: fields)
         }
-        Self.addTraces(chunk.traces, to: &fields)
+        addTraces(chunk.traces, of: info.name, to: &fields)
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 

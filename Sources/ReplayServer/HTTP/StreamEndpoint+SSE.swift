@@ -19,7 +19,7 @@ extension StreamEndpoint {
         if encoding == .base64 { fields[.streamSSEDataEncoding] = "base64" }
         let feed = DurableStreamsFeed(
             cursor: start, encoding: encoding, clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
-            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) })
+            deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, tracer: tracer)
         return Response(status: .ok, headers: fields, body: SSEReader.body(feed, parked: parked, closed: closed, lease: leases.lease(info.name)))
     }
 }
@@ -32,6 +32,7 @@ struct DurableStreamsFeed: SSEFeed {
     let clientCursor: UInt64?
     let keepAlive: Duration
     let deadline: ContinuousClock.Instant?
+    let tracer: EventTracer
 
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 
@@ -50,7 +51,10 @@ struct DurableStreamsFeed: SSEFeed {
     private func frame(_ chunk: HTTPCursor.Chunk) -> (ByteBuffer, SSENext) {
         var buffer = ByteBuffer()
         if !chunk.isEmpty { SSEFrame.data(chunk, encoding, into: &buffer) }
-        if !chunk.traces.isEmpty { SSEFrame.traces(chunk.traces, into: &buffer) }
+        if !chunk.traces.isEmpty {
+            SSEFrame.traces(chunk.traces, into: &buffer)
+            tracer.delivered(chunk.traces, of: cursor.watched.hub.name)
+        }
         let closed = chunk.terminal != nil
         SSEFrame.control(
             next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),

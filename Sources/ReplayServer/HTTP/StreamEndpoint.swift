@@ -26,6 +26,8 @@ struct StreamEndpoint: Sendable {
     /// What a reader's `?filter=` may spend on one event (the daemon's `--jq-*-limit`).
     let programBudget: JQProgram.Budget
     let logger: Logger
+    /// Spans of traced events (`--otlp-endpoint`), or `.off`.
+    var tracer = EventTracer.off
     /// The live reads parked here, ended at the door's shutdown (`HTTPFrontDoor.run`).
     let parked = ParkedReads()
 
@@ -128,7 +130,7 @@ struct StreamEndpoint: Sendable {
         }
         let outcome: StreamWriteOutcome
         do {
-            outcome = try await store.write(write)
+            outcome = try await store.write(write, tracer: tracer)
         } catch {
             if case .quotaExceeded = error {
                 DaemonMetrics.streamQuotaRefusals.increment()
@@ -212,7 +214,7 @@ struct StreamEndpoint: Sendable {
         let write = try appendWrite(name, headers: headers, producer: producer, body: try await body(of: request), info: info)
         let outcome: StreamWriteOutcome
         do {
-            outcome = try await store.write(write)
+            outcome = try await store.write(write, tracer: tracer)
         } catch {
             throw appendError(error, info: hubs[name]?.info ?? info)
         }

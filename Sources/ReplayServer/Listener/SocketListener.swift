@@ -38,14 +38,16 @@ final class SocketListener: Service, Sendable {
 
     init(
         configuration: ServerConfiguration, store: EventStore, hubs: StreamHubs, sources: SourceRegistry, derivations: DerivationRegistry,
-        ready: DaemonReadiness? = nil, logger: Logger
+        ready: DaemonReadiness? = nil, tracer: EventTracer = .off, logger: Logger
     ) {
         self.configuration = configuration
         self.ready = ready
         self.logger = logger
-        self.context = ServerContext(
+        var context = ServerContext(
             store: store, hubs: hubs, sources: sources, derivations: derivations, reads: ReadPool(pool: readThreads),
             configuration: configuration, logger: logger)
+        context.tracer = tracer
+        self.context = context
     }
 
     func run() async throws {
@@ -174,7 +176,7 @@ final class SocketListener: Service, Sendable {
     }
 
     private func bind(_ quiesce: ServerQuiescingHelper) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
-        let (configuration, store) = (self.configuration, context.store)
+        let (configuration, store, tracer) = (self.configuration, context.store, context.tracer)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelInitializer { channel in
@@ -187,7 +189,8 @@ final class SocketListener: Service, Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: true)
         let accept: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             channel.eventLoop.makeCompletedFuture {
-                let router = CommandRouter(store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits)
+                let router = CommandRouter(
+                    store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits, tracer: tracer)
                 try channel.pipeline.syncOperations.addHandlers([
                     ByteToMessageHandler(CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)),
                     router,

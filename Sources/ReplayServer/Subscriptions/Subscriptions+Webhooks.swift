@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ReplayModel
 import ReplayStore
+import Tracing
 
 /// Webhook deliveries and what came of them, and each subscription's one alarm (its lease's
 /// end or its next delivery attempt).
@@ -26,26 +27,50 @@ extension Subscriptions {
     func deliver(_ id: String) async {
         guard let subscription = subscriptions[id], let url = subscription.config.webhookURL, let wakeID = subscription.state.wakeID else { return }
         let generation = subscription.state.generation
+        let positions = subscription.positions(in: store)
         let body: Data
         do {
             let token = try await token(for: subscription)
             body = SubscriptionJSON.data([
                 "subscription_id": id, "wake_id": wakeID, "generation": generation,
-                "streams": subscription.positions(in: store).map(Self.json), "callback_url": actionURL(id, "callback"), "callback_token": token,
+                "streams": positions.map(Self.json), "callback_url": actionURL(id, "callback"), "callback_token": token,
             ])
         } catch {
             logger.error("subscription '\(id)': its delivery could not be made: \(error)")
             return
         }
+        // The work it wakes for continues its publisher's trace: the delivery carries the
+        // trace context of the oldest pending event, stream by stream, that has one (the
+        // context of its span, with tracing on).
+        let pending = await pendingTrace(positions)
+        let span = pending.flatMap { tracer.start(.webhook, stream: $0.stream, continuing: $0.traceParent) }
+        span?.attributes["messaging.destination.subscription.name"] = id
+        span?.attributes["url.full"] = url
         SubscriptionMetrics.webhookAttempts.increment()
         let started = ContinuousClock.now
-        let outcome = await webhooks.deliver(body, to: url, signedBy: keys)
+        let outcome = await webhooks.deliver(body, to: url, signedBy: keys, traceParent: span.flatMap(tracer.traceParent(of:)) ?? pending?.traceParent)
+        if case .failed(let reason) = outcome { span?.setStatus(SpanStatus(code: .error, message: reason)) }
+        span?.end()
         let elapsed = (ContinuousClock.now - started).components
         SubscriptionMetrics.webhookDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
         do {
             try await exclusively { () async throws(HTTPProblem) in try await record(outcome, of: wakeID, generation, for: id) }
         } catch {
             logger.error("subscription '\(id)': the delivery's outcome was not written: \(error)")
+        }
+    }
+
+    /// The first pending event of each stream with work, in order: the first of them with a
+    /// trace context, and its stream. One indexed row per stream, on the read pool.
+    func pendingTrace(_ positions: [SubscriptionPosition]) async -> (stream: String, traceParent: String)? {
+        let pending = positions.filter(\.hasPending)
+        guard !pending.isEmpty else { return nil }
+        return try? await reads.run { [store] in
+            for position in pending {
+                guard let event = try? store.read(position.path, from: position.acked + 1, limit: 1).first else { continue }
+                if let trace = event.traceParent { return (position.path, trace.text) }
+            }
+            return nil
         }
     }
 

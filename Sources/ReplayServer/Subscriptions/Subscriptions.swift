@@ -25,6 +25,8 @@ actor Subscriptions {
     let reads: ReadPool
     let keys: SigningKeys
     let webhooks: WebhookSender
+    /// A webhook delivery's span (`--otlp-endpoint`), or `.off`.
+    let tracer: EventTracer
     let logger: Logger
     /// Whether other daemons write the same rows (a shared PostgreSQL database): each
     /// decision then starts from the row as the database has it, and the list is read again
@@ -60,8 +62,12 @@ actor Subscriptions {
     var changing = false
     var waitingToChange: [CheckedContinuation<Void, Never>] = []
 
-    init(store: EventStore, reads: ReadPool, keys: SigningKeys, webhooks: WebhookSender, baseURL: String, logger: Logger) async throws {
+    init(
+        store: EventStore, reads: ReadPool, keys: SigningKeys, webhooks: WebhookSender, baseURL: String, tracer: EventTracer = .off,
+        logger: Logger
+    ) async throws {
         self.store = store
+        self.tracer = tracer
         self.reads = reads
         self.keys = keys
         self.webhooks = webhooks

@@ -28,10 +28,12 @@ struct WebhookSender: Sendable {
         try? await client.shutdown()
     }
 
-    func deliver(_ body: Data, to url: String, signedBy keys: SigningKeys) async -> Outcome {
+    /// `traceParent`: the W3C trace context the receiver continues, if any.
+    func deliver(_ body: Data, to url: String, signedBy keys: SigningKeys, traceParent: String? = nil) async -> Outcome {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
+        if let traceParent { request.headers.add(name: "traceparent", value: traceParent) }
         do {
             request.headers.add(name: "Webhook-Signature", value: try keys.signature(of: body, at: Date()))
         } catch {
