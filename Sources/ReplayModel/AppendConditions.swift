@@ -10,7 +10,15 @@
 public struct AppendConditions: Sendable, Equatable {
     /// Commit only if the stream's last sequence number is this (0: the stream is empty or
     /// new); otherwise the publish fails (`wrong_last_seq`), and nothing is stored.
-    public var expectedLastSequence: UInt64?
+    public var expectedLastSequence: UInt64? {
+        get { expected == Self.noExpectation ? nil : expected }
+        set { expected = newValue ?? Self.noExpectation }
+    }
+    /// `expectedLastSequence`, with `UInt64.max` for none (no stream reaches it: a
+    /// stream's numbers end at 2^40): a `UInt64?` took 16 bytes with its padding, and
+    /// every PUB copies these (`ClientCommandSizeTests`, `WriteRequestSizeTests`).
+    private var expected: UInt64 = Self.noExpectation
+    private static let noExpectation = UInt64.max
     /// An idempotent producer's stamp: a retry of a committed stamp is answered with the
     /// sequence number it got, and not stored again.
     public var producer: ProducerStamp?

@@ -4,10 +4,17 @@
 /// A publisher gives one with an event (PUB `trace=`, the HTTP `traceparent` header); it
 /// is stored with the event as given and handed back on every read, so that whoever
 /// consumes the event continues the publisher's trace, as Kafka and NATS carry it in a
-/// message's headers. Checked once, where it comes in: everything after trusts `text`.
+/// message's headers. Checked once, where it comes in: everything after trusts `bytes`.
+///
+/// Kept as its bytes, one reference (8 bytes, and `nil` in the same 8): it rides in every
+/// publish's `AppendConditions`, which every PUB copies, where a `String` took 16 and grew
+/// the decoder's command past a plain publish's size (`ClientCommandSizeTests`).
 public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
-    /// The header's value, exactly 55 characters.
-    public let text: String
+    /// The header's value, exactly 55 ASCII bytes.
+    public let bytes: [UInt8]
+
+    /// The header's value as text.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// `nil` unless `text` is a version-00 `traceparent` whose trace and parent ids are not
     /// all zeros (the specification's "invalid" values).
@@ -21,7 +28,7 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
         }
         guard bytes[3..<35].contains(where: { $0 != UInt8(ascii: "0") }), bytes[36..<52].contains(where: { $0 != UInt8(ascii: "0") })
         else { return nil }
-        self.text = String(decoding: bytes, as: UTF8.self)
+        self.bytes = bytes
     }
 
     /// A stored one, as a read hands it over; `nil` if the row no longer holds a valid one
@@ -31,11 +38,11 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The trace's id, 32 hex digits.
-    public var traceID: Substring { text.dropFirst(3).prefix(32) }
+    public var traceID: String { String(decoding: bytes[3..<35], as: UTF8.self) }
     /// The id of the span that published the event, 16 hex digits.
-    public var parentID: Substring { text.dropFirst(36).prefix(16) }
+    public var parentID: String { String(decoding: bytes[36..<52], as: UTF8.self) }
     /// Whether the publisher sampled (recorded) its trace.
-    public var isSampled: Bool { UInt8(text.suffix(2), radix: 16).map { $0 & 1 == 1 } ?? false }
+    public var isSampled: Bool { UInt8(String(decoding: bytes[53...], as: UTF8.self), radix: 16).map { $0 & 1 == 1 } ?? false }
 
     public var description: String { text }
 

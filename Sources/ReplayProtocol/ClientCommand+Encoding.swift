@@ -30,7 +30,7 @@ extension ClientCommand {
             }
             if let trace = checks.traceParent {
                 buffer.writeStaticString(" trace=")
-                buffer.writeString(trace.text)
+                buffer.writeBytes(trace.bytes)
             }
             buffer.writeSpace()
             buffer.writeDecimal(UInt(payload.readableBytes))

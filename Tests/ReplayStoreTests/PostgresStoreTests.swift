@@ -68,7 +68,7 @@ struct PostgresStoreTests {
             func packed(bytes: Int) throws -> Int {
                 try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes)?.readableBytes ?? 0
             }
-            let header = 20
+            let header = 22  // sequence number, time, payload size, trace context size
             #expect(try packed(bytes: .max) == 20 * header + 10 * 10 + 10 * 100_000)
             // 100 bytes of small ones, then two large: the second reaches 250,000.
             #expect(try packed(bytes: 250_000) == 13 * header + 10 * 10 + 3 * 100_000)

@@ -84,7 +84,7 @@ extension TailRing.Entry {
     /// Calls `body` with the event's trace context as bytes (`nil`: untraced), as the
     /// frame writers take it from the store's rows.
     func withTrace<T>(_ body: (UnsafeRawBufferPointer?) -> T) -> T {
-        guard var text = traceParent?.text else { return body(nil) }
-        return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        guard let trace = traceParent else { return body(nil) }
+        return trace.bytes.withUnsafeBytes { body($0) }
     }
 }
