@@ -54,15 +54,14 @@ struct EventTracer: Sendable {
         }
     }
 
-    /// A span continuing `traceParent` (a root span where it is `nil` and `root` is asked),
-    /// started `at` (now by default); `nil` when tracing is off or the event is untraced.
+    /// A span continuing `traceParent`, started `at` (now by default); `nil` when tracing
+    /// is off or the event is untraced.
     func start(
-        _ operation: Operation, stream: String, continuing traceParent: String?, root: Bool = false,
-        at start: DefaultTracerClock.Instant = DefaultTracerClock.now
+        _ operation: Operation, stream: String, continuing traceParent: String?, at start: DefaultTracerClock.Instant = DefaultTracerClock.now
     ) -> (any Span)? {
-        guard let tracer, traceParent != nil || root else { return nil }
+        guard let tracer, let traceParent else { return nil }
         var context = ServiceContext.topLevel
-        if let traceParent { tracer.extract(["traceparent": traceParent], into: &context, using: HeaderCarrier()) }
+        tracer.extract(["traceparent": traceParent], into: &context, using: HeaderCarrier())
         let span = tracer.startSpan("\(operation.rawValue) \(stream)", context: context, ofKind: operation.kind, at: start)
         span.attributes["messaging.system"] = "replay"
         span.attributes["messaging.destination.name"] = stream
