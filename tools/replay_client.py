@@ -8,6 +8,7 @@ As a library:
             print(event.seq, event.payload)
         conn.publish("account-7", [b"opened"], expect=0)            # only onto an empty stream
         conn.publish("payments", [b"p"], producer="billing", epoch=1, pseq=0)   # retry-safe
+        conn.publish("orders", [b"o"], trace="00-4bf9...4736-00f0...02b7-01")   # W3C trace context
         conn.publish_atomically([("a", b"x", None), ("b", b"y", 4)])   # all or none
         for event in conn.subscribe("orders", durable="mailer", count=1):
             print(event.seq)                                         # acknowledged when the next is asked for
@@ -36,7 +37,16 @@ import sys
 import time
 from collections import namedtuple
 
-Event = namedtuple("Event", "stream sid seq time payload")
+# `traceparent`: the W3C trace context its publisher gave, or None.
+Event = namedtuple("Event", "stream sid seq time payload traceparent", defaults=(None,))
+
+
+def _trace(words):
+    """The `trace=` word after an EVENT line's size, if any (other key=value words are skipped)."""
+    for word in words[6:]:
+        if word.startswith(b"trace="):
+            return word[6:].decode()
+    return None
 
 
 class ReplayError(Exception):
@@ -128,19 +138,21 @@ class ReplayConnection:
         data = payload.encode() if isinstance(payload, str) else payload
         return b"PUB %s %s%d\r\n%s\r\n" % (stream.encode(), options, len(data), data)
 
-    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0):
+    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0, trace=None):
         """Publishes every payload (bytes or str) pipelined; returns their sequence numbers.
 
         expect=SEQ: one atomic send, stored only if the stream's last sequence number is SEQ
         (0: empty or new), else ReplayError("wrong_last_seq", ...).
         producer=ID: an idempotent producer's events, pseqs from `pseq` in `epoch`: a retry
-        of committed ones is answered with their original sequence numbers."""
+        of committed ones is answered with their original sequence numbers.
+        trace=TRACEPARENT: the events' W3C trace context, given back to their readers."""
         if expect is not None:
-            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)])
+            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)], trace=trace)
+        traced = b"" if trace is None else b"trace=%s " % trace.encode()
         out = bytearray()
         for index, payload in enumerate(payloads):
             options = b"" if producer is None else b"producer=%s epoch=%d pseq=%d " % (producer.encode(), epoch, pseq + index)
-            out += self._pub(stream, payload, options)
+            out += self._pub(stream, payload, options + traced)
         self.sock.sendall(out)
         seqs = []
         for _ in payloads:
@@ -149,12 +161,13 @@ class ReplayConnection:
             seqs.append(int(words[1]))
         return seqs
 
-    def publish_atomically(self, events):
+    def publish_atomically(self, events, trace=None):
         """Publishes (stream, payload, expect-or-None) events all or none; returns their
         sequence numbers. A failed check raises ReplayError and stores nothing."""
+        traced = b"" if trace is None else b"trace=%s " % trace.encode()
         out = bytearray(b"ATOMIC %d\r\n" % len(events))
         for stream, payload, expect in events:
-            out += self._pub(stream, payload, b"" if expect is None else b"expect=%d " % expect)
+            out += self._pub(stream, payload, (b"" if expect is None else b"expect=%d " % expect) + traced)
         self.sock.sendall(out)
         verb, words, _ = self._frame()
         self._check(verb, words)
@@ -187,7 +200,7 @@ class ReplayConnection:
                 verb, words, payload = self._frame()
                 if verb == "EVENT" and words[2].decode() == sid:
                     received += 1
-                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload)
+                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload, _trace(words))
                     if durable:
                         self.sock.sendall(b"ACK %s %d\r\n" % (sid.encode(), int(words[3])))
                         unconfirmed += 1
@@ -233,7 +246,7 @@ class ReplayConnection:
         while True:
             verb, words, payload = self._frame()
             if verb == "EVENT" and words[2].decode() == sid:
-                yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload)
+                yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload, _trace(words))
             elif verb in ("+OK", "-ERR") and owed:
                 done, refused = owed.pop(0)
                 if verb == "-ERR" and refused:
@@ -277,9 +290,10 @@ class ReplayConnection:
 class GroupEvent:
     """An event handed to a group member: ack() it once handled, or nack() it back."""
 
-    def __init__(self, conn, sid, owed, stream, seq, time, payload):
+    def __init__(self, conn, sid, owed, stream, seq, time, payload, traceparent=None):
         self._conn, self._sid, self._owed = conn, sid, owed
         self.stream, self.seq, self.time, self.payload = stream, seq, time, payload
+        self.traceparent = traceparent
 
     def ack(self, then=None, refused=None):
         """Acknowledges this event; `then()` runs once the daemon committed it. A refusal

@@ -38,6 +38,31 @@ struct PythonClientTests {
         }
     }
 
+    @Test func pythonPublishesAndReadsTraceContext() async throws {
+        try await withDaemon { daemon in
+            let traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            let program = """
+                import sys
+                sys.path.insert(0, sys.argv[1])
+                import replay_client
+                with replay_client.ReplayConnection(sys.argv[2]) as conn:
+                    conn.publish("t", [b"a"], trace=sys.argv[3])
+                    conn.publish("t", [b"b"])
+                    conn.publish_atomically([("t", b"c", None)], trace=sys.argv[3])
+                    for event in conn.subscribe("t", count=3):
+                        print(event.seq, event.traceparent)
+                    for job in conn.group("t", "g"):
+                        print("job", job.seq, job.traceparent)
+                        if job.seq == 3:
+                            break
+                """
+            let directory = URL(fileURLWithPath: Self.script).deletingLastPathComponent().path
+            let result = try await runProgram("/usr/bin/env", ["python3", "-c", program, directory, daemon.socketPath, traced])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == "1 \(traced)\n2 None\n3 \(traced)\njob 1 \(traced)\njob 2 None\njob 3 \(traced)\n")
+        }
+    }
+
     /// A connection that closes mid-frame (a killed daemon) gives `ConnectionError`, for a
     /// partial line and for a short payload alike, never an `IndexError`.
     @Test(arguments: [
