@@ -9,12 +9,15 @@ public struct InputEvent: Sendable {
     /// Commit time, ms since 1970: windows are cut by it.
     public let millis: Int64
     public let payload: Data
+    /// Its publisher's trace context: the outputs it makes continue that trace.
+    public let traceParent: TraceParent?
 
-    public init(stream: String, sequence: UInt64, millis: Int64, payload: Data) {
+    public init(stream: String, sequence: UInt64, millis: Int64, payload: Data, traceParent: TraceParent? = nil) {
         self.stream = stream
         self.sequence = sequence
         self.millis = millis
         self.payload = payload
+        self.traceParent = traceParent
     }
 }
 
@@ -278,7 +281,8 @@ public final class DerivationEngine {
                 if stored.last == text { continue }
                 stored.last = text
             }
-            outputs.append(DerivedOutput(payload: payload, originStream: event.stream, originSequence: event.sequence))
+            outputs.append(
+                DerivedOutput(payload: payload, originStream: event.stream, originSequence: event.sequence, traceParent: event.traceParent))
             stored.emitted += 1
             if let take = spec.take, stored.emitted >= take { stored.completed = true }
         }

@@ -6,11 +6,15 @@ public struct DerivedOutput: Sendable, Equatable {
     public let payload: Data
     public let originStream: String
     public let originSequence: UInt64
+    /// The trace context of the input event that produced it: the output continues its
+    /// publisher's trace.
+    public let traceParent: TraceParent?
 
-    public init(payload: Data, originStream: String, originSequence: UInt64) {
+    public init(payload: Data, originStream: String, originSequence: UInt64, traceParent: TraceParent? = nil) {
         self.payload = payload
         self.originStream = originStream
         self.originSequence = originSequence
+        self.traceParent = traceParent
     }
 
     /// The origin as the store's column keeps it: `stream:seq` (a stream name never has a ':').

@@ -77,6 +77,21 @@ struct TraceContextTests {
         }
     }
 
+    @Test func aDerivedStreamsOutputsContinueTheirInputsTraces() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                let definition = #"{"inputs": ["orders"], "program": "select(.n > 1) | .n * 10"}"#
+                try await client.send("DERIVE big \(definition.utf8.count)\r\n\(definition)\r\n")
+                #expect(try await client.expectFrame() == .ok)
+                try await client.send(
+                    "PUB orders trace=\(Self.traced) 7\r\n{\"n\":1}\r\nPUB orders trace=\(Self.other) 7\r\n{\"n\":2}\r\nPUB orders 7\r\n{\"n\":3}\r\n")
+                _ = try await client.frames(3)
+                try await client.send(.subscribe(stream: "big", sid: "d", start: .all))
+                #expect(try await client.frames(3).events == [TracedEvent(1, "20", Self.other), TracedEvent(2, "30", nil)])
+            }
+        }
+    }
+
     @Test func onPostgreSQLItIsStoredAndReadBack() async throws {
         try await TestPostgres.withDatabase { url in
             try await withDaemon(database: url) { daemon in

@@ -51,8 +51,11 @@ struct InputReader {
             guard from <= info.lastSequence else { continue }
             var events: [InputEvent] = []
             events.reserveCapacity(min(page, Int(info.lastSequence - from + 1)))
-            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, _ in
-                events.append(InputEvent(stream: info.name, sequence: sequence, millis: CommitTime.millis(time), payload: Data(payload)))
+            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, trace in
+                events.append(
+                    InputEvent(
+                        stream: info.name, sequence: sequence, millis: CommitTime.millis(time), payload: Data(payload),
+                        traceParent: trace.flatMap(TraceParent.init(bytes:))))
             }
             if !events.isEmpty { pages.append((order, events, events.count == page)) }
         }

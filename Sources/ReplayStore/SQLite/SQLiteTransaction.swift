@@ -124,7 +124,9 @@ final class SQLiteTransaction: LogTransaction {
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
     ) throws {
-        if let origin { return try insertOutput(stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin) }
+        if let origin {
+            return try insertOutput(stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin, trace: trace)
+        }
         // A traced event has a statement of its own: the untraced one, the one nearly every
         // event takes, binds nothing more than before.
         let insert = try RawStatement(db.cachedStatement(sql: trace == nil ? Self.insertSQL : Self.insertTracedSQL), in: db)
