@@ -123,6 +123,23 @@ public final class ReplayClient: Sendable {
         try await publish(stream, Data(text.utf8), expect: expect)
     }
 
+    /// Publishes one event with its publisher's W3C trace context, which it keeps: every
+    /// reader gets it with the event (`ReplayEvent.traceParent`) and continues the trace.
+    ///
+    /// ```swift
+    /// let trace = TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    /// try await client.publish("orders", #"{"id":1}"#, traceParent: trace)
+    /// ```
+    @discardableResult
+    public func publish(_ stream: String, _ payload: Data, traceParent: TraceParent?) async throws -> UInt64 {
+        try await startPublishing(stream, contentsOf: [payload], checks: [AppendConditions(traceParent: traceParent)]).results[0].get()
+    }
+
+    @discardableResult
+    public func publish(_ stream: String, _ text: String, traceParent: TraceParent?) async throws -> UInt64 {
+        try await publish(stream, Data(text.utf8), traceParent: traceParent)
+    }
+
     /// Publishes many events in one pipelined write; one result per event, in order (an
     /// error for one does not stop the others).
     public func publish(_ stream: String, contentsOf payloads: [Data]) async throws -> [Result<UInt64, ReplayClientError>] {

@@ -1,6 +1,7 @@
 import Foundation
 import ReplayClient
 import ReplayCore
+import ReplayModel
 import ReplayProtocol
 import ReplaySync
 import ReplayTesting
@@ -35,6 +36,23 @@ struct ReplayClientTests {
             try await client.reset("orders", keepHistory: false)
             #expect(try await client.publish("orders", "again") == 1001)
             try await client.delete("orders")
+            await client.close()
+        }
+    }
+
+    @Test func aTraceContextGoesFromPublishToEveryReader() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            let trace = try #require(TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+            #expect(trace.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && trace.parentID == "00f067aa0ba902b7" && trace.isSampled)
+            #expect(try await client.publish("orders", "traced", traceParent: trace) == 1)
+            #expect(try await client.publish("orders", "plain") == 2)
+            var seen: [TraceParent?] = []
+            for try await event in try await client.subscribe("orders") {
+                seen.append(event.traceParent)
+                if seen.count == 2 { break }
+            }
+            #expect(seen == [trace, nil])
             await client.close()
         }
     }
