@@ -34,8 +34,11 @@ struct OpenTelemetryTests {
                 service: .init(environment: ["OTEL_BSP_SCHEDULE_DELAY": "100"]))
             let http = try HTTPTestClient(address: try await daemon.httpAddress())
             try await withWireClient(daemon.socketPath) { client in
-                // A subscriber, a group's member, an untraced event.
+                // A subscriber, one whose filter keeps nothing (no delivery, so no span), a
+                // group's member, an untraced event.
                 try await client.subscribe("orders", sid: "s")
+                try await client.send("SUB orders none all filter=13\r\nselect(false)\r\n")
+                #expect(try await client.expectFrame() == .ok)
                 try await client.send("PUB orders trace=\(Self.traceparent(Self.socket)) 1\r\na\r\nPUB quiet 1\r\nq\r\n")
                 _ = try await client.frames(3)
                 try await client.send("PUB jobs trace=\(Self.traceparent(Self.group)) 1\r\nj\r\n")

@@ -37,6 +37,19 @@ struct TraceContextHTTPTests {
         }
     }
 
+    @Test func aFilteredReadNamesOnlyTheTracedEventsItKept() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/f", headers: Self.json).status == 201)
+            let traced = Self.json + [("traceparent", Self.traced)]
+            #expect(try await http.request("POST", "/v1/stream/f", headers: traced, body: "[1,2,3,4]").status == 204)
+            // Events 1 and 3 give nothing; 2 gives one output, 4 two.
+            let filter = "select(.%20%25%202%20%3D%3D%200)%20%7C%20range(.%20/%202)".replacingOccurrences(of: " ", with: "%20")
+            let read = try await http.request("GET", "/v1/stream/f?offset=-1&filter=\(filter)")
+            #expect(read.text == "[0,0,1]", "\(read.text)")
+            #expect(read.headers["Replay-Traceparent"].first == "\"\(Self.traced)\";index=0;seq=2, \"\(Self.traced)\";index=1;seq=4")
+        }
+    }
+
     @Test func aResponseEndsBeforeItsSixtyFifthTracedEvent() async throws {
         try await withDoor { http in
             let traced = Self.json + [("traceparent", Self.traced)]

@@ -75,10 +75,10 @@ struct Subscription: Sendable {
                 }
                 switch move {
                 case .ring(let entries):
-                    delivery?.delivered(entries)
                     if let filter {
-                        try await Self.send(entries, through: filter, stream: stream, sid: sid, output: output, hub: hub)
+                        try await Self.send(entries, through: filter, stream: stream, sid: sid, output: output, hub: hub, delivery: delivery)
                     } else {
+                        delivery?.delivered(entries)
                         try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub)
                     }
                 case .stored(let page):
@@ -154,11 +154,14 @@ struct EventFrames: LogFraming {
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout ByteBuffer
     ) {
-        delivery?.delivered(sequence, trace: trace)
         guard let filter else {
+            delivery?.delivered(sequence, trace: trace)
             return ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &page)
         }
-        for output in filter.outputs(payload) {
+        // An event the filter gives nothing for is not delivered: no span for it.
+        let outputs = filter.outputs(payload)
+        if !outputs.isEmpty { delivery?.delivered(sequence, trace: trace) }
+        for output in outputs {
             output.withUnsafeBytes { output in
                 ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: output, trace: trace, into: &page)
             }
@@ -170,12 +173,15 @@ extension Subscription {
     /// Ring events through a read-time filter: each output framed under its event's
     /// sequence number (so a filtered reader resumes where it was), in this reader's buffer.
     static func send(
-        _ entries: [TailRing.Entry], through filter: EventFilter, stream: String, sid: String, output: some FrameOutput, hub: StreamHub
+        _ entries: [TailRing.Entry], through filter: EventFilter, stream: String, sid: String, output: some FrameOutput, hub: StreamHub,
+        delivery: TracedDelivery? = nil
     ) async throws {
         hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var own = ByteBuffer()
         for entry in entries {
-            for result in filter.outputs(entry.payload) {
+            let results = filter.outputs(entry.payload)
+            if !results.isEmpty, let delivery { entry.withTrace { delivery.delivered(entry.sequence, trace: $0) } }
+            for result in results {
                 entry.withTrace { trace in
                     result.withUnsafeBytes { result in
                         ServerFrame.writeEvent(

@@ -49,13 +49,15 @@ struct HTTPCursor: Sendable {
             traces += other.traces.map { TracedMessage(index: $0.index + offset, sequence: $0.sequence, traceParent: $0.traceParent) }
         }
 
-        /// Adds an event's outputs (its payload, or a filter's outputs for it).
+        /// Adds an event's outputs (its payload, or a filter's outputs for it); a traced
+        /// event the filter gave nothing for is not named, as no message of it is there.
         mutating func add(_ outputs: some Sequence<some Collection<UInt8>>, sequence: UInt64, traceParent: String?) {
-            if let traceParent { traces.append(TracedMessage(index: sizes.count, sequence: sequence, traceParent: traceParent)) }
+            let first = sizes.count
             for output in outputs {
                 bytes.writeBytes(output)
                 sizes.append(output.count)
             }
+            if let traceParent, sizes.count > first { traces.append(TracedMessage(index: first, sequence: sequence, traceParent: traceParent)) }
         }
 
         /// Ends the chunk before its `limit + 1`th traced event, so that a response's
