@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import ReplayStore
 
@@ -47,6 +48,17 @@ struct HTTPCursor: Sendable {
             if isEmpty { bytes = more } else { bytes.writeBuffer(&more) }
             sizes += other.sizes
             traces += other.traces.map { TracedMessage(index: $0.index + offset, sequence: $0.sequence, traceParent: $0.traceParent) }
+        }
+
+        /// Adds one event: its payload, or what `filter` gives for it. The ring's events and
+        /// the store's rows both come in here.
+        mutating func add(
+            _ payload: some Collection<UInt8> & ContiguousBytes, sequence: UInt64, traceParent: String?, through filter: EventFilter?
+        ) {
+            if let filter { return add(filter.outputs(payload), sequence: sequence, traceParent: traceParent) }
+            guard traceParent == nil else { return add(CollectionOfOne(payload), sequence: sequence, traceParent: traceParent) }
+            bytes.writeBytes(payload)
+            sizes.append(payload.count)
         }
 
         /// Adds an event's outputs (its payload, or a filter's outputs for it); a traced
@@ -129,17 +141,7 @@ struct HTTPCursor: Sendable {
         case .ring(let entries):
             for entry in entries {
                 budget -= entry.payload.count
-                let trace = entry.traceParent?.text
-                guard let filter = cursor.framing.filter else {
-                    guard trace == nil else {
-                        chunk.add(CollectionOfOne(entry.payload), sequence: entry.sequence, traceParent: trace)
-                        continue
-                    }
-                    chunk.bytes.writeBytes(entry.payload)
-                    chunk.sizes.append(entry.payload.count)
-                    continue
-                }
-                chunk.add(filter.outputs(entry.payload), sequence: entry.sequence, traceParent: trace)
+                chunk.add(entry.payload, sequence: entry.sequence, traceParent: entry.traceParent?.text, through: cursor.framing.filter)
             }
             position = entries.last?.sequence ?? position
             return false
@@ -187,13 +189,6 @@ struct Payloads: LogFraming {
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
         to page: inout HTTPCursor.Chunk
     ) {
-        let traceParent = trace.map { String(decoding: $0, as: UTF8.self) }
-        guard let filter else {
-            guard traceParent == nil else { return page.add(CollectionOfOne(payload), sequence: sequence, traceParent: traceParent) }
-            page.bytes.writeBytes(payload)
-            page.sizes.append(payload.count)
-            return
-        }
-        page.add(filter.outputs(payload), sequence: sequence, traceParent: traceParent)
+        page.add(payload, sequence: sequence, traceParent: trace.map { String(decoding: $0, as: UTF8.self) }, through: filter)
     }
 }
