@@ -72,6 +72,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // SHA-256 for each stream's hash chain (Chain/HashChain.swift).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The schema's SQL files, compiled in (see Plugins/EmbedMigrations).
             plugins: ["EmbedMigrations"]

@@ -35,6 +35,9 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case storageUnavailable = "storage_unavailable"
         /// A limit of the store's layout: stream ids or a stream's sequence numbers.
         case limitReached = "limit_reached"
+        /// A stored event failed its hash chain's check (changed after it was written): it
+        /// is not sent. The message starts `stream=<name> seq=<n>`.
+        case corruptEvent = "corrupt_event"
         case shuttingDown = "shutting_down"
         case tooManyConnections = "too_many_connections"
         /// The connection went over its request or byte rate (`--rate-limit-requests`,

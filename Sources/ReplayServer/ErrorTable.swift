@@ -54,6 +54,8 @@ extension StoreError {
         case .quotaExceeded: Meaning(code: .forbidden, status: .forbidden)
         case .unavailable: Meaning(code: .storageUnavailable, status: .serviceUnavailable)
         case .closed: Meaning(code: .shuttingDown, status: .serviceUnavailable)
+        // The daemon's own data is wrong, not the request: a server error that names it.
+        case .corruptEvent: Meaning(code: .corruptEvent, status: .internalServerError)
         case .notADatabase, .readOnly, .locked, .newerSchema, .sqlite: Meaning(code: .internal, status: .internalServerError)
         }
     }
@@ -73,7 +75,7 @@ extension ReplayError.Code {
         case .tooManySubscriptions, .tooManyConnections, .rateLimited: .tooManyRequests
         case .storageFull, .limitReached: .insufficientStorage
         case .storageUnavailable, .shuttingDown: .serviceUnavailable
-        case .internal: .internalServerError
+        case .internal, .corruptEvent: .internalServerError
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import ReplayModel
 import ReplaySync
@@ -22,6 +23,11 @@ final class Catalog: Sendable {
         var lastWrite: Int64 = 0
         /// A derived stream: only its derivation appends to it.
         var derived = false
+        /// The hash of its newest event (`HashChain`): the next event's link follows it.
+        var chainHead: EventHash = .zero
+        /// The hash before its first retained event: what a read from the start checks
+        /// the first event against once retention removed the ones before it.
+        var chainBase: EventHash = .zero
     }
 
     private let records: Locked<[String: Record]>
@@ -140,6 +146,9 @@ struct StreamRow {
     var keepUnacked: Int?
     /// The source's name, where the database joins it in (else filled in by the catalog).
     var forkSource: String?
+    /// `chain_head`, `chain_base`: 32 bytes, or NULL for none yet (`EventHash.zero`).
+    var chainHead: EventHash = .zero
+    var chainBase: EventHash = .zero
 
     /// The row as the catalog keeps it; a source's options that are not valid (a row
     /// written by hand) are an error that names the stream, not a silent default.
@@ -178,7 +187,7 @@ struct StreamRow {
                         requestedSubOffset: UInt64(forkSubOffset ?? 0))
                 },
                 deletedAt: deletedAt.flatMap(Timestamp.parse)),
-            lastTime: lastTime)
+            lastTime: lastTime, chainHead: chainHead, chainBase: chainBase)
     }
 }
 
@@ -192,6 +201,11 @@ extension StreamRow {
             contentType: row["content_type"], ttlSeconds: row["ttl_seconds"], expiresAt: row["expires_at"],
             writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
             forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"],
-            forkSource: row["fork_source"])
+            forkSource: row["fork_source"], chainHead: Self.hash(row["chain_head"]), chainBase: Self.hash(row["chain_base"]))
+    }
+
+    /// A hash column's value; NULL (or anything not 32 bytes) is none.
+    static func hash(_ bytes: Data?) -> EventHash {
+        bytes.flatMap { bytes in bytes.withUnsafeBytes { EventHash(bytes: $0) } } ?? .zero
     }
 }

@@ -40,7 +40,7 @@ public final class EventStore: Sendable {
     private let backingUp = Locked(false)
     /// The same database when it is a SQLite file, for diagnostics (`query`).
     private let sqlite: SQLiteLog?
-    private let catalog: Catalog
+    let catalog: Catalog
     private let listeners: CommitListeners
     private let writer: WriteQueue
     private let clock: @Sendable () -> Date

@@ -6,8 +6,16 @@ import ReplayModel
 struct LogSegments {
     struct Segment: Equatable {
         let streamID: Int64
+        /// The name of the stream whose rows these are (a fork's source for its inherited
+        /// part): its events are hashed under it.
+        let stream: String
         let from: UInt64
         let through: UInt64
+        /// That stream's chain base as the record the read started from has it (the hash
+        /// before its first retained event): the writer's reads check against it; a reader
+        /// outside the writer reads it from its own snapshot instead, where retention may
+        /// have moved it since.
+        let base: EventHash
     }
 
     let segments: [Segment]
@@ -21,14 +29,16 @@ struct LogSegments {
     ) -> [Segment] {
         guard from <= through else { return [] }
         guard let fork = record.info.fork, depth < 1000, let source = lookup(fork.source) else {
-            return [Segment(streamID: record.id, from: from, through: through)]
+            return [Segment(streamID: record.id, stream: record.info.name, from: from, through: through, base: record.chainBase)]
         }
         var segments: [Segment] = []
         if from <= fork.sequence {
             segments = resolve(source, from: from, through: min(through, fork.sequence), lookup: lookup, depth: depth + 1)
         }
         let own = max(from, fork.sequence + 1)
-        if own <= through { segments.append(Segment(streamID: record.id, from: own, through: through)) }
+        if own <= through {
+            segments.append(Segment(streamID: record.id, stream: record.info.name, from: own, through: through, base: record.chainBase))
+        }
         return segments
     }
 }

@@ -56,6 +56,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A derivation's definition or step that does not match the stored one: redefined
     /// without `--rebuild`, or a step read from positions that another runner has moved.
     case derivationConflict(stream: String, reason: String)
+    /// A stored event whose hash is not its chain's link from the event before it: the
+    /// event (or one before it) was changed after it was written. It is never served.
+    case corruptEvent(stream: String, sequence: UInt64, expected: String, found: String)
     /// The store was closed.
     case closed
     /// SQLite reported an error.
@@ -116,6 +119,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "group '\(group)' of stream '\(stream)' has \(setting)=\(current), not \(asked); join it with its settings or use another group"
         case .derivationConflict(let stream, let reason):
             "derived stream '\(stream)': \(reason)"
+        case .corruptEvent(let stream, let sequence, let expected, let found):
+            "stream=\(stream) seq=\(sequence): its stored hash \(found) is not its chain's \(expected); it was changed after it was written and is not served (replayctl verify names every broken chain)"
         case .closed:
             "the store is closed"
         case .sqlite(let code, let message):

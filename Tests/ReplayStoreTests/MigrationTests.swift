@@ -157,8 +157,8 @@ struct MigrationTests {
             let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
             #expect(applied.contains("0003_one_integer_key"))
             let columns = try store.query { db in try db.columns(in: "event_log").map(\.name) }
-            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013
-            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent"])
+            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013; `hash`: 0014
+            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent", "hash"])
 
             // Through the store: settings, windows, terminal states, the source.
             #expect(store.info("orders")?.config == StreamConfig(capacity: nil))
@@ -182,6 +182,10 @@ struct MigrationTests {
             let next = try await store.append(Data("next".utf8), to: "orders")
             #expect(next.sequence == 6)
             #expect(next.timestamp >= orders[4]["time"] as String)
+            // Events stored before chaining have no hash; the chain starts after them.
+            #expect(try store.read("orders", from: 1).count == 6)
+            let report = try store.verify("orders")
+            #expect(report.isIntact && report.events == 6)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 import ReplaySync
 import ReplayTesting
 import Testing
@@ -69,22 +70,30 @@ struct PostgresNoticeTests {
     /// one for a stream not listed, is left out; bounds that would pass NOTIFY's size are
     /// dropped, the names kept.
     @Test func aNoticeCarriesBoundsBesideTheNamesAndReadsTheOldFormat() throws {
-        let bounds = StreamBounds(id: 7, firstSequence: 3, lastSequence: 40, byteCount: 3_800, lastTime: 1_764_000_000_000)
+        let head = try #require(EventHash(hex: String(repeating: "ab", count: 32)))
+        let base = try #require(EventHash(hex: String(repeating: "0c", count: 32)))
+        let bounds = StreamBounds(
+            id: 7, firstSequence: 3, lastSequence: 40, byteCount: 3_800, lastTime: 1_764_000_000_000, chainHead: head, chainBase: base)
         let notice = CommitNotice(origin: "daemon-a", streams: ["orders", "audit"], bounds: ["orders": bounds])
-        #expect(notice.payload == "daemon-a\naudit\norders\norders 7 3 40 3800 1764000000000")
+        #expect(notice.payload == "daemon-a\naudit\norders\norders 7 3 40 3800 1764000000000 \(head.hex) \(base.hex)")
         let parsed = try #require(CommitNotice(payload: notice.payload))
         #expect(parsed == notice)
         #expect(parsed.streamsToRead == ["audit"])
 
         let old = try #require(CommitNotice(payload: "daemon-a\naudit\norders"))
         #expect(old.bounds.isEmpty && old.streamsToRead == ["audit", "orders"])
-        let odd = try #require(CommitNotice(payload: "daemon-a\norders\norders 7 3 forty 3800 1\naudit 1 1 1 1 1"))
+        let odd = try #require(
+            CommitNotice(payload: "daemon-a\norders\norders 7 3 forty 3800 1 \(head.hex) \(base.hex)\naudit 1 1 1 1 1 \(head.hex) \(base.hex)"))
+        let previousVersion = try #require(CommitNotice(payload: "daemon-a\norders\norders 7 3 40 3800 1"))
+        #expect(previousVersion.streamsToRead == ["orders"], "a bounds line without the chain is read from the row")
         #expect(odd.bounds.isEmpty && odd.streamsToRead == ["orders"])
 
         let many = (0..<300).map { "stream-\($0)" }
         let crowded = CommitNotice(origin: "a", streams: many, bounds: Dictionary(uniqueKeysWithValues: many.map { ($0, bounds) }))
         #expect(crowded.streams == many.sorted() && crowded.bounds.isEmpty)
         #expect(crowded.payload.utf8.count < 8000)
+        let three = CommitNotice(origin: "a", streams: many.prefix(3), bounds: Dictionary(uniqueKeysWithValues: many.prefix(3).map { ($0, bounds) }))
+        #expect(three.bounds.count == 3, "a few streams' bounds fit")
     }
 
     /// A daemon knows its own notices by their first line, without reading the rest: a
@@ -111,7 +120,7 @@ struct PostgresNoticeTests {
         appended.info.byteCount = 120
         appended.lastTime = 60
         let bounds = StreamBounds.onlyChange(from: before, to: appended)
-        #expect(bounds == StreamBounds(id: 4, firstSequence: 1, lastSequence: 12, byteCount: 120, lastTime: 60))
+        #expect(bounds == StreamBounds(id: 4, firstSequence: 1, lastSequence: 12, byteCount: 120, lastTime: 60, chainHead: .zero, chainBase: .zero))
         #expect(bounds?.applied(to: before)?.info == appended.info)
 
         var closed = appended
@@ -147,10 +156,10 @@ struct PostgresNoticeTests {
             let writer = try PostgresLog(try #require(PostgresLocation(url)), options: .init(), listeners: listeners, now: Date.init)
             defer { writer.close() }
             let id64 = try #require(writer.catalog["s"]?.id)
-            await commit(writer, [.refresh(streams: [], bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 5, byteCount: 5, lastTime: 9)])])
+            await commit(writer, [.refresh(streams: [], bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 5, byteCount: 5, lastTime: 9, chainHead: .zero, chainBase: .zero)])])
             #expect(heard.value["s"]?.info?.lastSequence == 5, "taken as told")
             #expect(writer.catalog["s"]?.info.byteCount == 5)
-            await commit(writer, [.refresh(streams: [], bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 4, byteCount: 4, lastTime: 9)])])
+            await commit(writer, [.refresh(streams: [], bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 4, byteCount: 4, lastTime: 9, chainHead: .zero, chainBase: .zero)])])
             #expect(heard.value["s"]?.info?.lastSequence == 2, "behind: the row is read")
         }
     }

@@ -66,9 +66,10 @@ struct PostgresStoreTests {
             defer { session.close() }
             let id = try #require(Int64(try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")))
             func packed(bytes: Int) throws -> Int {
-                try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes)?.readableBytes ?? 0
+                try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes)?.events.readableBytes ?? 0
             }
-            let header = 22  // sequence number, time, payload size, trace context size
+            // Sequence number, time, payload size, trace context size, hash size; and the hash.
+            let header = 24 + 32
             #expect(try packed(bytes: .max) == 20 * header + 10 * 10 + 10 * 100_000)
             // 100 bytes of small ones, then two large: the second reaches 250,000.
             #expect(try packed(bytes: 250_000) == 13 * header + 10 * 10 + 3 * 100_000)

@@ -481,15 +481,20 @@ struct CommitNotice: Equatable {
     }
 
     private static func line(_ name: String, _ bounds: StreamBounds) -> String {
-        "\(name) \(bounds.id) \(bounds.firstSequence) \(bounds.lastSequence) \(bounds.byteCount) \(bounds.lastTime)"
+        "\(name) \(bounds.id) \(bounds.firstSequence) \(bounds.lastSequence) \(bounds.byteCount) \(bounds.lastTime) \(bounds.chainHead.hex) \(bounds.chainBase.hex)"
     }
 
     private static func bounds(_ line: Substring) -> (String, StreamBounds)? {
         let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-        guard fields.count == 6, let id = Int64(fields[1]), let first = UInt64(fields[2]), let last = UInt64(fields[3]),
-            let bytes = Int(fields[4]), let lastTime = Int64(fields[5])
+        guard fields.count == 8, let id = Int64(fields[1]), let first = UInt64(fields[2]), let last = UInt64(fields[3]),
+            let bytes = Int(fields[4]), let lastTime = Int64(fields[5]), let head = EventHash(hex: fields[6]),
+            let base = EventHash(hex: fields[7])
         else { return nil }
-        return (String(fields[0]), StreamBounds(id: id, firstSequence: first, lastSequence: last, byteCount: bytes, lastTime: lastTime))
+        return (
+            String(fields[0]),
+            StreamBounds(
+                id: id, firstSequence: first, lastSequence: last, byteCount: bytes, lastTime: lastTime, chainHead: head, chainBase: base)
+        )
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import PostgresNIO
 import ReplayModel
@@ -26,12 +27,20 @@ extension PostgresTransaction {
     ///   every row, payload and all, in a tuple store, and doubled PostgreSQL's CPU per page,
     ///   which was the bound of a one-reader catch-up: the backend spent a whole core for
     ///   200,000 events/s (docs/PERFORMANCE.md).
+    ///
+    /// - **Checked.** Every page comes with what its own snapshot holds before its first
+    ///   event (`chainStart`), and each event's hash is checked against its chain
+    ///   (`ChainCheck`) before it is handed on: a corrupt event ends the read with
+    ///   `corruptEvent`. `inWriter`: the read is the writer's, whose working record has the
+    ///   stream's chain base before its row does.
     static func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying, inWriter: Bool = false,
         _ body: EventVisitor
     ) throws {
         var reading = PageReading(remaining: limit, byteBudget: byteBudget)
         for segment in segments.segments where !reading.isDone {
+            reading.chain = ChainCheck(stream: segment.stream)
+            reading.writerBase = inWriter ? segment.base : nil
             var from = Int64(segment.from)
             let through = Int64(min(segment.through, UInt64(Int64.max)))
             while !reading.isDone && from <= through {
@@ -41,6 +50,7 @@ extension PostgresTransaction {
                 let small = try smallEventsPage(session, stream: segment.streamID, from: from, through: last, smallest: bytes / rows)
                 if let page = small.page {
                     let start = from
+                    reading.startChain(small.start)
                     try reading.walk(page, after: &from, before: small.firstLarge, body)
                     if from > start { continue }
                 }
@@ -52,7 +62,8 @@ extension PostgresTransaction {
                     page = try packedPage(session, stream: segment.streamID, from: from, through: through, limit: rows, bytes: bytes)
                 }
                 guard let page else { break }
-                try reading.walk(page, after: &from, body)
+                reading.startChain(page.start)
+                try reading.walk(page.events, after: &from, body)
             }
         }
     }
@@ -63,26 +74,46 @@ extension PostgresTransaction {
     /// range scan and one aggregate, and the value is at most `smallest` times the rows.
     static func smallEventsPage(
         _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, smallest: Int
-    ) throws -> (page: ByteBuffer?, firstLarge: Int64?) {
+    ) throws -> (page: ByteBuffer?, firstLarge: Int64?, start: ChainStart) {
         let result = try session.query(
             """
             SELECT \(unescaped: packedEvents) FILTER (WHERE octet_length(payload) <= \(smallest)),
-                min(seq) FILTER (WHERE octet_length(payload) > \(smallest))
+                min(seq) FILTER (WHERE octet_length(payload) > \(smallest)),
+                \(unescaped: chainStart(stream: stream, firstSeq: "min(event_log.seq)"))
             FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)
             """)
-        return try firstRow(result).decode((ByteBuffer?, Int64?).self)
+        let (page, firstLarge, before, base) = try firstRow(result).decode((ByteBuffer?, Int64?, Data?, Data?).self)
+        return (page, firstLarge, ChainStart(before: before, base: base))
+    }
+
+    /// What a page's snapshot holds before its first event: the stored hash of the event
+    /// before it (`nil`: no such row; empty: stored before chaining began), and the
+    /// stream's chain base. Two lookups by key inside the page's own statement, so both
+    /// are as of the snapshot that read the page, whatever retention did since.
+    struct ChainStart {
+        let before: Data?
+        let base: Data?
+    }
+
+    private static func chainStart(stream: Int64, firstSeq: String) -> String {
+        """
+        (SELECT coalesce(b.hash, ''::bytea) FROM event_log b WHERE b.stream_id = \(stream) AND b.seq = \(firstSeq) - 1),
+        (SELECT chain_base FROM streams WHERE id = \(stream))
+        """
     }
 
     /// The aggregate that packs a page's events into one value (see `packedPage`).
     private static let packedEvents = """
         string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || int2send(coalesce(octet_length(traceparent), 0)::int2)
-            || payload || coalesce(convert_to(traceparent, 'UTF8'), ''::bytea), ''::bytea ORDER BY seq)
+            || int2send(coalesce(octet_length(hash), 0)::int2)
+            || payload || coalesce(convert_to(traceparent, 'UTF8'), ''::bytea) || coalesce(hash, ''::bytea), ''::bytea ORDER BY seq)
         """
 
     /// The events of `from...through` (at most `limit` of them), packed in order into one
     /// value: per event its sequence number and time (8 bytes each, big-endian), its
-    /// payload's length (4 bytes), its trace context's (2 bytes, 0 for none), the payload
-    /// and the trace context. `nil` when there are none.
+    /// payload's length (4 bytes), its trace context's and its hash's (2 bytes each, 0 for
+    /// none), the payload, the trace context and the hash. `nil` when there are none; with
+    /// what its snapshot holds before its first event.
     ///
     /// The page ends at the event that reaches `bytes` (a running sum of the payloads'
     /// lengths, which PostgreSQL reads from their headers): a page sized from small
@@ -90,26 +121,29 @@ extension PostgresTransaction {
     /// value, past what the read may cost and past PostgreSQL's 1 GB for a value.
     static func packedPage(
         _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, limit: Int? = nil, bytes: Int
-    ) throws -> ByteBuffer? {
+    ) throws -> (events: ByteBuffer, start: ChainStart)? {
         let before = "sum(octet_length(payload)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - octet_length(payload) AS before"
         let result =
             if let limit {
                 try session.query(
                     """
-                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, traceparent, \(unescaped: before) FROM (
-                        SELECT seq, time, payload, traceparent FROM event_log
+                    SELECT \(unescaped: packedEvents), \(unescaped: chainStart(stream: stream, firstSeq: "min(page.seq)"))
+                    FROM (SELECT seq, time, payload, traceparent, hash, \(unescaped: before) FROM (
+                        SELECT seq, time, payload, traceparent, hash FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) first) page
                     WHERE before < \(bytes)
                     """)
             } else {
                 try session.query(
                     """
-                    SELECT \(unescaped: packedEvents) FROM (SELECT seq, time, payload, traceparent, \(unescaped: before) FROM event_log
+                    SELECT \(unescaped: packedEvents), \(unescaped: chainStart(stream: stream, firstSeq: "min(page.seq)"))
+                    FROM (SELECT seq, time, payload, traceparent, hash, \(unescaped: before) FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)) page
                     WHERE before < \(bytes)
                     """)
             }
-        return try single(result, ByteBuffer?.self)
+        let (events, beforeFirst, base) = try firstRow(result).decode((ByteBuffer?, Data?, Data?).self)
+        return events.map { ($0, ChainStart(before: beforeFirst, base: base)) }
     }
 }
 
@@ -120,10 +154,23 @@ private struct PageReading {
     let byteBudget: Int
     var bytes = 0
     var time: (millis: Int64, text: [UInt8]) = (.min, [])
+    /// The segment's chain, checked event by event; started again by each page.
+    var chain = ChainCheck(stream: "")
+    /// The writer's own chain base for the segment's stream (see `forEachEvent`).
+    var writerBase: EventHash?
 
     /// Rows a page asks for at most; its bytes bound it too.
     static let pageRows = 4096
-    static let header = 22
+    static let header = 24
+
+    /// Starts the chain's check from what the page's snapshot holds before its first event.
+    mutating func startChain(_ start: PostgresTransaction.ChainStart) {
+        if let before = start.before {
+            chain.start(after: StreamRow.hash(before))
+        } else {
+            chain.start(after: writerBase ?? StreamRow.hash(start.base))
+        }
+    }
 
     init(remaining: Int, byteBudget: Int) {
         self.remaining = remaining
@@ -147,16 +194,20 @@ private struct PageReading {
                 let millis = Int64(bigEndian: page.loadUnaligned(fromByteOffset: offset + 8, as: Int64.self))
                 let size = Int(UInt32(bigEndian: page.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self)))
                 let traceSize = Int(UInt16(bigEndian: page.loadUnaligned(fromByteOffset: offset + 20, as: UInt16.self)))
+                let hashSize = Int(UInt16(bigEndian: page.loadUnaligned(fromByteOffset: offset + 22, as: UInt16.self)))
                 let start = offset + Self.header
-                guard page.count - start >= size + traceSize, sequence >= from else {
+                guard page.count - start >= size + traceSize + hashSize, sequence >= from else {
                     throw StoreError.unavailable("PostgreSQL sent a page out of order")
                 }
                 guard sequence < end else { return }
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 let payload = UnsafeRawBufferPointer(rebasing: page[start..<start + size])
                 let trace = traceSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[start + size..<start + size + traceSize])
+                let hashStart = start + size + traceSize
+                let hash = hashSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[hashStart..<hashStart + hashSize])
+                try chain.check(sequence: UInt64(sequence), millis: millis, payload: payload, stored: hash)
                 time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace) }
-                offset = start + size + traceSize
+                offset = hashStart + hashSize
                 from = sequence + 1
                 remaining -= 1
                 bytes += size

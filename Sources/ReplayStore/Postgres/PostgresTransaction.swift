@@ -84,7 +84,7 @@ final class PostgresTransaction: LogTransaction {
         s.id, s.name, s.capacity, s.max_bytes, s.max_age_seconds, s.created_at, s.first_seq, s.last_seq, s.byte_count,
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
-        s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version,
+        s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version, s.chain_head, s.chain_base,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
         EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups,
         EXISTS (SELECT FROM derivations d WHERE d.stream_id = s.id) AS is_derived
@@ -268,9 +268,10 @@ final class PostgresTransaction: LogTransaction {
     /// The stamp is not kept: a producer's row is written with every batch it publishes in
     /// (daemons share the rows, and one daemon's stamps would be another's to read back).
     func insertEvent(
-        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
+        hash: EventHash
     ) throws {
-        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace)
+        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace, hash: hash)
         if pending.bytes > 4 << 20 { try flush() }
     }
 
@@ -285,18 +286,20 @@ final class PostgresTransaction: LogTransaction {
         guard events.isAnnotated else {
             session.send(
                 """
-                INSERT INTO event_log (stream_id, seq, time, payload)
-                SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[])
+                INSERT INTO event_log (stream_id, seq, time, payload, hash)
+                SELECT * FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[], \(events.times)::bigint[],
+                    \(events.payloads)::bytea[], \(events.hashes)::bytea[])
                 """)
             return
         }
         // A derivation's outputs and traced events: '' is a plain event's origin and trace.
         session.send(
             """
-            INSERT INTO event_log (stream_id, seq, time, payload, origin, traceparent)
-            SELECT s, q, t, p, NULLIF(o, ''), NULLIF(c, '') FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[],
-                \(events.times)::bigint[], \(events.payloads)::bytea[], \(events.filledOrigins)::text[], \(events.filledTraces)::text[])
-                AS e (s, q, t, p, o, c)
+            INSERT INTO event_log (stream_id, seq, time, payload, hash, origin, traceparent)
+            SELECT s, q, t, p, h, NULLIF(o, ''), NULLIF(c, '') FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[],
+                \(events.times)::bigint[], \(events.payloads)::bytea[], \(events.hashes)::bytea[], \(events.filledOrigins)::text[],
+                \(events.filledTraces)::text[])
+                AS e (s, q, t, p, h, o, c)
             """)
     }
 
@@ -316,6 +319,13 @@ final class PostgresTransaction: LogTransaction {
             SELECT coalesce(sum(size), 0)::bigint FROM gone
             """)
         return Int(try Self.single(rows, Int64.self))
+    }
+
+    func eventHash(stream: Int64, sequence: UInt64) throws -> EventHash? {
+        try requireLocks()
+        try flush()
+        let rows = try session.query("SELECT hash FROM event_log WHERE stream_id = \(stream) AND seq = \(Int64(sequence))")
+        return try rows.rows.first.map { StreamRow.hash(try $0.decode(Data?.self)) }
     }
 
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
@@ -364,7 +374,7 @@ final class PostgresTransaction: LogTransaction {
         if pending.streams.contains(where: read.contains) || heldUpdate?.events.streams.contains(where: read.contains) == true {
             try flush()
         }
-        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body)
+        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, inWriter: true, body)
     }
 
     /// Writes, sent without waiting (see `updateStream`).
@@ -495,7 +505,9 @@ final class PostgresTransaction: LogTransaction {
                 forkSequence: try c["fork_seq"].decode(Int64?.self), forkOffset: try c["fork_offset"].decode(Int64?.self),
                 forkSubOffset: try c["fork_sub_offset"].decode(Int64?.self), deletedAt: try c["deleted_at"].decode(String?.self),
                 keepUnacked: try c["keep_unacked"].decode(Int?.self),
-                forkSource: try c["fork_source"].decode(String?.self))
+                forkSource: try c["fork_source"].decode(String?.self),
+                chainHead: StreamRow.hash(try c["chain_head"].decode(Data?.self)),
+                chainBase: StreamRow.hash(try c["chain_base"].decode(Data?.self)))
             records[stream.name] = try stream.record()
             records[stream.name]?.derived = try c["is_derived"].decode(Bool.self)
             versions[stream.id] = try c["row_version"].decode(Int64.self)
@@ -532,6 +544,7 @@ struct PendingEvents: Sendable {
     var sequences: [Int64] = []
     var times: [Int64] = []
     var payloads: [ByteBuffer] = []
+    var hashes: [ByteBuffer] = []
     /// Filled only once an event has an origin (a derivation's output): '' for the others.
     var origins: [String] = []
     /// Filled only once an event has a trace context: '' for the others.
@@ -545,13 +558,14 @@ struct PendingEvents: Sendable {
     var filledOrigins: [String] { origins.isEmpty ? Array(repeating: "", count: streams.count) : origins }
     var filledTraces: [String] { traces.isEmpty ? Array(repeating: "", count: streams.count) : traces }
 
-    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?) {
+    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?, hash: EventHash) {
         Self.note(origin, in: &origins, before: streams.count)
         Self.note(trace?.text, in: &traces, before: streams.count)
         streams.append(stream)
         sequences.append(sequence)
         times.append(millis)
         payloads.append(ByteBuffer(bytes: payload))
+        hashes.append(hash.withUnsafeBytes { ByteBuffer(bytes: $0) })
         bytes += payload.count
     }
 

@@ -21,16 +21,16 @@ struct StreamRowUpdate: PostgresPreparedStatement {
 
     static let sql = """
         WITH inserted AS (
-            INSERT INTO event_log (stream_id, seq, time, payload)
-            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])),
+            INSERT INTO event_log (stream_id, seq, time, payload, hash)
+            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[], $5::bytea[])),
         updated AS (
-            UPDATE streams SET first_seq = $5::bigint, last_seq = $6::bigint, event_count = $7::bigint, byte_count = $8::bigint,
-                terminal = $9::text, terminal_message = $10::text, terminal_at = $11::text, last_time = $12::bigint,
-                writer_seq = $13::text, deleted_at = $14::text
-            WHERE id = $15::bigint AND ($16::text IS NULL OR xmin = $16::text::xid)
+            UPDATE streams SET first_seq = $6::bigint, last_seq = $7::bigint, event_count = $8::bigint, byte_count = $9::bigint,
+                terminal = $10::text, terminal_message = $11::text, terminal_at = $12::text, last_time = $13::bigint,
+                writer_seq = $14::text, deleted_at = $15::text, chain_head = $16::bytea, chain_base = $17::bytea
+            WHERE id = $18::bigint AND ($19::text IS NULL OR xmin = $19::text::xid)
             RETURNING id, xmin::text::bigint AS version)
-        SELECT max(id), max(version), replay_require_current($16::text IS NULL OR count(*) = 1),
-            (SELECT pg_notify('\(PostgresLog.channel)', $17::text) WHERE $17::text IS NOT NULL)
+        SELECT max(id), max(version), replay_require_current($19::text IS NULL OR count(*) = 1),
+            (SELECT pg_notify('\(PostgresLog.channel)', $20::text) WHERE $20::text IS NOT NULL)
         FROM updated
         """
 
@@ -43,11 +43,12 @@ struct StreamRowUpdate: PostgresPreparedStatement {
 
     func makeBindings() throws -> PostgresBindings {
         let info = record.info
-        var binds = PostgresBindings(capacity: 17)
+        var binds = PostgresBindings(capacity: 20)
         binds.append(events.streams)
         binds.append(events.sequences)
         binds.append(events.times)
         binds.append(events.payloads)
+        binds.append(events.hashes)
         binds.append(Int64(info.firstSequence))
         binds.append(Int64(info.lastSequence))
         binds.append(Int64(info.eventCount))
@@ -58,6 +59,8 @@ struct StreamRowUpdate: PostgresPreparedStatement {
         binds.append(record.lastTime)
         binds.append(info.writerSequence)
         binds.append(info.deletedAt.map(Timestamp.format))
+        binds.append(Self.column(record.chainHead))
+        binds.append(Self.column(record.chainBase))
         binds.append(record.id)
         binds.append(expectedVersion.map(String.init))
         binds.append(notice)
@@ -74,6 +77,11 @@ struct StreamRowUpdate: PostgresPreparedStatement {
             name: "", config: .unlimited, createdAt: Date(timeIntervalSince1970: 0), firstSequence: 1, lastSequence: 0,
             byteCount: 0, terminal: nil, terminalAt: nil, fork: nil)
         return StreamRowUpdate(record: Catalog.Record(id: 0, info: nothing), events: PendingEvents(), expectedVersion: nil)
+    }
+
+    /// A chain hash as its column holds it: NULL for none.
+    static func column(_ hash: EventHash) -> ByteBuffer? {
+        hash == .zero ? nil : hash.withUnsafeBytes { ByteBuffer(bytes: $0) }
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {

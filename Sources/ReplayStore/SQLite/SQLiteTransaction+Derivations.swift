@@ -6,10 +6,13 @@ import ReplayModel
 extension SQLiteTransaction {
     /// A derivation's output: its own statement, so that the plain append's cached
     /// statement stays as it was measured.
-    func insertOutput(stream: Int64, sequence: UInt64, millis: Int64, payload: Data, origin: String, trace: TraceParent?) throws {
-        try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, origin, traceparent) VALUES (?, ?, ?, ?, ?)").execute(arguments: [
-            EventKey.key(stream: stream, sequence: sequence), millis, payload, origin, trace?.text,
-        ])
+    func insertOutput(
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, origin: String, trace: TraceParent?, hash: EventHash
+    ) throws {
+        try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, origin, traceparent, hash) VALUES (?, ?, ?, ?, ?, ?)")
+            .execute(arguments: [
+                EventKey.key(stream: stream, sequence: sequence), millis, payload, origin, trace?.text, Data(hash.bytes),
+            ])
     }
 
     func derivation(stream: Int64, name: String) throws -> Derivation? {

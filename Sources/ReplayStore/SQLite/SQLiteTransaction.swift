@@ -106,14 +106,20 @@ final class SQLiteTransaction: LogTransaction {
             sql: """
                 UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
                     terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
-                    deleted_at = ?
+                    deleted_at = ?, chain_head = ?, chain_base = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
             Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
             info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
-            info.writerSequence, info.deletedAt.map(Timestamp.format), record.id,
+            info.writerSequence, info.deletedAt.map(Timestamp.format), Self.column(record.chainHead), Self.column(record.chainBase),
+            record.id,
         ])
+    }
+
+    /// A chain hash as its column holds it: NULL for none.
+    static func column(_ hash: EventHash) -> Data? {
+        hash == .zero ? nil : Data(hash.bytes)
     }
 
     func deleteStream(_ id: Int64) throws {
@@ -122,26 +128,51 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     func insertEvent(
-        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
+        hash: EventHash
     ) throws {
         if let origin {
-            return try insertOutput(stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin, trace: trace)
+            return try insertOutput(
+                stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin, trace: trace, hash: hash)
         }
         // A traced event has a statement of its own: the untraced one, the one nearly every
         // event takes, binds nothing more than before.
         let insert = try RawStatement(db.cachedStatement(sql: trace == nil ? Self.insertSQL : Self.insertTracedSQL), in: db)
-        if let trace { insert.bind(trace.text, at: 5) }
+        if let trace { insert.bind(trace.text, at: 6) }
         insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
         insert.bind(millis, at: 2)
-        guard let stamp else { return try insert.execute(blob: payload, at: 3) }
-        try self.stamp(stamp, stream: stream).withBytes { bytes in
-            insert.bind(blob: bytes, at: 4)
-            try insert.execute(blob: payload, at: 3)
+        try hash.withUnsafeBytes { hash in
+            insert.bind(blob: hash, at: 5)
+            guard let stamp else { return try insert.execute(blob: payload, at: 3) }
+            try self.stamp(stamp, stream: stream).withBytes { bytes in
+                insert.bind(blob: bytes, at: 4)
+                try insert.execute(blob: payload, at: 3)
+            }
         }
     }
 
-    private static let insertSQL = "INSERT INTO event_log (key, time, payload, stamp) VALUES (?, ?, ?, ?)"
-    private static let insertTracedSQL = "INSERT INTO event_log (key, time, payload, stamp, traceparent) VALUES (?, ?, ?, ?, ?)"
+    private static let insertSQL = "INSERT INTO event_log (key, time, payload, stamp, hash) VALUES (?, ?, ?, ?, ?)"
+    private static let insertTracedSQL = "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent) VALUES (?, ?, ?, ?, ?, ?)"
+
+    func eventHash(stream: Int64, sequence: UInt64) throws -> EventHash? {
+        try Self.storedHash(stream: stream, sequence: sequence, db)
+    }
+
+    /// The hash row `sequence` of `stream` holds (`.zero` if it was stored before chaining
+    /// began); `nil` if there is no such row.
+    static func storedHash(stream: Int64, sequence: UInt64, _ db: Database) throws -> EventHash? {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT hash FROM event_log WHERE key = ?"), arguments: [EventKey.key(stream: stream, sequence: sequence)])
+        return row.map { StreamRow.hash($0[0]) }
+    }
+
+    /// What this snapshot holds before `segment`'s first event `sequence`: its predecessor's
+    /// hash if that row is the segment stream's own, else the stream's chain base.
+    static func hashBefore(_ segment: LogSegments.Segment, _ sequence: UInt64, _ db: Database) throws -> EventHash {
+        if sequence > 1, let stored = try storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
+        let base = try Data?.fetchOne(db.cachedStatement(sql: "SELECT chain_base FROM streams WHERE id = ?"), arguments: [segment.streamID])
+        return StreamRow.hash(base ?? nil)
+    }
 
     /// The last producer stamped, and its number: a socket producer's pipelined PUBs come
     /// in runs, and hashing its id for every event was measurable.
@@ -196,35 +227,59 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ body: EventVisitor) throws {
-        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, body)
+        // Inside the writer's transaction the working records are current: a retention
+        // earlier in this batch moved the base in the record, not yet in the row.
+        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, base: { segment, sequence, db in
+            if sequence > 1, let stored = try Self.storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
+            return segment.base
+        }, body)
     }
+
+    /// Where a read's check of a segment starts (see `hashBefore`).
+    typealias ChainStart = (_ segment: LogSegments.Segment, _ first: UInt64, _ db: Database) throws -> EventHash
 
     /// Visits up to `limit` events, oldest first, stopping after the event that reaches
     /// `byteBudget` payload bytes; the time, payload and trace context are SQLite's
-    /// buffers, valid only during the call.
-    static func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, _ body: EventVisitor) throws {
+    /// buffers, valid only during the call. Each event's hash is checked against its
+    /// chain first (`ChainCheck`): a corrupt one ends the read with `corruptEvent`, and is
+    /// never handed on.
+    static func forEachEvent(
+        _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, base: ChainStart = hashBefore, _ body: EventVisitor
+    ) throws {
         var remaining = limit
         var bytes = 0
         // Events of one commit share its time: format each distinct time once.
         var time: (millis: Int64, text: [UInt8]) = (.min, [])
         for segment in segments.segments where remaining > 0 && bytes < byteBudget {
             let statement = RawStatement(
-                try db.cachedStatement(sql: "SELECT key, time, payload, traceparent FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
+                try db.cachedStatement(
+                    sql: "SELECT key, time, payload, traceparent, hash FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
                 in: db)
             statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
             statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
             statement.bind(Int64(remaining), at: 3)
+            var chain = ChainCheck(stream: segment.stream)
+            var failure: Error?
             try statement.forEachRow { row in
+                let sequence = EventKey.sequence(of: row.int64(0))
                 let millis = row.int64(1)
-                if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 let payload = row.bytes(2)
+                do {
+                    if !chain.started { chain.start(after: try base(segment, sequence, db)) }
+                    try chain.check(sequence: sequence, millis: millis, payload: payload, stored: row.optionalBytes(4))
+                } catch {
+                    failure = error
+                    return false
+                }
+                if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 time.text.withUnsafeBytes { text in
-                    body(EventKey.sequence(of: row.int64(0)), text, payload, row.optionalBytes(3))
+                    body(sequence, text, payload, row.optionalBytes(3))
                 }
                 remaining -= 1
                 bytes += payload.count
                 return bytes < byteBudget && remaining > 0
             }
+            if let failure { throw failure }
         }
     }
 

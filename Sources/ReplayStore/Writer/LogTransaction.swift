@@ -48,10 +48,14 @@ protocol LogTransaction: AnyObject {
     /// `stamp`: the producer's, on the first event of each publish it makes (SQLite keeps
     /// it in the event's row, so that the producer's own row can be written behind).
     /// `origin`: a derivation's output's input event (`stream:seq`). `trace`: the
-    /// publisher's trace context.
+    /// publisher's trace context. `hash`: its link in the stream's chain (`HashChain`).
     func insertEvent(
-        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?
+        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
+        hash: EventHash
     ) throws
+    /// The stored hash of one of the stream's own events; `nil` if there is no such row
+    /// (or it was stored before chaining began).
+    func eventHash(stream: Int64, sequence: UInt64) throws -> EventHash?
     /// Every event of the stream.
     func deleteEvents(of stream: Int64) throws
     /// Events `from...through`; the payload bytes freed.

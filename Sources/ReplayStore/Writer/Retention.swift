@@ -52,6 +52,9 @@ struct Retention {
 
     private func remove(through last: UInt64, from record: inout Catalog.Record, _ db: some LogTransaction) throws {
         guard last >= record.info.firstSequence else { return }
+        // The chain outlives its events: the base becomes the last removed event's hash (a
+        // fork's inherited events are its source's rows, and leave its base as it was).
+        if let hash = try db.eventHash(stream: record.id, sequence: last) { record.chainBase = hash }
         record.info.byteCount -= try db.deleteEvents(of: record.id, from: record.info.firstSequence, through: last)
         record.info.firstSequence = last + 1
     }

@@ -1,3 +1,5 @@
+import ReplayModel
+
 /// A stream's row after another daemon's commit that changed nothing in it but its bounds
 /// (new events, and the oldest ones retention removed), as that daemon's notice carries
 /// it (a shared database: `CommitNotice`). The catalog takes it as it is, where it would
@@ -10,6 +12,10 @@ struct StreamBounds: Sendable, Equatable {
     let byteCount: Int
     /// The time (ms) of the stream's newest event (`Catalog.Record.lastTime`).
     let lastTime: Int64
+    /// Its chain's head and base (`Catalog.Record.chainHead`, `chainBase`): the next
+    /// event this daemon appends follows the head.
+    let chainHead: EventHash
+    let chainBase: EventHash
 
     /// The bounds of `after`, if a commit that took the stream from `before` to `after`
     /// changed nothing else that another daemon's catalog holds; `nil` otherwise (that
@@ -32,6 +38,8 @@ struct StreamBounds: Sendable, Equatable {
         record.info.lastSequence = lastSequence
         record.info.byteCount = byteCount
         record.lastTime = lastTime
+        record.chainHead = chainHead
+        record.chainBase = chainBase
         return record
     }
 }
@@ -41,6 +49,6 @@ extension StreamBounds {
     init(_ record: Catalog.Record) {
         self.init(
             id: record.id, firstSequence: record.info.firstSequence, lastSequence: record.info.lastSequence,
-            byteCount: record.info.byteCount, lastTime: record.lastTime)
+            byteCount: record.info.byteCount, lastTime: record.lastTime, chainHead: record.chainHead, chainBase: record.chainBase)
     }
 }

@@ -180,16 +180,20 @@ extension WriterRules {
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
         let (eventMillis, eventText) = record.lastTime > millis ? (record.lastTime, Timestamp.format(millis: record.lastTime)) : (millis, timeText)
+        let hash = HashChain.link(after: record.chainHead, stream: record.info.name, sequence: sequence, millis: eventMillis, payload: payload)
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
-        // the event live.
+        // the event live (its chain goes on, with nothing retained before its base).
         if record.info.config.capacity != 0 {
             try db.insertEvent(
-                stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin, trace: trace)
+                stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin, trace: trace,
+                hash: hash)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
+            streams[index].record.chainBase = hash
             if let stamp { db.publishedWithoutEvent(ProducerKey(stream: record.id, producer: stamp.id)) }
         }
+        streams[index].record.chainHead = hash
         streams[index].record.info.lastSequence = sequence
         streams[index].record.lastTime = eventMillis
         appendedEvents += 1

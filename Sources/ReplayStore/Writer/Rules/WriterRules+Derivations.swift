@@ -34,6 +34,7 @@ extension WriterRules {
             // from a sequence number never mistakes a new output for an old one.
             try db.deleteEvents(of: streams[existing].record.id)
             streams[existing].record.info.firstSequence = streams[existing].record.info.lastSequence + 1
+            streams[existing].record.chainBase = streams[existing].record.chainHead
             streams[existing].record.info.byteCount = 0
             streams[existing].record.info.terminal = nil
             streams[existing].record.info.terminalAt = nil

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// Forks: a stream that starts as another's prefix. Its row names its source and fork
 /// point; its reads are stitched from the source's rows (`LogSegments`), never copied.
@@ -42,7 +43,28 @@ extension WriterRules {
         streams[index].record.info.lastSequence = inherited
         streams[index].record.info.firstSequence = min(max(source.info.firstSequence, 1), inherited + 1)
         streams[index].record.lastTime = source.lastTime
+        // The fork's chain goes on from its source's at the fork point: its own events
+        // follow the hash of the last event it inherits.
+        let forkPoint = try hash(at: inherited, of: source)
+        streams[index].record.chainHead = forkPoint
+        streams[index].record.chainBase = forkPoint
         if let prefix { _ = try append(prefix, to: index) }
         return .success(index)
+    }
+
+    /// The chain's hash after `source`'s event `sequence` (which may be stored in its own
+    /// source's rows): the event's stored hash, else the stream's base or head where the
+    /// event is no longer (or never was) stored.
+    private func hash(at sequence: UInt64, of source: Catalog.Record) throws -> EventHash {
+        guard sequence > 0 else { return .zero }
+        if sequence == source.info.lastSequence { return source.chainHead }
+        let segments = LogSegments(of: source, from: sequence, through: sequence) { name in
+            indexByName[name].map { streams[$0].record } ?? catalog[name]
+        }
+        for segment in segments.segments {
+            if let stored = try db.eventHash(stream: segment.streamID, sequence: sequence) { return stored }
+        }
+        // Retention removed it: only the one just before the first retained is known.
+        return sequence + 1 == source.info.firstSequence ? source.chainBase : .zero
     }
 }

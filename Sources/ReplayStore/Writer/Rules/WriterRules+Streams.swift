@@ -92,6 +92,7 @@ extension WriterRules {
         if !keepHistory {
             try db.deleteEvents(of: streams[index].record.id)
             streams[index].record.info.firstSequence = streams[index].record.info.lastSequence + 1
+            streams[index].record.chainBase = streams[index].record.chainHead
             streams[index].record.info.byteCount = 0
         }
         return .success(streams[index].record.info)

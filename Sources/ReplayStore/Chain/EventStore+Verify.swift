@@ -1,0 +1,45 @@
+import ReplayModel
+
+extension EventStore {
+    /// Recomputes `stream`'s hash chain over every retained event, while the daemon runs:
+    /// page by page, each page one read snapshot beside the writer (never a transaction
+    /// held across the whole stream, which would keep SQLite's WAL from being checkpointed
+    /// for as long), each page's first event checked against what its snapshot holds
+    /// before it, so retention moving on between pages is followed. Blocking.
+    ///
+    /// Reports the first event that does not match, or the first one missing: a stream
+    /// whose row says it keeps events past the last one found.
+    public func verify(_ stream: String, pageEvents: Int = 8192, pageBytes: Int = 32 << 20) throws(StoreError) -> ChainReport {
+        guard let start = catalog[stream] else { throw .unknownStream(stream) }
+        let last = start.info.lastSequence
+        var report = ChainReport(stream: stream)
+        var from = start.info.firstSequence
+        while from <= last {
+            // A deleted stream's verification ends with what it found.
+            guard let record = catalog[stream] else { return report }
+            let segments = LogSegments(of: record, from: from, through: last) { catalog[$0] }
+            var found = 0
+            do {
+                try log.forEachEvent(segments, limit: pageEvents, byteBudget: pageBytes) { sequence, _, payload, _ in
+                    report.checked(sequence, bytes: payload.count)
+                    from = sequence + 1
+                    found += 1
+                }
+            } catch {
+                guard case .corruptEvent(_, let sequence, let expected, let stored) = error else { throw error }
+                report.broken = ChainReport.Break(sequence: sequence, expected: expected, found: stored)
+                return report
+            }
+            if found == 0 {
+                // Nothing left to read: retention took the rest, or rows were removed
+                // under the daemon (its row still says they are kept).
+                let now = catalog[stream]
+                if let now, now.info.config.capacity != 0, now.info.firstSequence <= last, from <= last {
+                    report.broken = ChainReport.Break(sequence: max(from, now.info.firstSequence), expected: "an event", found: "none")
+                }
+                return report
+            }
+        }
+        return report
+    }
+}

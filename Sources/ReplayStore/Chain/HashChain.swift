@@ -1,0 +1,96 @@
+import Crypto
+import Foundation
+import ReplayModel
+
+/// Each stream's hash chain: every stored event carries SHA-256 over the hash of the event
+/// before it and the event itself, so changing, removing or reordering any stored event
+/// breaks every link after it, and a reader holding one hash (a signed checkpoint) can
+/// check everything up to it.
+///
+/// What is hashed, in this order (the format a checker in any language rebuilds):
+///
+///     previous hash       32 bytes (32 zero bytes before a stream's first event)
+///     stream name length   2 bytes, big-endian
+///     stream name          UTF-8
+///     sequence number      8 bytes, big-endian
+///     commit time          8 bytes, big-endian, ms since 1970-01-01 UTC (signed)
+///     key marker           1 byte: 0 (an event carries no key)
+///     payload length       8 bytes, big-endian
+///     payload
+///
+/// The trace context and a derived event's origin are metadata about delivery, not the
+/// event, and are not hashed. swift-crypto's SHA-256 (BoringSSL, SHA extensions where the
+/// CPU has them) makes one allocation per hash, its context.
+enum HashChain {
+    /// The hash of the event `sequence` of `stream` that follows `previous`.
+    static func link(
+        after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, payload: UnsafeRawBufferPointer
+    ) -> EventHash {
+        var hasher = SHA256()
+        previous.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        var name = stream
+        name.withUTF8 { name in
+            var length = UInt16(truncatingIfNeeded: name.count).bigEndian
+            withUnsafeBytes(of: &length) { hasher.update(bufferPointer: $0) }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(name))
+        }
+        // Sequence, time, the key marker and the payload's length: 25 bytes in one update.
+        var fields = (sequence.bigEndian, millis.bigEndian, UInt8(0), UInt64(payload.count).bigEndian)
+        withUnsafeBytes(of: &fields) { tuple in
+            // The tuple's layout pads the marker; hash the fields' bytes only.
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: tuple[0..<17]))
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: tuple[24..<32]))
+        }
+        hasher.update(bufferPointer: payload)
+        let digest = hasher.finalize()
+        return digest.withUnsafeBytes { EventHash(bytes: $0)! }
+    }
+
+    /// `link` over a payload held as `Data`.
+    static func link(after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, payload: some ContiguousBytes) -> EventHash {
+        payload.withUnsafeBytes { link(after: previous, stream: stream, sequence: sequence, millis: millis, payload: $0) }
+    }
+}
+
+/// A read's running check of the chain, one segment of one stream at a time (see
+/// `forEachEvent` in each store): each stored event's hash must be the link from the one
+/// before it, the first from the hash the same read snapshot holds before it.
+struct ChainCheck {
+    let stream: String
+    /// The hash the next event must follow; `.zero` where no hashed event comes before it
+    /// (a stream's start, or events stored before chaining began, which hold no hash).
+    private var previous: EventHash = .zero
+    /// Whether the check has its starting hash yet (taken at the segment's first event).
+    private(set) var started = false
+
+    init(stream: String) {
+        self.stream = stream
+    }
+
+    /// Starts from what the snapshot holds before the first event: that event's
+    /// predecessor's hash, or the stream's chain base (the hash before its first retained
+    /// event).
+    mutating func start(after stored: EventHash) {
+        previous = stored
+        started = true
+    }
+
+    /// Checks one event; throws `corruptEvent` naming it if its stored hash is not the link.
+    mutating func check(sequence: UInt64, millis: Int64, payload: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer?) throws(StoreError) {
+        let expected = HashChain.link(after: previous, stream: stream, sequence: sequence, millis: millis, payload: payload)
+        guard let stored else {
+            // Written before the chain began: nothing to check, unless a hashed event came
+            // before it (then its hash was removed).
+            guard previous == .zero else { throw .corruptEvent(stream: stream, sequence: sequence, expected: expected.hex, found: "none") }
+            return
+        }
+        guard let found = EventHash(bytes: stored), found == expected else {
+            throw .corruptEvent(stream: stream, sequence: sequence, expected: expected.hex, found: Self.hex(stored))
+        }
+        previous = found
+    }
+
+    private static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        bytes.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+    }
+}
