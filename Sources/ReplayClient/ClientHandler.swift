@@ -49,6 +49,8 @@ final class ClientHandler: ChannelDuplexHandler {
         case .completed(let stream, let sid, _):
             if let feed = subscriptions[sid], feed.spansStreams { return feed.push(.ended(stream: stream, failure: nil)) }
             subscriptions.removeValue(forKey: sid)?.finish(.success(()))
+        case .subscriptionError(_, let sid, let error):
+            subscriptions.removeValue(forKey: sid)?.finish(.failure(.server(error)))
         case .failed(let stream, let sid, _, let message):
             if let feed = subscriptions[sid], feed.spansStreams { return feed.push(.ended(stream: stream, failure: message)) }
             subscriptions.removeValue(forKey: sid)?.finish(.failure(.streamFailed(stream: stream, message: message)))

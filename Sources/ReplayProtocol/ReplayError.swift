@@ -61,4 +61,9 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
+
+    /// The message as the rest of a line (`-ERR`, `ERROR`): line breaks become spaces.
+    var oneLineMessage: String {
+        message.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+    }
 }

@@ -23,9 +23,7 @@ extension ServerFrame {
             }
             buffer.writeStaticString("\r\n")
         case .error(let error):
-            // The message is the rest of the line: keep it on one line.
-            let message = error.message.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
-            Wire.writeLine(["-ERR", error.code.rawValue, message], into: &buffer)
+            Wire.writeLine(["-ERR", error.code.rawValue, error.oneLineMessage], into: &buffer)
         case .pong:
             Wire.writeLine(["PONG"], into: &buffer)
         case .info(let json):
@@ -61,6 +59,9 @@ extension ServerFrame {
             buffer.writeSpace()
             buffer.writeDecimal(through)
             buffer.writeStaticString("\r\n")
+        case .subscriptionError(let stream, let sid, let error):
+            // The message is the rest of the line, as in `-ERR`.
+            Wire.writeLine(["ERROR", stream, sid, error.code.rawValue, error.oneLineMessage], into: &buffer)
         }
     }
 

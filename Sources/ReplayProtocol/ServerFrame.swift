@@ -26,4 +26,8 @@ public enum ServerFrame: Sendable, Equatable {
     case failed(stream: String, sid: String, lastSequence: UInt64, message: String)
     /// Events `from...through` are no longer retained: the subscriber fell behind retention.
     case gap(stream: String, sid: String, from: UInt64, through: UInt64)
+    /// The subscription stopped on an error of the server's (`corrupt_event`: the next
+    /// event failed its hash chain's check, and is not sent); the stream has not ended.
+    /// The subscription is over. `ERROR <stream> <sid> <code> <message>`.
+    case subscriptionError(stream: String, sid: String, error: ReplayError)
 }

@@ -65,6 +65,10 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
                 awaiting = (.failed(stream: args[0], sid: args[1], lastSequence: try number(args[2])), try number(args[3]))
             case ("GAP", 4):
                 return .gap(stream: args[0], sid: args[1], from: try number(args[2]), through: try number(args[3]))
+            case ("ERROR", 3...):
+                let text = String(decoding: line.readableBytesView, as: UTF8.self)
+                let message = text.split(separator: " ", maxSplits: 4).dropFirst(4).first.map(String.init) ?? ""
+                return .subscriptionError(stream: args[0], sid: args[1], error: ReplayError(ReplayError.Code(rawValue: args[2]) ?? .internal, message))
             default:
                 throw ReplayError(.badFrame, "unexpected frame from the server: \(verb.prefix(32))")
             }

@@ -61,6 +61,16 @@ extension StoreError {
     }
 }
 
+extension StoreError {
+    /// The frame that stops a socket subscription (or a group member) on this error, if
+    /// it is one that names what it stopped at (a corrupt event); `nil` for the errors that
+    /// mean the store itself is closing, after which nothing is sent.
+    func subscriptionFrame(stream: String, sid: String) -> ServerFrame? {
+        guard case .corruptEvent = self else { return nil }
+        return .subscriptionError(stream: stream, sid: sid, error: ReplayError(meaning.code, description))
+    }
+}
+
 extension ReplayError.Code {
     /// The HTTP status of an error met in the daemon's own words (a derivation refused, a
     /// filter that does not compile), where no store error says more.

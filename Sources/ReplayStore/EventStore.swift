@@ -301,7 +301,12 @@ public final class EventStore: Sendable {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
         guard from <= through, limit > 0 else { return }
         let segments = LogSegments(of: record, from: from, through: through) { catalog[$0] }
-        try log.forEachEvent(segments, limit: limit, byteBudget: byteBudget, body)
+        do {
+            try log.forEachEvent(segments, limit: limit, byteBudget: byteBudget, body)
+        } catch {
+            CorruptionReports.note(error)
+            throw error
+        }
     }
 
     /// The last `count` retained events (fewer if fewer are retained), oldest first.

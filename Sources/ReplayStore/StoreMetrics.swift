@@ -31,6 +31,7 @@ enum StoreMetrics {
     /// when a PostgreSQL store first uses them).
     static func register() {
         _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished)
+        CorruptionReports.register()
     }
 }
 

@@ -87,6 +87,10 @@ struct GroupMember: Sendable {
                 // answer of nothing else: its wait ended without work, ask again.)
                 if handout.finished { return try await end(nil) }
             }
+        } catch let error as StoreError {
+            // A corrupt event stops the member with the error that names it (what it held
+            // goes back, above); any other store error is the store closing.
+            if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
         } catch {
             // The connection is gone: what this member held goes back (above).
         }

@@ -104,6 +104,10 @@ struct Subscription: Sendable {
                     return
                 }
             }
+        } catch let error as StoreError {
+            // A corrupt event stops the subscription where it is, with the error that names
+            // it: it is neither sent nor skipped. Any other store error is its closing.
+            if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
         } catch {
             // The connection is gone or the store closed: nothing more can be delivered.
         }

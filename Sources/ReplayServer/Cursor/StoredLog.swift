@@ -41,12 +41,19 @@ struct PooledStore: StoredLog {
         let store = self.store
         return try await reads.run {
             var page = StoredPage(body: framing.emptyPage())
-            try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) { sequence, time, payload, trace in
-                if page.first == nil { page.first = sequence }
-                page.last = sequence
-                page.events += 1
-                page.payloadBytes += payload.count
-                framing.append(sequence: sequence, time: time, payload: payload, trace: trace, to: &page.body)
+            do {
+                try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) {
+                    sequence, time, payload, trace in
+                    if page.first == nil { page.first = sequence }
+                    page.last = sequence
+                    page.events += 1
+                    page.payloadBytes += payload.count
+                    framing.append(sequence: sequence, time: time, payload: payload, trace: trace, to: &page.body)
+                }
+            } catch {
+                // The events before a corrupt one are good and go out; the next read starts
+                // at the corrupt event and fails with nothing before it.
+                guard case StoreError.corruptEvent = error, page.events > 0 else { throw error }
             }
             return page
         }

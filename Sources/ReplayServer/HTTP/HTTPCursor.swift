@@ -101,6 +101,8 @@ struct HTTPCursor: Sendable {
         case gone
         /// The stream was deleted.
         case deleted
+        /// The next event failed its hash chain's check (`StoreError.corruptEvent`).
+        case corrupt(StoreError)
     }
 
     static let chunkEvents = 16_384
@@ -128,7 +130,14 @@ struct HTTPCursor: Sendable {
         var chunk = Chunk()
         var budget = Self.chunkBytes
         while budget > 0, chunk.sizes.count < Self.chunkEvents {
-            let step = try await cursor.move(limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget)
+            let step: LogCursor<PooledStore, Payloads>.Move
+            do {
+                step = try await cursor.move(limit: Self.chunkEvents - chunk.sizes.count, byteBudget: budget)
+            } catch let error as StoreError {
+                guard case .corruptEvent = error else { throw error }
+                // As a gap: the events before it now, the error next time.
+                return try stop(chunk, .corrupt(error))
+            }
             if try take(step, into: &chunk, budget: &budget) { break }
         }
         return chunk

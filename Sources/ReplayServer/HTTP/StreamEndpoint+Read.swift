@@ -169,6 +169,9 @@ extension StreamEndpoint {
             throw gone(info)
         } catch HTTPCursor.Failure.deleted {
             throw HTTPProblem.unknownStream("stream '\(info.name)' was deleted")
+        } catch HTTPCursor.Failure.corrupt(let error) {
+            // A corrupt event: 500, with the error that names it, never its bytes.
+            throw HTTPProblem(error)
         }
     }
 

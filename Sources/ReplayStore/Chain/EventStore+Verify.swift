@@ -27,6 +27,7 @@ extension EventStore {
                 }
             } catch {
                 guard case .corruptEvent(_, let sequence, let expected, let stored) = error else { throw error }
+                CorruptionReports.note(error)
                 report.broken = ChainReport.Break(sequence: sequence, expected: expected, found: stored)
                 return report
             }

@@ -31,7 +31,14 @@ extension WriterRules {
                 let segments = LogSegments(of: source, from: anchor + 1, through: anchor + 1) { name in
                     indexByName[name].map { streams[$0].record } ?? catalog[name]
                 }
-                try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, payload, _ in next = Data(payload) }
+                do {
+                    try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, payload, _ in next = Data(payload) }
+                } catch let error as StoreError {
+                    // A corrupt event refuses the fork, not the writer's whole batch.
+                    guard case .corruptEvent = error else { throw error }
+                    CorruptionReports.note(error)
+                    return .failure(error)
+                }
                 guard request.subOffset <= UInt64(next.count) else {
                     return .failure(.invalidFork("a sub-offset of \(request.subOffset) bytes passes the next event (\(next.count) bytes)"))
                 }
