@@ -191,6 +191,9 @@ public enum ClientCommand: Sendable, Equatable {
     /// A consistent copy of the daemon's SQLite file written to `path` (absolute, on the
     /// daemon's host, to no file yet) while it keeps serving.
     case backup(path: String)
+    /// Each named stream's hash chain recomputed (every stream's when `streams` is
+    /// empty; a name may be a pattern): a list of `ChainReport`s.
+    case verify(streams: [String])
     case ping
 
     /// The verb, as written on the wire.
@@ -220,6 +223,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .derive: "DERIVE"
         case .derivations: "DERIVATIONS"
         case .backup: "BACKUP"
+        case .verify: "VERIFY"
         case .ping: "PING"
         }
     }

@@ -13,6 +13,7 @@ enum Exit {
     static let refused = ExitCode(1)
     static let streamFailed = ExitCode(2)
     static let notRunning = ExitCode(3)
+    static let brokenChain = ExitCode(4)
 }
 
 /// A subcommand that talks to the daemon: what each does to reach it (not the wire

@@ -16,13 +16,14 @@ struct Replayctl: AsyncParsableCommand {
               1   the daemon refused a request, or not every event was acknowledged
               2   the subscribed stream failed (its message is on standard error)
               3   replayd is not running on the socket
+              4   verify found a broken hash chain
               64  bad arguments
             """,
         version: ReplayVersion.current,
         subcommands: [
             Send.self, Subscribe.self, Create.self, Derive.self, Derivations.self, Info.self, List.self, Delete.self,
             Complete.self, Fail.self, Reset.self, Consumers.self, Groups.self, Pending.self, Subscriptions.self, Ack.self, Nack.self, Work.self,
-            Ping.self, Token.self, Top.self, Backup.self,
+            Ping.self, Token.self, Top.self, Backup.self, Verify.self,
         ])
 
     @OptionGroup var connection: ConnectionOptions

@@ -165,6 +165,13 @@ struct Replayd: AsyncParsableCommand {
     var httpPublicURL: String?
 
     @Flag(
+        name: .customLong("verify-on-start"),
+        help:
+            "Recompute every stream's hash chain before serving; a broken one is logged as an error (and its bad event is never served either way). Reads every event: seconds per GB."
+    )
+    var verifyOnStart = false
+
+    @Flag(
         name: .customLong("webhook-allow-private"),
         help:
             "Let webhooks target private, loopback and link-local addresses over https and http. Anyone who may create a subscription can then make replayd send requests inside its network: only on a trusted one."
@@ -312,6 +319,7 @@ struct Replayd: AsyncParsableCommand {
         var configuration = ServerConfiguration(socketPath: socket, databasePath: db, durability: sync)
         configuration.defaultCapacity = defaultCapacity.limit
         configuration.autoCreate = !noAutoCreate
+        configuration.verifyOnStart = verifyOnStart
         configuration.maxPayload = maxPayload
         configuration.maxLineLength = maxLine
         configuration.maxSubscriptionsPerConnection = maxSubscriptions

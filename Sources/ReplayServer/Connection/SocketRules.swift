@@ -50,6 +50,17 @@ struct SocketRules: Sendable {
             needed = [(.admin, stream)]
         case .subscriptions:
             return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream", principal)
+        case .verify(let targets):
+            // Verifying reads the events: every stream it names, or every stream.
+            guard !targets.isEmpty else { return principal.mayEverywhere(.read) ? nil : refused(.read, "every stream", principal) }
+            for target in targets {
+                if StreamPattern.isPattern(target), case .success(let pattern) = StreamPattern.parse(target) {
+                    if !principal.may(.read, onEvery: pattern) { return refused(.read, "every stream of '\(target)'", principal) }
+                } else if !principal.may(.read, on: target) {
+                    return refused(.read, "stream '\(target)'", principal)
+                }
+            }
+            return nil
         case .backup:
             // A copy holds every stream, and the daemon's signing key.
             return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream (a backup copies them all)", principal)

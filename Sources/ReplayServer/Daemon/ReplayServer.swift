@@ -47,6 +47,7 @@ public struct ReplayServer: Sendable {
                 throw error
             }
         }
+        if configuration.verifyOnStart { _ = await StartupVerification.run(store.store, logger: logger) }
         let hubs = StreamHubs(store: store.store, tailEvents: configuration.tailEvents, tailBytes: configuration.tailBytes)
         let sources = SourceRegistry(store: store.store, logger: logger)
         let derivations = DerivationRegistry(store: store.store, budget: configuration.programBudget, logger: logger)

@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
     public var http: HTTPSettings?
     /// Where spans go (`--otlp-endpoint`); `nil`: no tracing.
     public var tracing: TracingSettings?
+    /// Recompute every stream's hash chain before serving (`StartupVerification`).
+    public var verifyOnStart = false
     /// What a jq program (a derivation's, a reader's filter) may spend on one event
     /// (`--jq-time-limit`, `--jq-memory-limit`).
     public var programBudget = JQProgram.Budget()

@@ -1,0 +1,64 @@
+import Foundation
+import NIOCore
+import ReplayModel
+import ReplayProtocol
+import ReplayStore
+
+extension Connection {
+    /// VERIFY: each stream's hash chain recomputed, one stream after another, on a thread
+    /// of its own (a stream of millions of events takes seconds, which no event loop,
+    /// cooperative thread or read thread may wait out). The writer is never held: each
+    /// page is one read snapshot beside it (`EventStore.verify`).
+    ///
+    /// `targets` are names or patterns; none means every stream. A name that is no stream
+    /// is refused; a pattern that matches none gives no report.
+    func verify(_ targets: [String], slot: ReplyOrder.Slot) {
+        let store = context.store
+        let replies = replies
+        let logger = logger
+        let names: [String]
+        do throws(ReplayError) {
+            names = try Self.streams(targets, in: store)
+        } catch {
+            return replies.fill(slot, with: .error(error))
+        }
+        Thread.detachNewThread {
+            var reports: [ChainReport] = []
+            for name in names {
+                do throws(StoreError) {
+                    reports.append(try store.verify(name))
+                } catch .unknownStream {
+                    continue  // deleted since
+                } catch {
+                    return replies.fill(slot, with: .error(ReplayError(error)))
+                }
+            }
+            for report in reports where !report.isIntact {
+                logger.error("hash chain broken", metadata: ["stream": "\(report.stream)", "seq": "\(report.broken?.sequence ?? 0)"])
+            }
+            let json = (try? JSONEncoder().encode(reports)) ?? Data("[]".utf8)
+            replies.fill(slot, with: .list(json: ByteBuffer(bytes: json)))
+        }
+    }
+
+    /// The streams VERIFY checks, in name order (soft-deleted ones are still read by their
+    /// forks, and checked too).
+    static func streams(_ targets: [String], in store: EventStore) throws(ReplayError) -> [String] {
+        let all = store.streams.map(\.name).sorted()
+        guard !targets.isEmpty else { return all }
+        var names: [String] = []
+        for target in targets {
+            if StreamPattern.isPattern(target) {
+                switch StreamPattern.parse(target) {
+                case .success(let pattern): names += all.filter(pattern.matches)
+                case .failure(let error): throw ReplayError(.invalidName, "\(target): \(error)")
+                }
+            } else {
+                guard store.info(target) != nil else { throw ReplayError(StoreError.unknownStream(target)) }
+                names.append(target)
+            }
+        }
+        var seen = Set<String>()
+        return names.filter { seen.insert($0).inserted }
+    }
+}
