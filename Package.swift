@@ -203,6 +203,8 @@ let package = Package(
                 // `replayctl work` runs a command per event.
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                // `replayctl verify --checkpoint` checks a checkpoint's Ed25519 signature.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // A child process the store's crash test kills mid-append.

@@ -43,6 +43,8 @@ public struct Principal: Sendable, Equatable {
     /// The one decision both doors ask: may this principal do `operation` on `stream`?
     public func may(_ operation: StreamOperation, on stream: String) -> Bool {
         guard let grants else { return true }
+        // Signed checkpoints are public: whoever holds one must be able to find it again.
+        if operation == .read && stream == Checkpoint.stream { return true }
         return grants.contains { $0.operations.contains(operation) && $0.pattern.matches(stream) }
     }
 

@@ -378,8 +378,8 @@ public final class ReplayClient: Sendable {
     /// Recomputes the hash chains of `streams` (names or patterns; every stream if empty)
     /// while the daemon serves: one report per stream, naming the first event that does
     /// not match, if any.
-    public func verify(_ streams: [String] = []) async throws -> [ChainReport] {
-        try await decode(try await send([.verify(streams: streams)])[0])
+    public func verify(_ streams: [String] = [], through: UInt64? = nil) async throws -> [ChainReport] {
+        try await decode(try await send([.verify(streams: streams, through: through)])[0])
     }
 
     public func deleteGroup(_ group: String, of stream: String) async throws {

@@ -24,6 +24,9 @@ public struct ChainReport: Codable, Sendable, Equatable {
     /// Payload bytes hashed.
     public var bytes: Int = 0
     public var broken: Break?
+    /// The chain's hash after event `last` (what a checkpoint of it would say); `nil`
+    /// when no event was checked or the last one was stored before chaining began.
+    public var lastHash: String?
 
     public init(stream: String) {
         self.stream = stream

@@ -86,7 +86,7 @@ extension ClientCommand {
         case .derive(let stream, let definition, let options): ["DERIVE", stream] + options.words + ["\(definition.utf8.count)"]
         case .derivations: ["DERIVATIONS"]
         case .backup(let path): ["BACKUP", path]
-        case .verify(let streams): ["VERIFY"] + streams
+        case .verify(let streams, let through): ["VERIFY"] + streams + (through.map { ["through=\($0)"] } ?? [])
         case .ping: ["PING"]
         }
     }

@@ -192,8 +192,9 @@ public enum ClientCommand: Sendable, Equatable {
     /// daemon's host, to no file yet) while it keeps serving.
     case backup(path: String)
     /// Each named stream's hash chain recomputed (every stream's when `streams` is
-    /// empty; a name may be a pattern): a list of `ChainReport`s.
-    case verify(streams: [String])
+    /// empty; a name may be a pattern): a list of `ChainReport`s. `through`: only up to
+    /// that event (one stream; what a checkpoint of it is checked against).
+    case verify(streams: [String], through: UInt64? = nil)
     case ping
 
     /// The verb, as written on the wire.

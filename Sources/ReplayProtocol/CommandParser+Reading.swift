@@ -169,4 +169,20 @@ extension CommandParser {
         default: throw bad("start must be all, new, from=<seq>, last=<n> or since=<time>")
         }
     }
+
+    /// VERIFY [<stream|pattern>…] [through=<seq>]: `through` goes with one stream.
+    static func verify(_ args: [String]) throws(ReplayError) -> Parsed {
+        let usage = "usage: VERIFY [<stream|pattern>…] [through=<seq>] (through= with one stream)"
+        var streams: [String] = []
+        var through: UInt64?
+        for word in args {
+            if word.lowercased().hasPrefix("through=") {
+                through = try number(String(word.dropFirst(8)), "the last sequence number to verify")
+            } else {
+                streams.append(word)
+            }
+        }
+        if through != nil, streams.count != 1 || StreamPattern.isPattern(streams[0]) { throw bad(usage) }
+        return .command(.verify(streams: streams, through: through))
+    }
 }

@@ -79,7 +79,7 @@ enum CommandParser {
         "INFO": fixed("INFO <stream>") { .info(stream: $0[0]) },
         "LIST": fixed("LIST") { _ in .list },
         "BACKUP": fixed("BACKUP <path>") { .backup(path: $0[0]) },
-        "VERIFY": { args in .command(.verify(streams: args)) },
+        "VERIFY": verify,
         "PING": { _ in .command(.ping) },
     ]
 

@@ -55,8 +55,10 @@ protocol LogDatabase: Sendable {
 }
 
 /// What a read hands each event: its sequence number, its time (ISO-8601 text), its
-/// payload and its publisher's trace context (`nil`: untraced), in the store's own
+/// payload, its publisher's trace context (`nil`: untraced) and its hash-chain link
+/// (`nil`: stored before chaining began, `HashChain`), in the store's own
 /// buffers, valid only during the call.
 public typealias EventVisitor = (
-    _ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer, _ traceParent: UnsafeRawBufferPointer?
+    _ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer, _ traceParent: UnsafeRawBufferPointer?,
+    _ hash: UnsafeRawBufferPointer?
 ) -> Void

@@ -164,6 +164,18 @@ struct Replayd: AsyncParsableCommand {
             valueName: "url"))
     var httpPublicURL: String?
 
+    @Option(
+        name: .customLong("checkpoint-every"),
+        help: ArgumentHelp(
+            "Sign a checkpoint (stream, seq, chain hash, time) of every stream whose chain moved, each time this many events were appended, into the stream replay/checkpoints that anyone may read.",
+            valueName: "events"))
+    var checkpointEvery: Int?
+
+    @Option(
+        name: .customLong("checkpoint-interval"),
+        help: ArgumentHelp("Sign checkpoints of the streams that moved at least this often (seconds); with --checkpoint-every, whichever comes first.", valueName: "seconds"))
+    var checkpointInterval: Double?
+
     @Flag(
         name: .customLong("verify-on-start"),
         help:
@@ -320,6 +332,12 @@ struct Replayd: AsyncParsableCommand {
         configuration.defaultCapacity = defaultCapacity.limit
         configuration.autoCreate = !noAutoCreate
         configuration.verifyOnStart = verifyOnStart
+        if checkpointEvery != nil || checkpointInterval != nil {
+            if let checkpointEvery, checkpointEvery < 1 { throw ValidationError("--checkpoint-every takes a number of events, 1 or more") }
+            if let checkpointInterval, !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval takes seconds above 0") }
+            configuration.checkpoints = CheckpointSettings(
+                events: checkpointEvery, interval: checkpointInterval.map { .milliseconds(Int(($0 * 1000).rounded(.up))) })
+        }
         configuration.maxPayload = maxPayload
         configuration.maxLineLength = maxLine
         configuration.maxSubscriptionsPerConnection = maxSubscriptions

@@ -213,8 +213,8 @@ final class Connection: Sendable {
             subscribe(pattern, sid: sid, start: start, slot: slot, output: output)
         case .backup(let path):
             backUp(to: path, slot: slot)
-        case .verify(let streams):
-            verify(streams, slot: slot)
+        case .verify(let streams, let through):
+            verify(streams, through: through, slot: slot)
         default:
             var admin = context.admin
             admin.principal = state.withLock { $0.principal }

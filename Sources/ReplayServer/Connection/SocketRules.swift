@@ -50,7 +50,7 @@ struct SocketRules: Sendable {
             needed = [(.admin, stream)]
         case .subscriptions:
             return principal.mayEverywhere(.admin) ? nil : refused(.admin, "every stream", principal)
-        case .verify(let targets):
+        case .verify(let targets, _):
             // Verifying reads the events: every stream it names, or every stream.
             guard !targets.isEmpty else { return principal.mayEverywhere(.read) ? nil : refused(.read, "every stream", principal) }
             for target in targets {

@@ -43,7 +43,7 @@ struct PooledStore: StoredLog {
             var page = StoredPage(body: framing.emptyPage())
             do {
                 try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) {
-                    sequence, time, payload, trace in
+                    sequence, time, payload, trace, _ in
                     if page.first == nil { page.first = sequence }
                     page.last = sequence
                     page.events += 1

@@ -56,6 +56,9 @@ public struct ReplayServer: Sendable {
             configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, ready: ready,
             tracer: tracer, logger: logger)
         var services: [any Service] = (tracing.map { [$0.service] } ?? []) + [store, sources, derivations, RetentionService(store: store.store), listener]
+        if let checkpoints = configuration.checkpoints {
+            services.append(CheckpointService(store: store.store, settings: checkpoints, logger: logger))
+        }
         if let http = configuration.http {
             services.append(
                 HTTPFrontDoor(

@@ -50,6 +50,8 @@ public struct ServerConfiguration: Sendable {
     public var tracing: TracingSettings?
     /// Recompute every stream's hash chain before serving (`StartupVerification`).
     public var verifyOnStart = false
+    /// When to sign checkpoints of the streams' chains (`CheckpointService`); `nil`: never.
+    public var checkpoints: CheckpointSettings?
     /// What a jq program (a derivation's, a reader's filter) may spend on one event
     /// (`--jq-time-limit`, `--jq-memory-limit`).
     public var programBudget = JQProgram.Budget()

@@ -41,6 +41,11 @@ struct SigningKeys: Sendable {
         ["keys": [["kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": kid, "x": Base64URL.encode(key.publicKey.rawRepresentation)]]]
     }
 
+    /// Ed25519 over `message`.
+    func sign(_ message: Data) throws -> Data {
+        try key.signature(for: message)
+    }
+
     /// The `Webhook-Signature` header of a delivery of `body` at `time`.
     func signature(of body: Data, at time: Date) throws -> String {
         let seconds = Int(time.timeIntervalSince1970)

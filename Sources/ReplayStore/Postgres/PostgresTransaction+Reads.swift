@@ -206,7 +206,7 @@ private struct PageReading {
                 let hashStart = start + size + traceSize
                 let hash = hashSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[hashStart..<hashStart + hashSize])
                 try chain.check(sequence: UInt64(sequence), millis: millis, payload: payload, stored: hash)
-                time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace) }
+                time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace, hash) }
                 offset = hashStart + hashSize
                 from = sequence + 1
                 remaining -= 1

@@ -264,16 +264,17 @@ final class SQLiteTransaction: LogTransaction {
                 let sequence = EventKey.sequence(of: row.int64(0))
                 let millis = row.int64(1)
                 let payload = row.bytes(2)
+                let hash = row.optionalBytes(4)
                 do {
                     if !chain.started { chain.start(after: try base(segment, sequence, db)) }
-                    try chain.check(sequence: sequence, millis: millis, payload: payload, stored: row.optionalBytes(4))
+                    try chain.check(sequence: sequence, millis: millis, payload: payload, stored: hash)
                 } catch {
                     failure = error
                     return false
                 }
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 time.text.withUnsafeBytes { text in
-                    body(sequence, text, payload, row.optionalBytes(3))
+                    body(sequence, text, payload, row.optionalBytes(3), hash)
                 }
                 remaining -= 1
                 bytes += payload.count

@@ -124,7 +124,7 @@ extension WriterRules {
             guard bytes < reader.byteBudget else { break }
             var expected = run.lowerBound
             let segments = LogSegments(of: record, from: run.lowerBound, through: run.upperBound) { catalog[$0] }
-            try forEachIntactEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace in
+            try forEachIntactEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace, _ in
                 guard sequence == expected else { return }
                 reader.take(sequence, time, payload, trace)
                 expected += 1
@@ -207,7 +207,7 @@ extension WriterRules {
         var payload: Data?
         var trace: TraceParent?
         let segments = LogSegments(of: record, from: sequence, through: sequence) { catalog[$0] }
-        try forEachIntactEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes, traceBytes in
+        try forEachIntactEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes, traceBytes, _ in
             payload = Data(bytes)
             trace = traceBytes.flatMap(TraceParent.init(bytes:))
         }

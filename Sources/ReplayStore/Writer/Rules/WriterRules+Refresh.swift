@@ -36,7 +36,7 @@ extension WriterRules {
         else { return }
         let segments = LogSegments(of: record, from: known.info.lastSequence + 1, through: record.info.lastSequence) { catalog[$0] }
         var events: [StoredEvent] = []
-        try forEachIntactEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload, trace in
+        try forEachIntactEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload, trace, _ in
             events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace))
         }
         // Only a complete, contiguous run can go to the ring (retention may have

@@ -12,7 +12,7 @@ extension Connection {
     ///
     /// `targets` are names or patterns; none means every stream. A name that is no stream
     /// is refused; a pattern that matches none gives no report.
-    func verify(_ targets: [String], slot: ReplyOrder.Slot) {
+    func verify(_ targets: [String], through: UInt64? = nil, slot: ReplyOrder.Slot) {
         let store = context.store
         let replies = replies
         let logger = logger
@@ -26,7 +26,7 @@ extension Connection {
             var reports: [ChainReport] = []
             for name in names {
                 do throws(StoreError) {
-                    reports.append(try store.verify(name))
+                    reports.append(try store.verify(name, through: through))
                 } catch .unknownStream {
                     continue  // deleted since
                 } catch {
