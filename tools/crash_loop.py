@@ -30,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_client import ReplayConnection  # noqa: E402
+from verify_checkpoint import recompute  # noqa: E402
 
 PUBLISHED = ["orders", "metrics"]  # by plain publishers
 STREAMS = PUBLISHED + ["payments"]  # "payments": the idempotent producer's alone
@@ -50,6 +51,8 @@ class Ledger:
         self.group_acks_confirmed = set()
         self.confirmed_before_kill = set()
         self.group_refused = 0
+        # Stream chains recomputed after the kills (all held, or a violation says which).
+        self.chained = 0
 
     def cut(self, error):
         if "mid-frame" in str(error) or "truncated" in str(error):
@@ -326,6 +329,17 @@ def verify(directory, ledger, http_acked):
     if len(posted) < http_acked:
         lost += http_acked - len(posted)
         ledger.violation(f"{HTTP_STREAM}: {http_acked - len(posted)} answered POSTs are not stored")
+    # Every stream's hash chain, recomputed here from the file (tools/verify_checkpoint.py's
+    # walk), must hold, and end at the head its row keeps.
+    for name, last_seq, head in db.execute("SELECT name, last_seq, chain_head FROM streams").fetchall():
+        try:
+            last, computed = recompute(db, name)
+        except ValueError as error:
+            ledger.violation(f"hash chain: {error}")
+            continue
+        if last == last_seq and head is not None and computed != head:
+            ledger.violation(f"hash chain: {name} ends at {computed.hex()}, its row says {head.hex()}")
+        ledger.chained += 1
     check = db.execute("PRAGMA integrity_check").fetchone()[0]
     if check != "ok":
         ledger.violation(f"integrity_check: {check}")
@@ -398,6 +412,7 @@ def main(argv=None):
     acked = sum(len(v) for v in ledger.acked.values())
     print(f"events acknowledged: {acked}")
     print(f"kills survived: {args.kills}")
+    print(f"hash chains verified after the kills: {ledger.chained}")
     print(f"events lost: {lost_total}")
     print(f"connections cut mid-frame: {ledger.cut_mid_frame}")
     print(f"producer events acknowledged: {len(retrier.acked)}, batches resent after a kill: {retrier.retries}")

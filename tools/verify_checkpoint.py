@@ -19,15 +19,15 @@ import sqlite3
 import struct
 import sys
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 
 def b64url(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def check_signature(checkpoint, jwks):
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     key = next((k for k in jwks["keys"] if k.get("kid") == checkpoint["kid"] and k.get("crv") == "Ed25519"), None)
     if key is None:
         sys.exit(f"no Ed25519 key {checkpoint['kid']} in the key set")
@@ -50,25 +50,35 @@ def millis(text):
     return int(round(moment.timestamp() * 1000))
 
 
-def check_chain(checkpoint, path):
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    row = db.execute("SELECT chain_base FROM streams WHERE name = ?", (checkpoint["stream"],)).fetchone()
+def recompute(db, stream, through=None):
+    """Walks `stream`'s chain in a SQLite store from its base: (last seq, its hash), or
+    raises ValueError naming the first event that does not match. (A fork's inherited
+    events are its source's rows: check the source.)"""
+    row = db.execute("SELECT chain_base FROM streams WHERE name = ?", (stream,)).fetchone()
     if row is None:
-        sys.exit(f"no stream {checkpoint['stream']} in {path}")
-    previous = row[0] or bytes(32)
-    last = None
+        raise ValueError(f"no stream {stream}")
+    previous, last = row[0] or bytes(32), None
     query = "SELECT seq, time, payload, hash FROM events WHERE stream = ? AND seq <= ? ORDER BY seq"
-    for seq, time, payload, stored in db.execute(query, (checkpoint["stream"], checkpoint["seq"])):
+    for seq, time, payload, stored in db.execute(query, (stream, through if through is not None else 2**62)):
         if stored is None and previous == bytes(32):
             continue  # stored before chaining began
-        previous = link(previous, checkpoint["stream"], seq, millis(time), bytes(payload))
+        previous = link(previous, stream, seq, millis(time), bytes(payload))
         if previous.hex() != stored:
-            sys.exit(f"event {seq} does not match its chain: expected {previous.hex()}, stored {stored}")
+            raise ValueError(f"{stream}: event {seq} does not match its chain: expected {previous.hex()}, stored {stored}")
         last = seq
+    return last, previous
+
+
+def check_chain(checkpoint, path):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        last, head = recompute(db, checkpoint["stream"], checkpoint["seq"])
+    except ValueError as error:
+        sys.exit(str(error))
     if last != checkpoint["seq"]:
         sys.exit(f"event {checkpoint['seq']} is not in {path}")
-    if previous.hex() != checkpoint["hash"]:
-        sys.exit(f"the chain arrives at {previous.hex()}, not the checkpoint's {checkpoint['hash']}")
+    if head.hex() != checkpoint["hash"]:
+        sys.exit(f"the chain arrives at {head.hex()}, not the checkpoint's {checkpoint['hash']}")
 
 
 def main():

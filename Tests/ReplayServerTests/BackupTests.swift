@@ -1,5 +1,6 @@
 import Foundation
 import ReplayClient
+import ReplayModel
 import ReplayProtocol
 import ReplaySync
 import ReplayTesting
@@ -56,6 +57,12 @@ struct BackupTests {
             // (The first daemon has stopped: its folder and socket path are free.)
             do {
                 let daemon = try await TestDaemon.start(in: directory, database: "copy.sqlite")
+                // Every chain in the copy holds, through the events written during the copy.
+                let verified = try await runProgram(try builtExecutable("replayctl"), ["verify", "--json", "--socket", daemon.socketPath])
+                #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+                let reports = try JSONDecoder().decode([ChainReport].self, from: Data(verified.stdout.utf8))
+                #expect(Set(reports.map(\.stream)) == Set(copy.streams.map(\.stream)) && reports.allSatisfy(\.isIntact))
+                for report in reports { #expect(report.last == copy.streams.first { $0.stream == report.stream }?.last) }
                 try await withWireClient(daemon.socketPath) { client in
                     for stream in copy.streams {
                         let before = acknowledgedBefore[stream.stream] ?? [:]

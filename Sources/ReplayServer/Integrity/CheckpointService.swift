@@ -47,6 +47,9 @@ final class CheckpointService: Service, Sendable {
             started = true
         }
         let keys = try await SigningKeys.load(from: store)
+        // Kept whole unless its creator said otherwise (created first, by a reader, with
+        // the daemon's default capacity).
+        do { _ = try await store.create(Checkpoint.stream, config: StreamConfig(capacity: nil)) } catch .streamExists {}
         try? await cancelWhenGracefulShutdown { [store, settings, tick, logger] in
             // What each stream's last checkpoint covered, and when the last were written.
             var signed: [String: UInt64] = [:]
@@ -61,8 +64,7 @@ final class CheckpointService: Service, Sendable {
                 do {
                     let checkpoints = try moved.map { try keys.checkpoint($0, at: Date()) }
                     let payloads = try checkpoints.map { try JSONEncoder.sorted.encode($0) }
-                    _ = try await store.write(
-                        StreamWrite(stream: Checkpoint.stream, payloads: payloads, create: StreamConfig(capacity: nil)))
+                    _ = try await store.write(StreamWrite(stream: Checkpoint.stream, payloads: payloads))
                     for head in moved { signed[head.stream] = head.sequence }
                     last = ContinuousClock.now
                 } catch {
