@@ -53,16 +53,19 @@ struct Verify: DaemonCommand {
     }
 
     static func table(_ reports: [ChainReport]) -> String {
-        let width = max(6, reports.map(\.stream.count).max() ?? 0)
-        var lines = "STREAM".padding(toLength: width, withPad: " ", startingAt: 0) + "  EVENTS  SEQ       RESULT\n"
-        for report in reports {
-            let range = report.events == 0 ? "-" : "\(report.first)-\(report.last)"
-            let result = report.broken.map { "BROKEN at seq \($0.sequence)" } ?? "ok"
-            lines += report.stream.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-                + String(report.events).padding(toLength: 6, withPad: " ", startingAt: 0) + "  "
-                + range.padding(toLength: 8, withPad: " ", startingAt: 0) + "  " + result + "\n"
-        }
-        return lines
+        let rows =
+            [["STREAM", "EVENTS", "SEQ", "RESULT"]]
+            + reports.map { report in
+                [
+                    report.stream, String(report.events), report.events == 0 ? "-" : "\(report.first)-\(report.last)",
+                    report.broken.map { "BROKEN at seq \($0.sequence)" } ?? "ok",
+                ]
+            }
+        // Each column as wide as its widest cell (padding(toLength:) cuts longer ones).
+        let widths = (0..<3).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            (0..<3).map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ") + "  " + row[3]
+        }.joined(separator: "\n") + "\n"
     }
 
     /// `--checkpoint`: the signature first (a checkpoint the key did not sign proves

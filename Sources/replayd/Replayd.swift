@@ -173,7 +173,8 @@ struct Replayd: AsyncParsableCommand {
 
     @Option(
         name: .customLong("checkpoint-interval"),
-        help: ArgumentHelp("Sign checkpoints of the streams that moved at least this often (seconds); with --checkpoint-every, whichever comes first.", valueName: "seconds"))
+        help: ArgumentHelp(
+            "Sign checkpoints of the streams that moved at least this often (seconds); with --checkpoint-every, whichever comes first.", valueName: "seconds"))
     var checkpointInterval: Double?
 
     @Flag(

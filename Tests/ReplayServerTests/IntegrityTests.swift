@@ -15,7 +15,8 @@ struct IntegrityTests {
         try await withTemporaryDirectory { directory in
             try await publishThenStop(in: directory, ["orders": (1...5).map { "e\($0)" }, "other": ["x"]])
             try await sh(
-                "sqlite3 '\(directory)/replay.sqlite' \"UPDATE event_log SET payload = CAST('E3' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = 'orders') << 40) | 3\"")
+                "sqlite3 '\(directory)/replay.sqlite' \"UPDATE event_log SET payload = CAST('E3' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = 'orders') << 40) | 3\""
+            )
             // A new daemon: its tail rings are empty, every read is the store's.
             let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
             let verified = try await replayctl(["verify"], daemon)
@@ -91,7 +92,8 @@ struct IntegrityTests {
     @Test func aSignedCheckpointChecksOutWithTheKeyFromJWKSUntilTheLogIsChanged() async throws {
         try await withDaemon(arguments: ["--http", "127.0.0.1:0", "--checkpoint-every", "5"]) { daemon in
             let client = try await ReplayClient.connect(to: daemon.socketPath)
-            for index in 1...6 { _ = try await client.publish("orders", "order \(index)") }
+            // Exactly as many as --checkpoint-every: the first checkpoint is of event 5.
+            for index in 1...5 { _ = try await client.publish("orders", "order \(index)") }
             var checkpoint: Checkpoint?
             for try await event in try await client.subscribe(Checkpoint.stream) {
                 checkpoint = try JSONDecoder().decode(Checkpoint.self, from: event.payload)
@@ -99,7 +101,7 @@ struct IntegrityTests {
             }
             await client.close()
             let signed = try #require(checkpoint)
-            #expect(signed.stream == "orders" && signed.seq == 6)
+            #expect(signed.stream == "orders" && signed.seq == 5)
 
             let folder = (daemon.databasePath as NSString).deletingLastPathComponent
             let http = try HTTPTestClient(address: try await daemon.httpAddress())
@@ -107,21 +109,23 @@ struct IntegrityTests {
             try JSONEncoder().encode(signed).write(to: URL(fileURLWithPath: folder + "/checkpoint.json"))
             let python = ["python3", toolScript("verify_checkpoint.py"), folder + "/checkpoint.json", folder + "/jwks.json", "--db", daemon.databasePath]
             let holds = try await runProgram("/usr/bin/env", python)
-            #expect(holds.status == 0 && holds.stdout.contains("checkpoint orders@6 holds"), "\(holds.stdout)\(holds.stderr)")
+            #expect(holds.status == 0 && holds.stdout.contains("checkpoint orders@5 holds"), "\(holds.stdout)\(holds.stderr)")
             let checked = try await replayctl(["verify", "--checkpoint", folder + "/checkpoint.json", "--jwks", folder + "/jwks.json"], daemon)
-            #expect(checked.status == 0 && checked.stdout.contains("checkpoint orders@6 holds"), "\(checked.stderr)")
+            #expect(checked.status == 0 && checked.stdout.contains("checkpoint orders@5 holds"), "\(checked.stderr)")
 
             // A checkpoint changed after signing is refused by both.
             var forged = signed
-            forged.seq = 5
+            forged.seq = 4
             try JSONEncoder().encode(forged).write(to: URL(fileURLWithPath: folder + "/forged.json"))
-            let forgedPython = try await runProgram("/usr/bin/env", ["python3", toolScript("verify_checkpoint.py"), folder + "/forged.json", folder + "/jwks.json"])
+            let forgedPython = try await runProgram(
+                "/usr/bin/env", ["python3", toolScript("verify_checkpoint.py"), folder + "/forged.json", folder + "/jwks.json"])
             #expect(forgedPython.status != 0 && forgedPython.stderr.contains("signature is not valid"))
             #expect(try await replayctl(["verify", "--checkpoint", folder + "/forged.json", "--jwks", folder + "/jwks.json"], daemon).status == 4)
 
             // The log changed under the checkpoint: neither arrives at its hash.
             try await sh(
-                "sqlite3 '\(daemon.databasePath)' \"UPDATE event_log SET payload = CAST('order 0' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = 'orders') << 40) | 2\"")
+                "sqlite3 '\(daemon.databasePath)' \"UPDATE event_log SET payload = CAST('order 0' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = 'orders') << 40) | 2\""
+            )
             let broken = try await runProgram("/usr/bin/env", python)
             #expect(broken.status != 0 && broken.stderr.contains("event 2 does not match"), "\(broken.stderr)")
             let refused = try await replayctl(["verify", "--checkpoint", folder + "/checkpoint.json", "--jwks", folder + "/jwks.json"], daemon)

@@ -34,7 +34,11 @@ struct HashChainTests {
             #expect(try await storedHex(store, "orders", 2) == previous.hex)
             #expect(try store.texts("orders") == ["a", "bb"])
             let report = try store.verify("orders")
-            #expect(report == { var r = ChainReport(stream: "orders"); r.checked(1, bytes: 1); r.checked(2, bytes: 2); return r }())
+            var expected = ChainReport(stream: "orders")
+            expected.checked(1, bytes: 1)
+            expected.checked(2, bytes: 2)
+            expected.lastHash = previous.hex
+            #expect(report == expected)
         }
     }
 
@@ -131,11 +135,13 @@ struct HashChainTests {
         switch kind {
         case .sqlite:
             try await shell(
-                "sqlite3 '\(store.location)' \"UPDATE event_log SET payload = CAST('\(payload)' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = '\(stream)') << 40) | \(sequence)\"")
+                "sqlite3 '\(store.location)' \"UPDATE event_log SET payload = CAST('\(payload)' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = '\(stream)') << 40) | \(sequence)\""
+            )
         case .postgres:
             try await TestPostgres.psql(
                 store.location,
-                "UPDATE event_log SET payload = convert_to('\(payload)', 'UTF8') WHERE seq = \(sequence) AND stream_id = (SELECT id FROM streams WHERE name = '\(stream)')")
+                "UPDATE event_log SET payload = convert_to('\(payload)', 'UTF8') WHERE seq = \(sequence) AND stream_id = (SELECT id FROM streams WHERE name = '\(stream)')"
+            )
         }
     }
 

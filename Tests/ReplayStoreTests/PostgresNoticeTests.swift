@@ -156,10 +156,22 @@ struct PostgresNoticeTests {
             let writer = try PostgresLog(try #require(PostgresLocation(url)), options: .init(), listeners: listeners, now: Date.init)
             defer { writer.close() }
             let id64 = try #require(writer.catalog["s"]?.id)
-            await commit(writer, [.refresh(streams: [], bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 5, byteCount: 5, lastTime: 9, chainHead: .zero, chainBase: .zero)])])
+            await commit(
+                writer,
+                [
+                    .refresh(
+                        streams: [],
+                        bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 5, byteCount: 5, lastTime: 9, chainHead: .zero, chainBase: .zero)])
+                ])
             #expect(heard.value["s"]?.info?.lastSequence == 5, "taken as told")
             #expect(writer.catalog["s"]?.info.byteCount == 5)
-            await commit(writer, [.refresh(streams: [], bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 4, byteCount: 4, lastTime: 9, chainHead: .zero, chainBase: .zero)])])
+            await commit(
+                writer,
+                [
+                    .refresh(
+                        streams: [],
+                        bounds: ["s": StreamBounds(id: id64, firstSequence: 1, lastSequence: 4, byteCount: 4, lastTime: 9, chainHead: .zero, chainBase: .zero)])
+                ])
             #expect(heard.value["s"]?.info?.lastSequence == 2, "behind: the row is read")
         }
     }

@@ -229,10 +229,12 @@ final class SQLiteTransaction: LogTransaction {
     func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ body: EventVisitor) throws {
         // Inside the writer's transaction the working records are current: a retention
         // earlier in this batch moved the base in the record, not yet in the row.
-        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, base: { segment, sequence, db in
-            if sequence > 1, let stored = try Self.storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
-            return segment.base
-        }, body)
+        try Self.forEachEvent(
+            segments, limit: limit, byteBudget: byteBudget, db,
+            base: { segment, sequence, db in
+                if sequence > 1, let stored = try Self.storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
+                return segment.base
+            }, body)
     }
 
     /// Where a read's check of a segment starts (see `hashBefore`).
