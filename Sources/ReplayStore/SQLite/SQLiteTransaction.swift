@@ -167,9 +167,11 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     /// What this snapshot holds before `segment`'s first event `sequence`: its predecessor's
-    /// hash if that row is the segment stream's own, else the stream's chain base.
-    static func hashBefore(_ segment: LogSegments.Segment, _ sequence: UInt64, _ db: Database) throws -> EventHash {
+    /// hash if that row is the segment stream's own, else the stream's chain base (`known`,
+    /// where the caller has it, else the row's).
+    static func hashBefore(_ segment: LogSegments.Segment, _ sequence: UInt64, _ db: Database, known: EventHash? = nil) throws -> EventHash {
         if sequence > 1, let stored = try storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
+        if let known { return known }
         let base = try Data?.fetchOne(db.cachedStatement(sql: "SELECT chain_base FROM streams WHERE id = ?"), arguments: [segment.streamID])
         return StreamRow.hash(base ?? nil)
     }
@@ -231,10 +233,8 @@ final class SQLiteTransaction: LogTransaction {
         // earlier in this batch moved the base in the record, not yet in the row.
         try Self.forEachEvent(
             segments, limit: limit, byteBudget: byteBudget, db,
-            base: { segment, sequence, db in
-                if sequence > 1, let stored = try Self.storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
-                return segment.base
-            }, body)
+            base: { segment, sequence, db in try Self.hashBefore(segment, sequence, db, known: segment.base) },
+            body)
     }
 
     /// Where a read's check of a segment starts (see `hashBefore`).
@@ -246,7 +246,8 @@ final class SQLiteTransaction: LogTransaction {
     /// chain first (`ChainCheck`): a corrupt one ends the read with `corruptEvent`, and is
     /// never handed on.
     static func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, base: ChainStart = hashBefore, _ body: EventVisitor
+        _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, base: ChainStart = { try hashBefore($0, $1, $2) },
+        _ body: EventVisitor
     ) throws {
         var remaining = limit
         var bytes = 0
