@@ -196,14 +196,19 @@ public final class ReplayClient: Sendable {
     /// subscribed to without one (the connection then pauses for a slow consumer).
     public func subscribe(
         _ stream: String, from start: StartPosition = .all, durable consumer: String? = nil,
-        window: Int = ReplayClient.defaultWindow, filter: String? = nil, onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
+        window: Int = ReplayClient.defaultWindow, filter: String? = nil, hashes: Bool = false,
+        onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
         let plain: (String) -> ClientCommand = { sid in
             consumer.map { .subscribeDurable(stream: stream, sid: sid, start: start, consumer: $0) }
                 ?? .subscribe(stream: stream, sid: sid, start: start)
         }
-        // A read-time filter: each event through a jq program, on the daemon.
-        let filtered: (ClientCommand) -> ClientCommand = { command in filter.map { .filtered(command, program: $0) } ?? command }
+        // A read-time filter: each event through a jq program, on the daemon; with
+        // `hashes`, each event's hash-chain link (`ReplayEvent.hash`).
+        let filtered: (ClientCommand) -> ClientCommand = { command in
+            let command = hashes ? .hashed(command) : command
+            return filter.map { .filtered(command, program: $0) } ?? command
+        }
         do {
             return try await subscribe(onGap: Self.ofOneStream(onGap), window: window) { sid in filtered(.windowed(plain(sid), window: window)) }
         } catch ReplayClientError.server(let error) where error.code == .badCommand && error.message.contains("window") {

@@ -10,13 +10,16 @@ public struct ReplayEvent: Sendable, Equatable {
     public let payload: Data
     /// The trace context its publisher gave, if any: a consumer continues that trace.
     public let traceParent: TraceParent?
+    /// Its link in its stream's hash chain, for a subscription that asked (`hashes: true`).
+    public let hash: EventHash?
 
-    public init(stream: String, sequence: UInt64, time: String, payload: Data, traceParent: TraceParent? = nil) {
+    public init(stream: String, sequence: UInt64, time: String, payload: Data, traceParent: TraceParent? = nil, hash: EventHash? = nil) {
         self.stream = stream
         self.sequence = sequence
         self.time = time
         self.payload = payload
         self.traceParent = traceParent
+        self.hash = hash
     }
 
     /// The payload as UTF-8 text, if it is valid UTF-8.

@@ -65,6 +65,7 @@ extension ClientCommand {
             ["SUB", pattern.description, sid, start.wireText] + options.words
         case .filtered(let subscription, let program): subscription.controlLine + ["filter=\(program.utf8.count)"]
         case .windowed(let subscription, let window): subscription.controlLine + ["window=\(window)"]
+        case .hashed(let subscription): subscription.controlLine + ["hash=on"]
         case .more(let sid, let count): ["MORE", sid, "\(count)"]
         case .ack(let sid, let sequence, let stream): ["ACK", sid, "\(sequence)"] + (stream.map { ["stream=\($0)"] } ?? [])
         case .nack(let sid, let sequence, let stream, let delay):

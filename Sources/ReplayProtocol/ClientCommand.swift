@@ -159,6 +159,9 @@ public enum ClientCommand: Sendable, Equatable {
     /// program on the way out (`filter=<bytes>`, the program as its payload): nothing is
     /// stored, and sequence numbers stay the stream's.
     indirect case filtered(ClientCommand, program: String)
+    /// A SUB of one stream (plain, durable or windowed) whose events carry their
+    /// hash-chain link (`hash=on`: ` hash=<64 hex>` at the end of each `EVENT` line).
+    indirect case hashed(ClientCommand)
     /// Grants a windowed subscription `count` more events.
     case more(sid: String, count: Int)
     case unsubscribe(sid: String)
@@ -203,7 +206,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .publish, .publishChecked: "PUB"
         case .atomic: "ATOMIC"
         case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .subscribePatternGroup: "SUB"
-        case .windowed, .filtered: "SUB"
+        case .windowed, .filtered, .hashed: "SUB"
         case .more: "MORE"
         case .unsubscribe: "UNSUB"
         case .ack: "ACK"

@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 
 extension ServerFrame {
     /// Appends the frame's bytes to `buffer`.
@@ -32,15 +33,16 @@ extension ServerFrame {
         case .list(let json):
             Wire.writeLine(["+LIST", "\(json.readableBytes)"], into: &buffer)
             Wire.writePayload(json, into: &buffer)
-        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent):
+        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent, let hash):
+            let link = hash.flatMap { EventHash(hex: $0) }
             payload.withUnsafeReadableBytes { bytes in
                 guard var trace = traceParent else {
-                    return Self.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, into: &buffer)
+                    return Self.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, hash: link, into: &buffer)
                 }
                 trace.withUTF8 { trace in
                     Self.writeEvent(
                         stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, trace: UnsafeRawBufferPointer(trace),
-                        into: &buffer)
+                        hash: link, into: &buffer)
                 }
             }
         case .completed(let stream, let sid, let last):
@@ -67,14 +69,15 @@ extension ServerFrame {
 
     /// Writes an `EVENT` frame from its parts, without building a `ServerFrame` (the
     /// server writes catch-up pages straight from the store's row buffers), in one write.
-    /// `trace`: the event's trace context, if it has one.
+    /// `trace`: the event's trace context, if it has one; `hash`: its hash-chain link, for
+    /// a subscription that asked.
     public static func writeEvent(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>,
-        payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer? = nil, into buffer: inout ByteBuffer
+        payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer? = nil, hash: EventHash? = nil, into buffer: inout ByteBuffer
     ) {
         let bound = eventLineBound(stream: stream, sid: sid, time: time, trace: trace) + payload.count + 2
         buffer.writeFrame(maximumBytes: bound) { frame in
-            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, trace: trace, into: &frame)
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, trace: trace, hash: hash, into: &frame)
             frame.put(payload)
             frame.put("\r\n" as StaticString)
         }
@@ -84,22 +87,23 @@ extension ServerFrame {
     /// buffers of their own, so that every subscriber's frame can share one payload buffer.
     public static func writeEventLine(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int,
-        trace: UnsafeRawBufferPointer? = nil, into buffer: inout ByteBuffer
+        trace: UnsafeRawBufferPointer? = nil, hash: EventHash? = nil, into buffer: inout ByteBuffer
     ) {
         buffer.writeFrame(maximumBytes: eventLineBound(stream: stream, sid: sid, time: time, trace: trace)) { frame in
-            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, trace: trace, into: &frame)
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, trace: trace, hash: hash, into: &frame)
         }
     }
 
     /// The longest an `EVENT` line of these parts can be: `EVENT `, four spaces, two numbers
-    /// of at most 20 digits and the line end; ` trace=` and the trace context after.
+    /// of at most 20 digits and the line end; ` trace=` and the trace context after; room
+    /// for ` hash=` and its 64 digits.
     private static func eventLineBound(stream: String, sid: String, time: some Collection<UInt8>, trace: UnsafeRawBufferPointer?) -> Int {
-        stream.utf8.count + sid.utf8.count + time.count + 52 + (trace.map { $0.count + 7 } ?? 0)
+        stream.utf8.count + sid.utf8.count + time.count + 52 + (trace.map { $0.count + 7 } ?? 0) + 70
     }
 
     private static func putEventLine(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int, trace: UnsafeRawBufferPointer?,
-        into frame: inout FrameBytes
+        hash: EventHash?, into frame: inout FrameBytes
     ) {
         frame.put("EVENT " as StaticString)
         frame.put(stream)
@@ -115,8 +119,16 @@ extension ServerFrame {
             frame.put(" trace=" as StaticString)
             frame.put(trace)
         }
+        if let hash {
+            frame.put(" hash=" as StaticString)
+            for word in [hash.words.0, hash.words.1, hash.words.2, hash.words.3] {
+                for shift in stride(from: 60, through: 0, by: -4) { frame.put(Self.hexDigits[Int((word >> UInt64(shift)) & 0xF)]) }
+            }
+        }
         frame.put("\r\n" as StaticString)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The frame as a buffer of its own.
     public var bytes: ByteBuffer {

@@ -18,8 +18,9 @@ public enum ServerFrame: Sendable, Equatable {
     /// The reply to LIST: every stream, as a JSON array.
     case list(json: ByteBuffer)
     /// An event for a subscription. `time` is ISO-8601 UTC; `traceParent` is its
-    /// publisher's trace context, if it has one (` trace=` at the end of the line).
-    case event(stream: String, sid: String, sequence: UInt64, time: String, payload: ByteBuffer, traceParent: String? = nil)
+    /// publisher's trace context, if it has one (` trace=` at the end of the line); `hash`
+    /// its hash-chain link, 64 hex digits, for a subscription that asked (` hash=`).
+    case event(stream: String, sid: String, sequence: UInt64, time: String, payload: ByteBuffer, traceParent: String? = nil, hash: String? = nil)
     /// The stream completed after event `lastSequence`; the subscription is over.
     case completed(stream: String, sid: String, lastSequence: UInt64)
     /// The stream failed after event `lastSequence`; the subscription is over.

@@ -9,7 +9,7 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
     private enum Awaiting: Sendable {
         case info
         case list
-        case event(stream: String, sid: String, sequence: UInt64, time: String, traceParent: String?)
+        case event(stream: String, sid: String, sequence: UInt64, time: String, traceParent: String?, hash: String?)
         case failed(stream: String, sid: String, lastSequence: UInt64)
     }
 
@@ -31,8 +31,8 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
                 switch kind {
                 case .info: return .info(json: payload)
                 case .list: return .list(json: payload)
-                case .event(let stream, let sid, let sequence, let time, let traceParent):
-                    return .event(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, traceParent: traceParent)
+                case .event(let stream, let sid, let sequence, let time, let traceParent, let hash):
+                    return .event(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, traceParent: traceParent, hash: hash)
                 case .failed(let stream, let sid, let last):
                     return .failed(stream: stream, sid: sid, lastSequence: last, message: String(decoding: payload.readableBytesView, as: UTF8.self))
                 }
@@ -95,16 +95,18 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
             guard let stream = words.next(), let sid = words.next(), let sequence = words.next(),
                 let time = words.next(), let size = words.next()
             else { return .other }
-            // After the size, `key=value` words: `trace=`, and any a later server adds,
-            // which this client skips.
+            // After the size, `key=value` words: `trace=`, `hash=`, and any a later server
+            // adds, which this client skips.
             var traceParent: String?
+            var hash: String?
             while let word = words.next() {
                 guard let (key, value) = LineWords.keyValue(word) else { return .other }
                 if LineWords.matches(key, "trace") { traceParent = LineWords.string(value) }
+                if LineWords.matches(key, "hash") { hash = LineWords.string(value) }
             }
             let event = Awaiting.event(
                 stream: lastStream.string(stream), sid: lastSid.string(sid),
-                sequence: try number(sequence), time: lastTime.string(time), traceParent: traceParent)
+                sequence: try number(sequence), time: lastTime.string(time), traceParent: traceParent, hash: hash)
             awaiting = (event, Int(try number(size, as: UInt32.self)))
             return .awaitingPayload
         }

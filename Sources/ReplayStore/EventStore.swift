@@ -283,8 +283,8 @@ public final class EventStore: Sendable {
     /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.
     public func read(_ stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512) throws(StoreError) -> [StoredEvent] {
         var events: [StoredEvent] = []
-        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload, trace, _ in
-            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace))
+        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload, trace, hash in
+            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash))
         }
         return events
     }

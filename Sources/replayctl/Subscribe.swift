@@ -9,7 +9,9 @@ struct Subscribe: DaemonCommand {
         abstract: "Print a stream's events: its retained history, then live ones.",
         discussion: """
             Prints each payload on its own line (--json: one object per line with stream, seq, \
-            time and payload; a payload that is not UTF-8 comes as payload_base64 instead). \
+            time and payload; a payload that is not UTF-8 comes as payload_base64 instead; \
+            traceparent if the event has one, and hash, its hash-chain link, when reading one \
+            stream without a group). \
             Exits 0 after --count events or when the stream completes; exits 2 with the \
             failure message on standard error when it fails. Gaps (history removed by \
             retention) are reported on standard error. Ctrl-C ends it.
@@ -93,7 +95,7 @@ struct Subscribe: DaemonCommand {
             } else if let group {
                 try await client.subscribe(stream, from: start, group: group, onGap: onGap)
             } else {
-                try await client.subscribe(stream, from: start, durable: durable, filter: filter, onGap: onGap)
+                try await client.subscribe(stream, from: start, durable: durable, filter: filter, hashes: json, onGap: onGap)
             }
         var received = 0
         var acknowledging: Task<Void, any Error>?
@@ -122,6 +124,7 @@ struct Subscribe: DaemonCommand {
     static func jsonLine(_ event: ReplayEvent) -> Data {
         var object: [String: Any] = ["stream": event.stream, "seq": event.sequence, "time": event.time]
         if let trace = event.traceParent { object["traceparent"] = trace.text }
+        if let hash = event.hash { object["hash"] = hash.hex }
         if let text = event.text {
             object["payload"] = text
         } else {

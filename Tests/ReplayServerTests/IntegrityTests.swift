@@ -133,6 +133,55 @@ struct IntegrityTests {
         }
     }
 
+    /// A reader that asks gets each event's hash as stored (what `sqlite3` shows), live
+    /// from the ring and from the store after a restart: `SUB … hash=on` (the Swift client's
+    /// `hashes:`, `replayctl subscribe --json`), and `Replay-Chain-Hash` over HTTP.
+    @Test func readersWhoAskGetEachEventsHash() async throws {
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            var client = try await ReplayClient.connect(to: daemon.socketPath)
+            let live = try await client.subscribe("orders", hashes: true)
+            for index in 1...3 { _ = try await client.publish("orders", "e\(index)") }
+            var fromRing: [String] = []
+            for try await event in live {
+                fromRing.append(event.hash?.hex ?? "none")
+                if fromRing.count == 3 { break }
+            }
+            let stored = try await runProgram(
+                "/usr/bin/sqlite3", [daemon.databasePath, "SELECT hash FROM events WHERE stream = 'orders' ORDER BY seq"])
+            let hashes = stored.stdout.split(separator: "\n").map(String.init)
+            #expect(hashes.count == 3 && fromRing == hashes)
+            var plain: [EventHash?] = []
+            for try await event in try await client.subscribe("orders") {
+                plain.append(event.hash)
+                if plain.count == 3 { break }
+            }
+            #expect(plain == [nil, nil, nil], "a reader that does not ask gets no hashes")
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            let read = try await http.request("GET", "/v1/stream/orders?offset=-1")
+            #expect(read.headers.first(name: "Replay-Chain-Hash") == hashes.last)
+            let json = try await runProgram(
+                try builtExecutable("replayctl"), ["subscribe", "orders", "--json", "--count", "3", "--socket", daemon.socketPath])
+            #expect(json.stdout.contains("\"hash\":\"\(hashes[1])\""), "\(json.stdout)")
+            await client.close()
+            await daemon.stop()
+
+            // From the store, after a restart (the ring is empty).
+            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            client = try await ReplayClient.connect(to: daemon.socketPath)
+            var fromStore: [String] = []
+            for try await event in try await client.subscribe("orders", hashes: true) {
+                fromStore.append(event.hash?.hex ?? "none")
+                if fromStore.count == 3 { break }
+            }
+            #expect(fromStore == hashes)
+            let again = try await HTTPTestClient(address: try await daemon.httpAddress()).request("GET", "/v1/stream/orders?offset=-1")
+            #expect(again.headers.first(name: "Replay-Chain-Hash") == hashes.last)
+            await client.close()
+            await daemon.stop()
+        }
+    }
+
     @Test func onPostgreSQLAnEditedEventIsNamedByVerify() async throws {
         try await TestPostgres.withDatabase { url in
             try await withDaemon(database: url) { daemon in

@@ -47,7 +47,7 @@ struct LogCursorTests {
                 page.events += 1
                 "t".utf8.withContiguousStorageIfAvailable { time in
                     event.payload.withUnsafeBytes {
-                        framing.append(sequence: event.sequence, time: UnsafeRawBufferPointer(time), payload: $0, trace: nil, to: &page.body)
+                        framing.append(sequence: event.sequence, time: UnsafeRawBufferPointer(time), payload: $0, trace: nil, hash: nil, to: &page.body)
                     }
                 }
             }
@@ -59,7 +59,8 @@ struct LogCursorTests {
     struct Sequences: LogFraming {
         func emptyPage() -> [UInt64] { [] }
         func append(
-            sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout [UInt64]
+            sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
+            hash: UnsafeRawBufferPointer?, to page: inout [UInt64]
         ) {
             page.append(sequence)
         }

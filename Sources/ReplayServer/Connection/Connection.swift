@@ -185,10 +185,9 @@ final class Connection: Sendable {
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
-        case .windowed(let subscription, let window):
-            subscribe(subscription, credit: SubscriptionCredit(window: window), slot: slot, output: output)
-        case .subscribe, .subscribeDurable:
-            subscribe(command, credit: nil, slot: slot, output: output)
+        case .subscribe, .subscribeDurable, .windowed, .hashed:
+            let (plain, window, hashes) = Self.parts(of: command)
+            subscribe(plain, credit: window.map(SubscriptionCredit.init(window:)), hashes: hashes, slot: slot, output: output)
         case .filtered(let subscription, let program):
             let filter: EventFilter
             do throws(JQProgram.Failure) {
@@ -198,11 +197,8 @@ final class Connection: Sendable {
                 if let sid = Self.sid(of: subscription) { state.withLock { $0.subscriptionEnded(sid) } }
                 return replies.fill(slot, with: .error(ReplayError(.invalidConfig, "the filter is refused: \(error.message)")))
             }
-            if case .windowed(let inner, let window) = subscription {
-                subscribe(inner, credit: SubscriptionCredit(window: window), filter: filter, slot: slot, output: output)
-            } else {
-                subscribe(subscription, credit: nil, filter: filter, slot: slot, output: output)
-            }
+            let (plain, window, hashes) = Self.parts(of: subscription)
+            subscribe(plain, credit: window.map(SubscriptionCredit.init(window:)), filter: filter, hashes: hashes, slot: slot, output: output)
         case .more(let sid, let count):
             guard let credit = state.withLock({ $0.running(sid)?.credit }) else {
                 return replies.fill(slot, with: .error(ReplayError(.badCommand, "subscription '\(sid)' has no window (SUB … window=<n>) to grant")))
@@ -227,18 +223,33 @@ final class Connection: Sendable {
         try? await PeerCredentials.of(channel.channel)
     }
 
-    /// The id a SUB of one stream names (windowed or not).
+    /// The id a SUB of one stream names (windowed, hashed or not).
     private static func sid(of command: ClientCommand) -> String? {
         switch command {
         case .subscribe(_, let sid, _), .subscribeDurable(_, let sid, _, _): sid
-        case .windowed(let inner, _): sid(of: inner)
+        case .windowed(let inner, _), .hashed(let inner): sid(of: inner)
         default: nil
+        }
+    }
+
+    /// A SUB of one stream as its plain or durable SUB, its window, and whether its events
+    /// carry their hashes (the wrappers the parser put around it, in any order).
+    private static func parts(of command: ClientCommand) -> (plain: ClientCommand, window: Int?, hashes: Bool) {
+        switch command {
+        case .windowed(let inner, let window):
+            let (plain, _, hashes) = parts(of: inner)
+            return (plain, window, hashes)
+        case .hashed(let inner):
+            let (plain, window, _) = parts(of: inner)
+            return (plain, window, true)
+        default: return (command, nil, false)
         }
     }
 
     /// A SUB of one stream, plain or durable, with its window's credit if it has one.
     private func subscribe(
-        _ command: ClientCommand, credit: SubscriptionCredit?, filter: EventFilter? = nil, slot: ReplyOrder.Slot, output: SubscriberOutput
+        _ command: ClientCommand, credit: SubscriptionCredit?, filter: EventFilter? = nil, hashes: Bool = false, slot: ReplyOrder.Slot,
+        output: SubscriberOutput
     ) {
         let (stream, sid, start, consumer): (String, String, StartPosition, String?)
         switch command {
@@ -247,7 +258,9 @@ final class Connection: Sendable {
         default: return replies.fill(slot, with: .error(ReplayError(.badCommand, "\(command.verb) is not a SUB of one stream")))
         }
         let position = SubscriptionStart(context: context).resolve(stream, start, consumer: consumer)
-        subscribe(stream: stream, sid: sid, position: position, consumer: consumer, credit: credit, filter: filter, slot: slot, output: output)
+        subscribe(
+            stream: stream, sid: sid, position: position, consumer: consumer, credit: credit, filter: filter, hashes: hashes, slot: slot,
+            output: output)
     }
 
     /// Fixes the start position now, in command order (so `SUB s new` then `PUB s` sees
@@ -255,7 +268,7 @@ final class Connection: Sendable {
     /// sees its subscription confirmed before its events.
     private func subscribe(
         stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>, consumer: String?,
-        credit: SubscriptionCredit?, filter: EventFilter?, slot: ReplyOrder.Slot, output: SubscriberOutput
+        credit: SubscriptionCredit?, filter: EventFilter?, hashes: Bool, slot: ReplyOrder.Slot, output: SubscriberOutput
     ) {
         // Made and registered under one lock: a subscription that ends at once (an
         // unknown stream) unregisters itself only after it was registered.
@@ -265,7 +278,7 @@ final class Connection: Sendable {
                 let task = Task { [self] in
                     await runSubscription(
                         stream: stream, sid: sid, position: position, slot: slot,
-                        phase: phase, output: output, credit: credit, filter: filter)
+                        phase: phase, output: output, credit: credit, filter: filter, hashes: hashes)
                     phase.enter(.finished)
                     subscriptionFinished(sid, token: token)
                 }
@@ -303,7 +316,8 @@ final class Connection: Sendable {
         phase: SubscriptionPhase,
         output: SubscriberOutput,
         credit: SubscriptionCredit?,
-        filter: EventFilter?
+        filter: EventFilter?,
+        hashes: Bool
     ) async {
         let start: StartPoint
         switch await position.value {
@@ -319,7 +333,8 @@ final class Connection: Sendable {
         let lease = context.lease(stream)
         let log = PooledStore(store: context.store, reads: context.reads)
         await Subscription(
-            stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit, filter: filter, tracer: context.tracer
+            stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit, filter: filter, hashes: hashes,
+            tracer: context.tracer
         )
         .run(from: start.next, liveAfter: start.liveAfter)
         lease.dispose()

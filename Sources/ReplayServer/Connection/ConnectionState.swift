@@ -79,7 +79,7 @@ struct ConnectionState {
         switch command {
         case .ping:
             return .reply(.pong)
-        case .windowed(let subscription, _), .filtered(let subscription, _):
+        case .windowed(let subscription, _), .filtered(let subscription, _), .hashed(let subscription):
             // The SUB's own checks; performed whole.
             if case .reply(let refusal) = receive(subscription) { return .reply(refusal) }
             return .perform(command)

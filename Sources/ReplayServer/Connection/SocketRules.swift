@@ -29,7 +29,7 @@ struct SocketRules: Sendable {
         guard principal.grants != nil else { return nil }
         let needed: [(StreamOperation, String)]
         switch command {
-        case .windowed(let subscription, _), .filtered(let subscription, _):
+        case .windowed(let subscription, _), .filtered(let subscription, _), .hashed(let subscription):
             return refusal(of: subscription, by: principal)
         case .publish(let stream, _), .publishChecked(let stream, _, _):
             needed = [(.write, stream)]

@@ -78,7 +78,7 @@ struct StreamAdmin: Sendable {
                 }
             }
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
-            .nack, .subscribePatternGroup, .ping, .windowed, .filtered, .more, .backup, .verify:
+            .nack, .subscribePatternGroup, .ping, .windowed, .filtered, .hashed, .more, .backup, .verify:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
         }
     }

@@ -1,4 +1,5 @@
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
@@ -24,6 +25,8 @@ struct Subscription: Sendable {
     /// A read-time filter (`SUB … filter=`): each event's outputs go out under its sequence
     /// number, none if it selects nothing.
     var filter: EventFilter? = nil
+    /// Whether each event carries its hash-chain link (`SUB … hash=on`).
+    var hashes = false
     /// Spans of traced events' deliveries (`--otlp-endpoint`), or `.off`.
     var tracer = EventTracer.off
 
@@ -45,7 +48,7 @@ struct Subscription: Sendable {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
         var cursor = LogCursor(
-            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery), from: start,
+            hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery, hashes: hashes), from: start,
             liveAfter: liveAfter,
             retry: .untilCancelled, readAhead: credit == nil)
         defer { cursor.stopReadingAhead() }
@@ -76,10 +79,11 @@ struct Subscription: Sendable {
                 switch move {
                 case .ring(let entries):
                     if let filter {
-                        try await Self.send(entries, through: filter, stream: stream, sid: sid, output: output, hub: hub, delivery: delivery)
+                        try await Self.send(
+                            entries, through: filter, stream: stream, sid: sid, output: output, hub: hub, delivery: delivery, hashes: hashes)
                     } else {
                         delivery?.delivered(entries)
-                        try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub)
+                        try await Self.send(entries, stream: stream, sid: sid, output: output, hub: hub, hashes: hashes)
                     }
                 case .stored(let page):
                     hub.delivered(events: page.events, bytes: page.payloadBytes)
@@ -115,7 +119,9 @@ struct Subscription: Sendable {
 
     /// Frames events from the ring: one buffer of this subscriber's lines (and small
     /// payloads, copied), interleaved with the events' shared payload buffers.
-    static func send(_ entries: [TailRing.Entry], stream: String, sid: String, output: some FrameOutput, hub: StreamHub) async throws {
+    static func send(
+        _ entries: [TailRing.Entry], stream: String, sid: String, output: some FrameOutput, hub: StreamHub, hashes: Bool = false
+    ) async throws {
         hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()
@@ -124,7 +130,7 @@ struct Subscription: Sendable {
                 if let shared = entry.shared {
                     ServerFrame.writeEventLine(
                         stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, size: shared.readableBytes,
-                        trace: trace, into: &own)
+                        trace: trace, hash: hashes ? entry.hash : nil, into: &own)
                     buffers.append(own)
                     buffers.append(shared)
                     own = ByteBuffer()
@@ -133,7 +139,7 @@ struct Subscription: Sendable {
                     entry.payload.withUnsafeBytes { payload in
                         ServerFrame.writeEvent(
                             stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: payload, trace: trace,
-                            into: &own)
+                            hash: hashes ? entry.hash : nil, into: &own)
                     }
                 }
             }
@@ -152,22 +158,28 @@ struct EventFrames: LogFraming {
     var filter: EventFilter? = nil
     /// Spans of its traced events, when tracing is on.
     var delivery: TracedDelivery? = nil
+    /// Whether each event carries its hash-chain link (`SUB … hash=on`).
+    var hashes = false
 
     func emptyPage() -> ByteBuffer { ByteBuffer() }
 
     func append(
-        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout ByteBuffer
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
+        hash: UnsafeRawBufferPointer?, to page: inout ByteBuffer
     ) {
+        let hash = hashes ? hash.flatMap(EventHash.init(bytes:)) : nil
         guard let filter else {
             delivery?.delivered(sequence, trace: trace)
-            return ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &page)
+            return ServerFrame.writeEvent(
+                stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, into: &page)
         }
         // An event the filter gives nothing for is not delivered: no span for it.
         let outputs = filter.outputs(payload)
         if !outputs.isEmpty { delivery?.delivered(sequence, trace: trace) }
         for output in outputs {
             output.withUnsafeBytes { output in
-                ServerFrame.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time, payload: output, trace: trace, into: &page)
+                ServerFrame.writeEvent(
+                    stream: stream, sid: sid, sequence: sequence, time: time, payload: output, trace: trace, hash: hash, into: &page)
             }
         }
     }
@@ -178,7 +190,7 @@ extension Subscription {
     /// sequence number (so a filtered reader resumes where it was), in this reader's buffer.
     static func send(
         _ entries: [TailRing.Entry], through filter: EventFilter, stream: String, sid: String, output: some FrameOutput, hub: StreamHub,
-        delivery: TracedDelivery? = nil
+        delivery: TracedDelivery? = nil, hashes: Bool = false
     ) async throws {
         hub.delivered(events: entries.count, bytes: entries.reduce(0) { $0 + $1.payload.count })
         var own = ByteBuffer()
@@ -190,7 +202,7 @@ extension Subscription {
                     result.withUnsafeBytes { result in
                         ServerFrame.writeEvent(
                             stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: result, trace: trace,
-                            into: &own)
+                            hash: hashes ? entry.hash : nil, into: &own)
                     }
                 }
             }

@@ -7,8 +7,10 @@ protocol LogFraming: Sendable {
     associatedtype Page: Sendable
 
     func emptyPage() -> Page
+    /// `hash`: the event's hash-chain link as stored (32 bytes; `nil` if it has none).
     func append(
-        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout Page)
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
+        hash: UnsafeRawBufferPointer?, to page: inout Page)
 }
 
 /// One read of the store: the events of `first...last` as the framing built them.
@@ -43,12 +45,12 @@ struct PooledStore: StoredLog {
             var page = StoredPage(body: framing.emptyPage())
             do {
                 try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) {
-                    sequence, time, payload, trace, _ in
+                    sequence, time, payload, trace, hash in
                     if page.first == nil { page.first = sequence }
                     page.last = sequence
                     page.events += 1
                     page.payloadBytes += payload.count
-                    framing.append(sequence: sequence, time: time, payload: payload, trace: trace, to: &page.body)
+                    framing.append(sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, to: &page.body)
                 }
             } catch {
                 // The events before a corrupt one are good and go out; the next read starts

@@ -24,6 +24,9 @@ extension HTTPField.Name {
     static let replayMaxEvents = Self("Replay-Max-Events")!
     /// A read's traced events and their trace contexts (`StreamEndpoint.addTraces`).
     static let replayTraceparent = Self("Replay-Traceparent")!
+    /// replay's extension: the hash-chain link of a read's last event (the one its
+    /// `Stream-Next-Offset` is after), to compare with a signed checkpoint of it.
+    static let replayChainHash = Self("Replay-Chain-Hash")!
     /// W3C Trace Context: a POST's, stored with its events; a webhook's, sent with it.
     static let traceparent = Self("traceparent")!
     /// replay's extension: how many streams a `GET /v1/streams` query matched in all.

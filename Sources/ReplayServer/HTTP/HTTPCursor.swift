@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ReplayModel
 import ReplayStore
 
 /// A reader of the HTTP front door: a `LogCursor` over one stream, framed as payloads
@@ -33,6 +34,9 @@ struct HTTPCursor: Sendable {
         var upToDate = false
         /// The stream ended, and the chunk reaches its end.
         var terminal: Terminal?
+        /// The last event read and its hash-chain link (`Replay-Chain-Hash`); `nil` when
+        /// none was read, it has none, or the chunk was cut before it.
+        var lastHash: (sequence: UInt64, hash: EventHash)?
 
         var isEmpty: Bool { sizes.isEmpty }
 
@@ -48,13 +52,16 @@ struct HTTPCursor: Sendable {
             if isEmpty { bytes = more } else { bytes.writeBuffer(&more) }
             sizes += other.sizes
             traces += other.traces.map { TracedMessage(index: $0.index + offset, sequence: $0.sequence, traceParent: $0.traceParent) }
+            if let later = other.lastHash { lastHash = later }
         }
 
         /// Adds one event: its payload, or what `filter` gives for it. The ring's events and
         /// the store's rows both come in here.
         mutating func add(
-            _ payload: some Collection<UInt8> & ContiguousBytes, sequence: UInt64, traceParent: String?, through filter: EventFilter?
+            _ payload: some Collection<UInt8> & ContiguousBytes, sequence: UInt64, traceParent: String?, hash: EventHash?,
+            through filter: EventFilter?
         ) {
+            lastHash = hash.map { (sequence, $0) }
             if let filter { return add(filter.outputs(payload), sequence: sequence, traceParent: traceParent) }
             guard traceParent == nil else { return add(CollectionOfOne(payload), sequence: sequence, traceParent: traceParent) }
             bytes.writeBytes(payload)
@@ -82,6 +89,7 @@ struct HTTPCursor: Sendable {
             bytes = bytes.getSlice(at: bytes.readerIndex, length: kept) ?? ByteBuffer()
             sizes.removeSubrange(first.index...)
             traces.removeSubrange(limit...)
+            lastHash = nil
             upToDate = false
             terminal = nil
             return first.sequence - 1
@@ -150,7 +158,8 @@ struct HTTPCursor: Sendable {
         case .ring(let entries):
             for entry in entries {
                 budget -= entry.payload.count
-                chunk.add(entry.payload, sequence: entry.sequence, traceParent: entry.traceParent?.text, through: cursor.framing.filter)
+                chunk.add(
+                    entry.payload, sequence: entry.sequence, traceParent: entry.traceParent?.text, hash: entry.hash, through: cursor.framing.filter)
             }
             position = entries.last?.sequence ?? position
             return false
@@ -196,8 +205,10 @@ struct Payloads: LogFraming {
 
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
-        to page: inout HTTPCursor.Chunk
+        hash: UnsafeRawBufferPointer?, to page: inout HTTPCursor.Chunk
     ) {
-        page.add(payload, sequence: sequence, traceParent: trace.map { String(decoding: $0, as: UTF8.self) }, through: filter)
+        page.add(
+            payload, sequence: sequence, traceParent: trace.map { String(decoding: $0, as: UTF8.self) }, hash: hash.flatMap(EventHash.init(bytes:)),
+            through: filter)
     }
 }

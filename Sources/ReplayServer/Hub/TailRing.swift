@@ -16,6 +16,7 @@ struct TailRing {
         let timestamp: String
         let payload: Data
         let traceParent: TraceParent?
+        let hash: EventHash?
         var shared: ByteBuffer?
     }
 
@@ -37,7 +38,8 @@ struct TailRing {
     var lastSequence: UInt64? { entries.isEmpty ? nil : entries[entries.count - 1].sequence }
 
     mutating func append(_ event: StoredEvent) {
-        append(Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload, traceParent: event.traceParent))
+        append(
+            Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload, traceParent: event.traceParent, hash: event.hash))
     }
 
     private mutating func append(_ event: consuming Entry) {

@@ -94,19 +94,25 @@ public struct StoredEvent: Sendable, Equatable {
     public let payload: Data
     /// The trace context its publisher gave, if any.
     public let traceParent: TraceParent?
+    /// Its link in its stream's hash chain (`nil`: stored before chaining began).
+    public let hash: EventHash?
 
-    public init(sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil) {
+    public init(sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil, hash: EventHash? = nil) {
         self.sequence = sequence
         self.timestamp = timestamp
         self.payload = payload
         self.traceParent = traceParent
+        self.hash = hash
     }
 
     /// An event as a read hands it over (`EventVisitor`), copied out of the store's buffers.
-    public init(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, traceParent: UnsafeRawBufferPointer?) {
+    public init(
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, traceParent: UnsafeRawBufferPointer?,
+        hash: UnsafeRawBufferPointer?
+    ) {
         self.init(
             sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload),
-            traceParent: traceParent.flatMap(TraceParent.init(bytes:)))
+            traceParent: traceParent.flatMap(TraceParent.init(bytes:)), hash: hash.flatMap(EventHash.init(bytes:)))
     }
 
     /// When the event was committed (UTC, millisecond precision).

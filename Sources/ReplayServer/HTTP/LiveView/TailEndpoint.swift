@@ -111,7 +111,10 @@ struct TailFrames: LogFraming {
 
     func emptyPage() -> Page { Page() }
 
-    func append(sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?, to page: inout Page) {
+    func append(
+        sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
+        hash: UnsafeRawBufferPointer?, to page: inout Page
+    ) {
         Self.write(sequence: sequence, time: String(decoding: time, as: UTF8.self), payload: payload, into: &page)
     }
 

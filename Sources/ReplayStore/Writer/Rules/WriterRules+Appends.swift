@@ -198,7 +198,7 @@ extension WriterRules {
         streams[index].record.lastTime = eventMillis
         appendedEvents += 1
         appendedBytes += payload.count
-        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace)
+        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace, hash: hash)
         streams[index].appended.append(event)
         return event
     }
