@@ -12,6 +12,9 @@ As a library:
         conn.publish_atomically([("a", b"x", None), ("b", b"y", 4)])   # all or none
         for event in conn.subscribe("orders", durable="mailer", count=1):
             print(event.seq)                                         # acknowledged when the next is asked for
+        for event in conn.subscribe("orders", hashes=True, count=1):
+            print(event.hash)                                        # its hash-chain link
+        broken = [r for r in conn.verify() if r.get("broken")]       # hash chains recomputed
         for job in conn.group("jobs", "mailers", ack_wait=30):       # each event to one member
             handle(job.payload)
             job.ack()                                                # or job.nack(delay=5)
@@ -37,20 +40,30 @@ import sys
 import time
 from collections import namedtuple
 
-# `traceparent`: the W3C trace context its publisher gave, or None.
-Event = namedtuple("Event", "stream sid seq time payload traceparent", defaults=(None,))
+# `traceparent`: the W3C trace context its publisher gave, or None; `hash`: its hash-chain
+# link (64 hex digits) for a subscription that asked (`hashes=True`), else None.
+Event = namedtuple("Event", "stream sid seq time payload traceparent hash", defaults=(None, None))
 
 
-def _trace(words):
-    """The `trace=` word after an EVENT line's size, if any (other key=value words are skipped)."""
+def _word(words, key):
+    """The `key=` word after an EVENT line's size, if any (other key=value words are skipped)."""
     for word in words[6:]:
-        if word.startswith(b"trace="):
-            return word[6:].decode()
+        if word.startswith(key):
+            return word[len(key):].decode()
     return None
 
 
+def _trace(words):
+    return _word(words, b"trace=")
+
+
+def _stopped(words):
+    """An ERROR frame's error: the subscription stopped on the server's side (a corrupt event)."""
+    return ReplayError(words[3].decode(), b" ".join(words[4:]).decode())
+
+
 class ReplayError(Exception):
-    """An -ERR reply, or a FAILED stream."""
+    """An -ERR reply, a subscription's ERROR frame, or a FAILED stream."""
 
     def __init__(self, code, message):
         super().__init__(f"{code}: {message}")
@@ -91,7 +104,7 @@ class ReplayConnection:
     # partial line or a short payload; both are ConnectionError, like a clean close, so a
     # caller has one exception to catch for "this connection is over".
     _PAYLOAD_WORD = {b"+INFO": 1, b"+LIST": 1, b"EVENT": 5, b"FAILED": 4}
-    _MIN_WORDS = {b"+OK": 1, b"EVENT": 6, b"FAILED": 5, b"GAP": 5, b"COMPLETED": 4, b"-ERR": 2}
+    _MIN_WORDS = {b"+OK": 1, b"EVENT": 6, b"FAILED": 5, b"GAP": 5, b"COMPLETED": 4, b"-ERR": 2, b"ERROR": 4}
 
     def _line(self):
         line = self.reader.readline()
@@ -180,16 +193,18 @@ class ReplayConnection:
         self._check(verb, words)
         return json.loads(payload)
 
-    def subscribe(self, stream, start="all", count=None, on_gap=None, durable=None):
-        """Yields the stream's events; stops after `count`, at COMPLETED, raises at FAILED.
+    def subscribe(self, stream, start="all", count=None, on_gap=None, durable=None, hashes=False):
+        """Yields the stream's events; stops after `count`, at COMPLETED, raises at FAILED
+        and at an ERROR frame (`corrupt_event`: the next event failed its hash chain's check).
         Gaps (history removed by retention) go to `on_gap(first, last)`, else to stderr.
+        hashes=True: each Event's `hash` is its hash-chain link.
 
         durable=NAME: read as that durable consumer (after its acknowledged position, from
         `start` on first use); each event is acknowledged once the next one is asked for,
         and the acknowledgements are confirmed before the generator ends."""
         self._sid += 1
         sid = f"py{self._sid}"
-        suffix = f" durable={durable}" if durable else ""
+        suffix = (f" durable={durable}" if durable else "") + (" hash=on" if hashes else "")
         self.sock.sendall(f"SUB {stream} {sid} {start}{suffix}\r\n".encode())
         verb, words, _ = self._frame()
         self._check(verb, words)
@@ -200,7 +215,7 @@ class ReplayConnection:
                 verb, words, payload = self._frame()
                 if verb == "EVENT" and words[2].decode() == sid:
                     received += 1
-                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload, _trace(words))
+                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload, _trace(words), _word(words, b"hash="))
                     if durable:
                         self.sock.sendall(b"ACK %s %d\r\n" % (sid.encode(), int(words[3])))
                         unconfirmed += 1
@@ -213,6 +228,8 @@ class ReplayConnection:
                     return
                 elif verb == "FAILED":
                     raise ReplayError("stream_failed", payload.decode(errors="replace"))
+                elif verb == "ERROR" and words[2].decode() == sid:
+                    raise _stopped(words)
                 elif verb == "GAP":
                     if on_gap:
                         on_gap(int(words[3]), int(words[4]))
@@ -259,6 +276,8 @@ class ReplayConnection:
                 return
             elif verb == "FAILED":
                 raise ReplayError("stream_failed", payload.decode(errors="replace"))
+            elif verb == "ERROR" and words[2].decode() == sid:
+                raise _stopped(words)
 
     def subscriptions(self):
         """The Durable Streams subscriptions made over HTTP: dicts with id, type, pattern,
@@ -279,6 +298,13 @@ class ReplayConnection:
         verb, words, payload = self._frame()
         self._check(verb, words)
         return json.loads(payload)
+
+    def verify(self, *streams, through=None):
+        """Has the daemon recompute hash chains (every stream's without names): one dict per
+        stream with stream, first, last, events, bytes, lastHash, and broken (sequence,
+        expected, found) at the first event that does not match."""
+        words = ["VERIFY", *streams] + ([f"through={through}"] if through is not None else [])
+        return self._json(" ".join(words))
 
     def ping(self):
         self.sock.sendall(b"PING\r\n")

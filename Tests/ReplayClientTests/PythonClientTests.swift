@@ -63,6 +63,43 @@ struct PythonClientTests {
         }
     }
 
+    /// Hash chains from Python: each event's hash when asked (as `sqlite3` shows it),
+    /// `verify()`, and a subscription that meets a changed event raises `corrupt_event`
+    /// after the events before it, rather than waiting forever.
+    @Test func pythonReadsHashesVerifiesAndStopsAtACorruptEvent() async throws {
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory)
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            for index in 1...3 { _ = try await client.publish("h", "e\(index)") }
+            await client.close()
+            await daemon.stop()
+            let stored = try await runProgram("/usr/bin/sqlite3", [daemon.databasePath, "SELECT hash FROM events WHERE stream = 'h' ORDER BY seq"])
+            try await runProgram(
+                "/usr/bin/sqlite3",
+                [daemon.databasePath, "UPDATE event_log SET payload = CAST('E3' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = 'h') << 40) | 3"])
+            daemon = try await TestDaemon.start(in: directory)
+            let program = """
+                import sys
+                sys.path.insert(0, sys.argv[1])
+                import replay_client
+                with replay_client.ReplayConnection(sys.argv[2]) as conn:
+                    try:
+                        for event in conn.subscribe("h", hashes=True):
+                            print(event.seq, event.hash)
+                    except replay_client.ReplayError as error:
+                        print("stopped", error.code, str(error).split(":")[0])
+                    print("broken", conn.verify("h")[0]["broken"]["sequence"])
+                """
+            let tools = URL(fileURLWithPath: Self.script).deletingLastPathComponent().path
+            let result = try await runProgram("/usr/bin/env", ["python3", "-c", program, tools, daemon.socketPath])
+            await daemon.stop()
+            let hashes = stored.stdout.split(separator: "\n").map(String.init)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.hasPrefix("1 \(hashes[0])\n2 \(hashes[1])\nstopped corrupt_event"), "\(result.stdout)")
+            #expect(result.stdout.hasSuffix("broken 3\n"), "\(result.stdout)")
+        }
+    }
+
     /// A connection that closes mid-frame (a killed daemon) gives `ConnectionError`, for a
     /// partial line and for a short payload alike, never an `IndexError`.
     @Test(arguments: [
