@@ -24,6 +24,10 @@ final class PostgresSession: PostgresQuerying, Sendable {
     let logger: Logger
     /// Held while connecting, so that two threads never open two connections for one session.
     private let connection = Locked<PostgresConnection?>(nil)
+    /// Set by `close`: a read still running as the store closes (a derivation's, during a
+    /// drain) must not open a connection that nothing will close (postgres-nio traps on a
+    /// connection released unclosed).
+    private let isClosed = Locked(false)
     private static let ids = Locked(0)
 
     init(_ location: PostgresLocation, logger: Logger) {
@@ -39,6 +43,7 @@ final class PostgresSession: PostgresQuerying, Sendable {
     /// The open connection, connecting if there is none (or it was lost).
     func connected() throws -> PostgresConnection {
         try connection.withLock { current in
+            if isClosed.value { throw StoreError.closed }
             if let open = current, !open.isClosed { return open }
             if let lost = current { _ = try? lost.close().wait() }
             current = nil
@@ -59,6 +64,7 @@ final class PostgresSession: PostgresQuerying, Sendable {
 
     func close() {
         let open = connection.withLock { current in
+            isClosed.withLock { $0 = true }
             defer { current = nil }
             return current
         }
