@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ReplayClient
 import ReplayCore
+import ReplayModel
 import ReplayProtocol
 import ReplaySync
 import ReplayTesting
@@ -49,7 +50,17 @@ struct SharedPostgresTests {
                 #expect(Array(stored.keys).sorted() == Array(1...next), "no hole")
                 for (sequence, payload) in acked { #expect(stored[sequence] == payload, "acknowledged #\(sequence)") }
             }
+            // The chain goes on across the kill and from one daemon to the other.
+            let reports = try await Self.verify("load", on: second)
+            #expect(reports.allSatisfy(\.isIntact) && reports.first?.last == acknowledged.withLock { $0.keys.max() ?? 0 } + 1, "\(reports)")
         }
+    }
+
+    /// The daemon's own check of `stream`'s hash chain (`VERIFY`).
+    static func verify(_ stream: String, on daemon: TestDaemon) async throws -> [ChainReport] {
+        let client = try await ReplayClient.connect(to: daemon.socketPath)
+        defer { Task { await client.close() } }
+        return try await client.verify([stream])
     }
 
     @Test func postgresRestartingUnderLoadGivesClearErrorsThenRecoversLosingNothing() async throws {
@@ -231,6 +242,10 @@ struct SharedPostgresTests {
                     let events = try await client.events(4 * perPublisher)
                     #expect(events.map(\.0) == Array(1...UInt64(4 * perPublisher)))
                 }
+                // One chain, though two daemons wrote it in turns, each from the head the
+                // other's notice or row gave it.
+                let reports = try await Self.verify("shared", on: daemon)
+                #expect(reports.first?.isIntact == true && reports.first?.events == 4 * perPublisher, "\(reports)")
             }
         }
     }
