@@ -62,7 +62,8 @@ final class CheckpointService: Service, Sendable {
                 let timeUp = settings.interval.map { ContinuousClock.now - last >= $0 } ?? false
                 guard timeUp || settings.events.map({ events >= $0 }) == true else { continue }
                 do {
-                    let checkpoints = try moved.map { try keys.checkpoint($0, at: Date()) }
+                    let now = Date()
+                    let checkpoints = try moved.map { try keys.checkpoint($0, at: now) }
                     let payloads = try checkpoints.map { try JSONEncoder.sorted.encode($0) }
                     _ = try await store.write(StreamWrite(stream: Checkpoint.stream, payloads: payloads))
                     for head in moved { signed[head.stream] = head.sequence }

@@ -23,21 +23,13 @@ extension Connection {
             return replies.fill(slot, with: .error(error))
         }
         Thread.detachNewThread {
-            var reports: [ChainReport] = []
-            for name in names {
-                do throws(StoreError) {
-                    reports.append(try store.verify(name, through: through))
-                } catch .unknownStream {
-                    continue  // deleted since
-                } catch {
-                    return replies.fill(slot, with: .error(ReplayError(error)))
-                }
+            switch StartupVerification.verify(names, through: through, in: store, logger: logger) {
+            case .success(let reports):
+                let json = (try? JSONEncoder().encode(reports)) ?? Data("[]".utf8)
+                replies.fill(slot, with: .list(json: ByteBuffer(bytes: json)))
+            case .failure(let error):
+                replies.fill(slot, with: .error(ReplayError(error)))
             }
-            for report in reports where !report.isIntact {
-                logger.error("hash chain broken", metadata: ["stream": "\(report.stream)", "seq": "\(report.broken?.sequence ?? 0)"])
-            }
-            let json = (try? JSONEncoder().encode(reports)) ?? Data("[]".utf8)
-            replies.fill(slot, with: .list(json: ByteBuffer(bytes: json)))
         }
     }
 
