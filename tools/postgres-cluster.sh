@@ -38,7 +38,10 @@ PY
   as_owner "$bin/initdb" -D "$dir/data" -U replay --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   # fsync and synchronous_commit stay on: the tests check acknowledged-after-commit.
-  echo "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200" >"$dir/options"
+  # max_connections: the tests run in parallel and each store holds up to seven
+  # connections (writer, source, listener, four readers); 2 cores peak at about 165, and
+  # a machine with more cores runs more suites at once.
+  echo "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=1000" >"$dir/options"
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/options")" start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
   as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U replay replay
