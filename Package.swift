@@ -108,7 +108,9 @@ let package = Package(
         .systemLibrary(name: "CJQ", path: "Sources/CJQ", providers: [.apt(["libjq-dev"])]),
         // Derived streams' computations: the articles' operators evaluated by jq, one
         // interpreter per derivation. Knows nothing of the store or the wire.
-        .target(name: "ReplayDerive", dependencies: ["CJQ", "ReplayModel"]),
+        // jq's allocations, counted per thread for its programs' memory limit.
+        .target(name: "CJQMeter", dependencies: ["CJQ"]),
+        .target(name: "ReplayDerive", dependencies: ["CJQ", "CJQMeter", "ReplayModel"]),
         .testTarget(name: "ReplayDeriveTests", dependencies: ["ReplayDerive", "ReplayModel"]),
         // The wire protocol: commands, frames, their codecs. Knows nothing of streams' storage.
         .target(

@@ -199,7 +199,7 @@ struct Replayd: AsyncParsableCommand {
 
     @Option(
         name: .customLong("jq-memory-limit"),
-        help: ArgumentHelp("Megabytes the heap may grow while a jq program runs on one event; past it the event is a runtime error.", valueName: "MB"))
+        help: ArgumentHelp("Megabytes a jq program may allocate on one event; past it the event is a runtime error.", valueName: "MB"))
     var jqMemoryLimit: Int = 256
 
     @Option(

@@ -74,7 +74,7 @@ struct PythonClientTests {
             await client.close()
             await daemon.stop()
             let stored = try await runProgram("/usr/bin/sqlite3", [daemon.databasePath, "SELECT hash FROM events WHERE stream = 'h' ORDER BY seq"])
-            try await runProgram(
+            _ = try await runProgram(
                 "/usr/bin/sqlite3",
                 [daemon.databasePath, "UPDATE event_log SET payload = CAST('E3' AS BLOB) WHERE key = ((SELECT id FROM streams WHERE name = 'h') << 40) | 3"])
             daemon = try await TestDaemon.start(in: directory)

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayDerive
+import Synchronization
 import Testing
 
 /// Programs refused at creation: those that do not compile (with where), and those that
@@ -49,11 +50,7 @@ struct ProgramTests {
 /// A program that loops or grows without bound on one event is cut off by its budget and
 /// counts as a runtime error; the interpreter goes on with the next event. What is asserted
 /// is the outcome (the error, and the next event's result), never how long it took.
-///
-/// One test at a time: a program's memory is the process's heap growth while it runs
-/// (`JQWatchdog`), so the programs that grow without bound, run beside the program that
-/// must stay within its budget, once pushed it past 256 MB.
-@Suite("jq budgets", .serialized)
+@Suite("jq budgets")
 struct BudgetTests {
     @Test(arguments: ["def f: f; f", "last(range(1e18))", "until(false; .)", "[limit(1; repeat(.) | select(false))]"])
     func aProgramThatLoopsIsCutOffByTheTimeLimit(program: String) throws {
@@ -75,6 +72,33 @@ struct BudgetTests {
         let error = #expect(throws: JQProgram.Failure.self) { try cut.run(json: Data("1".utf8)) }
         #expect(error?.message == message, "\(error?.message ?? "")")
         #expect(try cut.run(json: Data("2".utf8)) == [Data("2".utf8)])
+    }
+
+    /// A program's memory is what jq allocates for it on its own thread: another thread
+    /// taking far more than its limit while it runs costs it nothing. (Measured as the
+    /// process's heap, the 512 MB taken beside it passed its 8 MB.)
+    @Test func otherThreadsAllocationsDoNotCountAgainstAProgram() async throws {
+        let program = try JQProgram("reduce range(.) as $i (0; . + $i)", budget: JQProgram.Budget(timeLimit: .seconds(600), memoryLimit: 8 << 20))
+        let running = Running()
+        let hog = Thread {
+            var held: [UnsafeMutableRawPointer] = []
+            while running.flag.load(ordering: .relaxed) {
+                if held.count == 8 { held.removeFirst().deallocate() }
+                let block = UnsafeMutableRawPointer.allocate(byteCount: 64 << 20, alignment: 64)
+                block.initializeMemory(as: UInt8.self, repeating: 1, count: 64 << 20)
+                held.append(block)
+            }
+            for block in held { block.deallocate() }
+        }
+        hog.start()
+        defer { running.flag.store(false, ordering: .relaxed) }
+        for _ in 0..<3 {
+            #expect(try program.run(json: Data("2000000".utf8)) == [Data("1999999000000".utf8)])
+        }
+    }
+
+    private final class Running: Sendable {
+        let flag = Atomic(true)
     }
 
     /// Halting one program leaves another, run on another thread meanwhile, alone.

@@ -1,4 +1,5 @@
 import CJQ
+import CJQMeter
 import Foundation
 
 /// One compiled jq program and the interpreter state that runs it (`jq_state`).
@@ -50,6 +51,8 @@ public final class JQProgram {
     private let messages = Messages()
     /// Whether the watchdog counts it (a program that compiled).
     private var watched = false
+    /// Its runs' memory and breach, shared with C (`JQWatchdog`).
+    private let meter: UnsafeMutablePointer<replay_jq_meter>
 
     private final class Messages {
         var lines: [String] = []
@@ -59,7 +62,12 @@ public final class JQProgram {
     /// (`ProgramVetting`).
     public init(_ source: String, budget: Budget = Budget()) throws(Failure) {
         if let refusal = ProgramVetting.refusal(of: source) { throw Failure(refusal) }
+        guard JQWatchdog.metersMemory || budget.memoryLimit == .max else {
+            throw Failure("jq's memory cannot be metered here (libjq is not a shared library), so a memory limit cannot be kept")
+        }
         self.source = source
+        meter = .allocate(capacity: 1)
+        meter.initialize(to: replay_jq_meter())
         self.budget = budget
         guard let state = jq_init() else { throw Failure("jq could not start (out of memory)") }
         self.state = state
@@ -83,6 +91,7 @@ public final class JQProgram {
         // Only a program that compiled was adopted.
         if watched { JQWatchdog.shared.release() }
         jq_teardown(&state)
+        meter.deallocate()
     }
 
     /// Runs the program on one JSON document given as bytes; its outputs, each as compact
@@ -119,10 +128,10 @@ public final class JQProgram {
     /// time or memory limit, with which.
     func forEachOutput(_ input: JQValue, _ body: (jv) throws(Failure) -> Void) throws(Failure) {
         let key = ObjectIdentifier(self)
-        JQWatchdog.shared.begin(key, state: state!, input: input.take(), budget: budget)
+        JQWatchdog.shared.begin(key, state: state!, meter: meter, input: input.take(), budget: budget)
         var failure: Failure?
         do { try outputs(body) } catch { failure = error }
-        switch JQWatchdog.shared.end(key) {
+        switch JQWatchdog.shared.end(key, budget: budget) {
         case .time(let limit)?:
             throw Failure("the program ran past its time limit of \(String(format: "%g", limit / .seconds(1))) s on one event")
         case .memory(let limit)?:
