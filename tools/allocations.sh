@@ -6,7 +6,12 @@
 # wrk, curl, the Python client), so nothing of theirs is counted.
 #
 #   swift build -c release --product replayd && swift build -c release --product replayctl
-#   tools/allocations.sh [EVENTS]        (default 200000; wrk's POSTs run for 5 s)
+#   tools/allocations.sh [--check BUDGETS] [EVENTS]   (default 200000; wrk's POSTs run for 5 s)
+#
+# With --check, each path's figure is held to its budget in BUDGETS (tools/allocation-
+# budgets.tsv: a path's name as printed, a tab, the most allocations per event it may
+# take); the script fails naming every path over its budget. CI runs it so, as swift-nio's
+# allocation-counter tests fail a change that makes a hot path allocate more.
 #
 # Paths: a PUB pipelined by one publisher and by 8; an event delivered to each of 10 live
 # socket subscribers (less the publish); an HTTP POST (wrk, 16 connections, 100 bytes);
@@ -14,6 +19,11 @@
 # (the Python client's worker, one ACK per event).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+budgets=
+if [ "${1:-}" = --check ]; then
+  budgets=${2:?usage: allocations.sh [--check BUDGETS] [EVENTS]}
+  shift 2
+fi
 events=${1:-200000}
 bin=.build/release
 dir=$(mktemp -d)
@@ -34,7 +44,20 @@ total() {
 }
 numbers() { seq 1 "$1" | sed 's/^/event /'; }
 printf '%-44s %10s %12s %10s\n' path events allocations "per event"
-row() { printf '%-44s %10d %12d %10.2f\n' "$1" "$2" "$3" "$(echo "$3 / $2" | bc -l)"; }
+over=()
+row() {
+  local per
+  per=$(echo "$3 / $2" | bc -l)
+  printf '%-44s %10d %12d %10.2f\n' "$1" "$2" "$3" "$per"
+  [ -n "$budgets" ] || return 0
+  local budget
+  budget=$(awk -F '\t' -v path="$1" '$1 == path { print $2 }' "$budgets")
+  if [ -z "$budget" ]; then
+    over+=("$1: no budget in $budgets")
+  elif [ "$(echo "$per > $budget" | bc -l)" = 1 ]; then
+    over+=("$(printf '%s: %.2f allocations per event, over its budget of %s' "$1" "$per" "$budget")")
+  fi
+}
 
 # Warm up: the first streams, statements and buffers are not the steady state.
 numbers 20000 | ctl send warm -q
@@ -100,3 +123,10 @@ before=$(total)
 python3 tools/replay_client.py --socket "$dir/s" work jobs --group workers --max-pending 256 --count "$group" >/dev/null
 after=$(total)
 row "group hand-out and ACK" "$group" $(( after - before ))
+
+if ((${#over[@]})); then
+  printf 'over budget (%s):\n' "$budgets" >&2
+  printf '  %s\n' "${over[@]}" >&2
+  exit 1
+fi
+[ -z "$budgets" ] || echo "every path within its budget ($budgets)"

@@ -41,7 +41,7 @@ final class ClientHandler: ChannelDuplexHandler {
             pending.popFirst()?.succeed(frame)
         case .event(let stream, let sid, let sequence, let time, let payload, let traceParent, let hash):
             let event = ReplayEvent(
-                stream: stream, sequence: sequence, time: time, payload: Data(payload.readableBytesView),
+                stream: stream, sequence: sequence, time: time, payload: payload.readableData,
                 traceParent: traceParent.flatMap { TraceParent($0) }, hash: hash.flatMap { EventHash(hex: $0) })
             subscriptions[sid]?.push(.event(event))
         case .gap(let stream, let sid, let from, let through):

@@ -15,7 +15,7 @@ public enum InboundCommand: Sendable, Equatable {
 /// fatal (the stream cannot be resynchronised without a line end); a payload larger than
 /// `maxPayload` is skipped without being buffered and answered with `payload_too_large`,
 /// and the connection carries on. A payload not followed by a line end is fatal.
-public struct CommandDecoder: ByteToMessageDecoder, Sendable {
+public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
     public typealias InboundOut = InboundCommand
 
     enum State: Equatable {
@@ -178,20 +178,16 @@ public struct CommandDecoder: ByteToMessageDecoder, Sendable {
         return .needsPayload(.publishChecked(stream: name, checks: checks), size: Int(size))
     }
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let inbound = try next(&buffer) else { return .needMoreData }
-        context.fireChannelRead(Self.wrapInboundOut(inbound))
-        return .continue
+    public mutating func decode(buffer: inout ByteBuffer) throws -> InboundCommand? {
+        try next(&buffer)
     }
 
-    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
-        // A client that disappears mid-frame leaves a partial command: it is dropped, and
-        // only complete commands before it were acted on.
-        while let inbound = try next(&buffer) {
-            context.fireChannelRead(Self.wrapInboundOut(inbound))
-        }
+    /// A client that disappears mid-frame leaves a partial command: it is dropped, and
+    /// only complete commands before it were acted on.
+    public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws -> InboundCommand? {
+        if let inbound = try next(&buffer) { return inbound }
         buffer.clear()
-        return .needMoreData
+        return nil
     }
 }
 

@@ -26,9 +26,9 @@ struct CommandRouterTests {
             try channel.pipeline.syncOperations.addHandlers([CommandRouter(store: store, maxOwed: 16), events])
 
             channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-            try channel.writeInbound(InboundCommand.command(.ping))
-            try channel.writeInbound(InboundCommand.command(.publish(stream: "s", payload: ByteBuffer(string: "x"))))
-            try channel.writeInbound(InboundCommand.command(.list))
+            try channel.writeInbound(ClientCommand.ping.bytes)
+            try channel.writeInbound(ClientCommand.publish(stream: "s", payload: ByteBuffer(string: "x")).bytes)
+            try channel.writeInbound(ClientCommand.list.bytes)
 
             #expect(try channel.readOutbound(as: ByteBuffer.self).map { String(buffer: $0) } == "PONG\r\n")
             for _ in 0..<2 {
@@ -52,13 +52,13 @@ extension CommandRouterTests {
             router.acknowledge { batch in batches.withLock { $0.append(batch.map(\.command)) } }
             let ack = { (sequence: UInt64) in InboundCommand.command(.ack(sid: "w", sequence: sequence, stream: nil)) }
 
-            for sequence in UInt64(1)...3 { channel.pipeline.fireChannelRead(ack(sequence)) }
+            for sequence in UInt64(1)...3 { channel.pipeline.fireChannelRead(Self.wire(ack(sequence))) }
             #expect(batches.value.isEmpty, "held until the burst ends")
             channel.pipeline.fireChannelReadComplete()
             #expect(batches.value == [[ack(1), ack(2), ack(3)]])
 
-            channel.pipeline.fireChannelRead(ack(4))
-            channel.pipeline.fireChannelRead(InboundCommand.command(.list))
+            channel.pipeline.fireChannelRead(Self.wire(ack(4)))
+            channel.pipeline.fireChannelRead(ClientCommand.list.bytes)
             #expect(batches.value.count == 2 && batches.value.last == [ack(4)], "handed on before the LIST went on to the task")
             #expect(try channel.readInbound(as: RoutedCommand.self)?.command == .command(.list))
         }
@@ -76,9 +76,9 @@ extension CommandRouterTests {
             router.admit(hello: .hello(version: "test", maxPayload: 1024))
             _ = try channel.readOutbound(as: ByteBuffer.self)
 
-            try channel.writeInbound(InboundCommand.command(.publish(stream: "public/a", payload: ByteBuffer(string: "x"))))
-            try channel.writeInbound(InboundCommand.command(.info(stream: "secret")))
-            try channel.writeInbound(InboundCommand.command(.info(stream: "public/a")))
+            try channel.writeInbound(ClientCommand.publish(stream: "public/a", payload: ByteBuffer(string: "x")).bytes)
+            try channel.writeInbound(ClientCommand.info(stream: "secret").bytes)
+            try channel.writeInbound(ClientCommand.info(stream: "public/a").bytes)
             for _ in 0..<2 {
                 let refusal = try channel.readOutbound(as: ByteBuffer.self).map { String(buffer: $0) }
                 #expect(refusal?.hasPrefix("-ERR forbidden uid 1000 may not") == true, "\(refusal ?? "nothing")")
@@ -92,6 +92,34 @@ extension CommandRouterTests {
 }
 
 extension CommandRouterTests {
+    /// The router reads bytes: commands split across reads are whole when they are routed;
+    /// at the end of the input the whole ones still buffered are answered and a partial
+    /// one (a client gone mid-frame) is dropped, storing nothing.
+    @Test func commandsSplitAcrossReadsAreRoutedAndAPartialOneAtTheEndIsDropped() async throws {
+        try await Self.withRouter { (store: EventStore, router: CommandRouter, channel: EmbeddedChannel) async throws in
+            router.admit(hello: .hello(version: "test", maxPayload: 1024))
+            _ = try channel.readOutbound(as: ByteBuffer.self)
+            for piece in ["PI", "NG\r\nPI", "NG\r\nPUB s 5\r\nab"] {
+                channel.pipeline.fireChannelRead(ByteBuffer(string: piece))
+            }
+            channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+            for _ in 0..<2 {
+                #expect(try channel.readOutbound(as: ByteBuffer.self).map { String(buffer: $0) } == "PONG\r\n")
+            }
+            #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "the partial PUB is not answered")
+            try await store.barrier()
+            #expect(store.streams.isEmpty, "the partial PUB stored nothing")
+        }
+    }
+}
+
+extension CommandRouterTests {
+    /// A decoded command as the router reads it: its bytes on the wire.
+    static func wire(_ inbound: InboundCommand) -> ByteBuffer {
+        guard case .command(let command) = inbound else { preconditionFailure("only commands have bytes") }
+        return command.bytes
+    }
+
     /// A router over a real store, on an embedded channel, with nothing behind it but a
     /// recorder.
     static func withRouter(_ body: (EventStore, CommandRouter, EmbeddedChannel) async throws -> Void) async throws {

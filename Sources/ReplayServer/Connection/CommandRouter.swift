@@ -13,8 +13,9 @@ struct RoutedCommand: Sendable {
     let slot: ReplyOrder.Slot
 }
 
-/// The connection's front door, on its event loop: every decoded command takes its reply
-/// slot here, in order; a PUB goes straight to the store's writer; everything else goes
+/// The connection's front door, on its event loop: it decodes the connection's bytes
+/// (`CommandDecoder`), and every command takes its reply slot here, in order; a PUB goes
+/// straight to the store's writer; everything else goes
 /// on to the connection's task. Replies are written from here, in command order.
 ///
 /// Why on the event loop: publishing is the hot path. A PUB decoded here is handed to the
@@ -37,8 +38,13 @@ struct RoutedCommand: Sendable {
 /// the task), when reading is held (until the connection is admitted, while more than
 /// `maxOwed` replies are owed, once draining), and what a draining or closing connection
 /// answers. This class performs what it decides.
+///
+/// It decodes in place, with swift-nio's single-step processor, rather than behind a
+/// `ByteToMessageHandler`: a command handed from one handler to the next travels as
+/// `NIOAny`, and an `InboundCommand` does not fit an existential's inline buffer, so each
+/// one cost an allocation, one per PUB (tools/allocations.sh).
 final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = InboundCommand
+    typealias InboundIn = ByteBuffer
     typealias InboundOut = RoutedCommand
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -62,8 +68,16 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// The connection's request and byte rates (`nil`: unlimited): every command is
     /// checked here, in order, before it goes anywhere.
     private var allowance: ClientAllowance?
+    private var decoder: NIOSingleStepByteToMessageProcessor<CommandDecoder>
+    /// A fatal framing error ended decoding: nothing read after it is a command.
+    private var decodingFailed = false
+    /// Whether `decoder` is at work: a write that fails while a command is routed closes
+    /// the channel at once, and its `channelInactive` must not decode again from inside
+    /// (what is left is routed by the loop already under way).
+    private var decoding = false
 
-    init(store: EventStore, maxOwed: Int, limits: ClientLimits = .none, tracer: EventTracer = .off) {
+    init(store: EventStore, maxOwed: Int, limits: ClientLimits = .none, tracer: EventTracer = .off, decoder: CommandDecoder = CommandDecoder()) {
+        self.decoder = NIOSingleStepByteToMessageProcessor(decoder)
         self.store = store
         self.tracer = tracer
         self.state = RouterState(maxOwed: maxOwed)
@@ -107,7 +121,37 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let inbound = unwrapInboundIn(data)
+        guard !decodingFailed else { return }
+        decoding = true
+        defer { decoding = false }
+        do {
+            try decoder.process(buffer: unwrapInboundIn(data)) { inbound in route(inbound, context: context) }
+        } catch {
+            fail(decoding: error, context: context)
+        }
+    }
+
+    /// The end of the input: the commands still buffered whole are routed, a partial one is
+    /// dropped (a client that disappears mid-frame).
+    private func decodeLast(context: ChannelHandlerContext) {
+        guard !decodingFailed, !decoding else { return }
+        decoding = true
+        defer { decoding = false }
+        do {
+            try decoder.finishProcessing(seenEOF: true) { inbound in route(inbound, context: context) }
+        } catch {
+            fail(decoding: error, context: context)
+        }
+    }
+
+    /// A fatal framing error: passed on to the connection's task, which says why and
+    /// closes; what was decoded before it was routed first.
+    private func fail(decoding error: any Error, context: ChannelHandlerContext) {
+        decodingFailed = true
+        context.fireErrorCaught(error)
+    }
+
+    private func route(_ inbound: InboundCommand, context: ChannelHandlerContext) {
         // Before the state machine, and before the route is chosen: a refused command must
         // not count as one in the task, and every route is checked here, once. (Without
         // limits or rules, two nil checks: this is the publishing hot path.)
@@ -149,6 +193,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// the listener's quiescing helper, passed on as the end of the input so the task's
     /// inbound stream ends too): answer what was read, read nothing more.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event { decodeLast(context: context) }
         handOnAcknowledgements()
         switch event {
         case ChannelEvent.inputClosed:
@@ -163,6 +208,7 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        decodeLast(context: context)
         handOnAcknowledgements()
         succeedFlushed()
         context.fireChannelInactive()

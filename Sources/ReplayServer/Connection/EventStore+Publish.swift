@@ -9,9 +9,9 @@ extension EventStore {
     func submitPublish(_ command: ClientCommand, sink: any AppendSink, token: UInt64, tracer: EventTracer = .off) -> Bool {
         switch command {
         case .publish(let stream, let payload):
-            append(Data(payload.readableBytesView), to: stream, sink: sink, token: token)
+            append(payload.readableData, to: stream, sink: sink, token: token)
         case .publishChecked(let stream, let payload, let checks):
-            append(Data(payload.readableBytesView), to: stream, conditions: checks, sink: tracer.sink(for: command, sink), token: token)
+            append(payload.readableData, to: stream, conditions: checks, sink: tracer.sink(for: command, sink), token: token)
         case .atomic(let events):
             appendAtomically(events.map(\.append), sink: tracer.sink(for: command, sink), token: token)
         default:
@@ -23,6 +23,6 @@ extension EventStore {
 
 extension AtomicEvent {
     var append: AtomicAppend {
-        AtomicAppend(stream: stream, payload: Data(payload.readableBytesView), expectedLastSequence: expect, traceParent: traceParent)
+        AtomicAppend(stream: stream, payload: payload.readableData, expectedLastSequence: expect, traceParent: traceParent)
     }
 }

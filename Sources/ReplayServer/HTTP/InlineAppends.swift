@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import NIOHTTPTypes
 import ReplayModel
+import ReplayProtocol
 import ReplayStore
 
 /// What every connection's `InlineAppendHandler` shares: which POSTs it takes, the write
@@ -87,7 +88,7 @@ final class InlineAppends: Sendable {
         do {
             let producer = try headers.producer()
             guard let hub = try endpoint.liveHub(name) else { return .expired }
-            let data = body.map { Data($0.readableBytesView) } ?? Data()
+            let data = body.map(\.readableData) ?? Data()
             let write = try endpoint.appendWrite(name, headers: headers, producer: producer, body: data, info: hub.info)
             return .write(Write(write: write, producer: producer))
         } catch let problem as HTTPProblem {

@@ -5,6 +5,7 @@ import NIOCore
 import ReplayAuth
 import ReplayDerive
 import ReplayModel
+import ReplayProtocol
 import ReplayStore
 
 /// The Durable Streams protocol on `/v1/stream/<name>`: PUT creates, POST appends (and
@@ -82,7 +83,7 @@ struct StreamEndpoint: Sendable {
         var request = request
         do {
             let buffer = try await request.collectBody(upTo: maxPayload)
-            return Data(buffer.readableBytesView)
+            return buffer.readableData
         } catch let error as NIOTooManyBytesError {
             _ = error
             throw HTTPProblem.tooLarge("the body is over the largest payload accepted, \(maxPayload) bytes (--max-payload)")

@@ -190,11 +190,9 @@ final class SocketListener: Service, Sendable {
         let accept: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 let router = CommandRouter(
-                    store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits, tracer: tracer)
-                try channel.pipeline.syncOperations.addHandlers([
-                    ByteToMessageHandler(CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload)),
-                    router,
-                ])
+                    store: store, maxOwed: configuration.maxPendingRepliesPerConnection, limits: configuration.connectionLimits, tracer: tracer,
+                    decoder: CommandDecoder(maxLineLength: configuration.maxLineLength, maxPayload: configuration.maxPayload))
+                try channel.pipeline.syncOperations.addHandler(router)
                 let async = try NIOAsyncChannel<RoutedCommand, ByteBuffer>(
                     wrappingChannelSynchronously: channel,
                     configuration: .init(backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256)))
