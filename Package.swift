@@ -73,7 +73,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // SHA-256 for each stream's hash chain (Chain/HashChain.swift).
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CLibCrypto",
             ],
             // The schema's SQL files, compiled in (see Plugins/EmbedMigrations).
             plugins: ["EmbedMigrations"]
@@ -104,6 +104,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplaySync", "ReplayTesting"]),
+        // OpenSSL's libcrypto (Debian's libssl-dev): the hash chains' SHA-256, without an
+        // allocation per hash (Sources/CLibCrypto/shim.h says why not swift-crypto's).
+        .systemLibrary(name: "CLibCrypto", path: "Sources/CLibCrypto", providers: [.apt(["libssl-dev"])]),
         // jq's C library (Debian's libjq-dev), linked as SQLite is: a system library.
         .systemLibrary(name: "CJQ", path: "Sources/CJQ", providers: [.apt(["libjq-dev"])]),
         // Derived streams' computations: the articles' operators evaluated by jq, one

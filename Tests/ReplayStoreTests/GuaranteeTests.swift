@@ -337,3 +337,48 @@ struct GuaranteeTests {
         }
     }
 }
+
+extension GuaranteeTests {
+    /// One batch of many events of every kind, as the writer groups them: each is stored
+    /// exactly as given (a SQLite batch writes its events 32 rows to a statement, and
+    /// anything else the batch runs sees the rows before it), a failed atomic send leaves
+    /// none of its events, a producer's retry in the same batch is recognised, and the
+    /// chains verify.
+    @Test(arguments: StoreKind.allCases) func aBatchOfEveryKindOfEventStoresEachAsGiven(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { directory in
+            let store = try openStore(directory, autoCreate: .unlimited)
+            defer { store.close() }
+            let results = Results()
+            let trace = TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")!
+            let producer = AppendConditions(producer: ProducerStamp(id: "billing", epoch: 0, sequence: 0))
+            var expectedA: [String] = []
+            try await Self.holdingTheWriter(store) {
+                for index in 0..<40 {
+                    store.append(Data("a\(index)".utf8), to: "a", conditions: .none, sink: results, token: UInt64(index))
+                    expectedA.append("a\(index)")
+                }
+                store.append(Data("traced".utf8), to: "a", conditions: AppendConditions(traceParent: trace), sink: results, token: 40)
+                store.append(Data("stamped".utf8), to: "a", conditions: producer, sink: results, token: 41)
+                store.append(Data("stamped".utf8), to: "a", conditions: producer, sink: results, token: 42)
+                store.appendAtomically(
+                    [AtomicAppend(stream: "b", payload: Data("b-in".utf8)), AtomicAppend(stream: "a", payload: Data("never".utf8), expectedLastSequence: 1)],
+                    sink: results, token: 43)
+                for index in 44..<75 {
+                    store.append(Data(repeating: UInt8(index), count: index * 100), to: "b", conditions: .none, sink: results, token: UInt64(index))
+                }
+            }
+            let got = try await results.wait(for: 75)
+            expectedA += ["traced", "stamped"]
+            #expect(try store.texts("a") == expectedA)
+            #expect(got[41]?.sequence == .success(42) && got[42]?.sequence == .success(42), "the retry is the same event")
+            #expect(try store.read("a", from: 41, limit: 1).first?.traceParent == trace)
+            #expect((try? got[43]?.sequence.get()) == nil, "the atomic send failed whole")
+            let b = try store.read("b", from: 1, limit: 100)
+            #expect(b.map(\.payload) == (44..<75).map { Data(repeating: UInt8($0), count: $0 * 100) }, "b-in went with its send")
+            for stream in ["a", "b"] {
+                let report = try store.verify(stream)
+                #expect(report.isIntact && report.events == (stream == "a" ? 42 : 31), "\(report)")
+            }
+        }
+    }
+}

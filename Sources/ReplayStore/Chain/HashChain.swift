@@ -1,4 +1,4 @@
-import Crypto
+import CLibCrypto
 import Foundation
 import ReplayModel
 
@@ -19,31 +19,34 @@ import ReplayModel
 ///     payload
 ///
 /// The trace context and a derived event's origin are metadata about delivery, not the
-/// event, and are not hashed. swift-crypto's SHA-256 (BoringSSL, SHA extensions where the
-/// CPU has them) makes one allocation per hash, its context.
+/// event, and are not hashed. SHA-256 is OpenSSL's (libcrypto, with the CPU's SHA extensions
+/// where it has them), on a context on the stack: no allocation per hash
+/// (Sources/CLibCrypto/shim.h says why not swift-crypto's).
 enum HashChain {
     /// The hash of the event `sequence` of `stream` that follows `previous`.
     static func link(
         after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, payload: UnsafeRawBufferPointer
     ) -> EventHash {
-        var hasher = SHA256()
-        previous.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        var context = SHA256_CTX()
+        SHA256_Init(&context)
+        previous.withUnsafeBytes { _ = SHA256_Update(&context, $0.baseAddress, $0.count) }
         var name = stream
         name.withUTF8 { name in
             var length = UInt16(truncatingIfNeeded: name.count).bigEndian
-            withUnsafeBytes(of: &length) { hasher.update(bufferPointer: $0) }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(name))
+            withUnsafeBytes(of: &length) { _ = SHA256_Update(&context, $0.baseAddress, $0.count) }
+            _ = SHA256_Update(&context, name.baseAddress, name.count)
         }
-        // Sequence, time, the key marker and the payload's length: 25 bytes in one update.
+        // Sequence, time, the key marker and the payload's length: 25 bytes.
         var fields = (sequence.bigEndian, millis.bigEndian, UInt8(0), UInt64(payload.count).bigEndian)
         withUnsafeBytes(of: &fields) { tuple in
             // The tuple's layout pads the marker; hash the fields' bytes only.
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: tuple[0..<17]))
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: tuple[24..<32]))
+            _ = SHA256_Update(&context, tuple.baseAddress, 17)
+            _ = SHA256_Update(&context, tuple.baseAddress! + 24, 8)
         }
-        hasher.update(bufferPointer: payload)
-        let digest = hasher.finalize()
-        return digest.withUnsafeBytes { EventHash(bytes: $0)! }
+        if let base = payload.baseAddress { _ = SHA256_Update(&context, base, payload.count) }
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digest) { _ = SHA256_Final($0.baseAddress!.assumingMemoryBound(to: UInt8.self), &context) }
+        return withUnsafeBytes(of: &digest) { EventHash(bytes: $0)! }
     }
 
     /// `link` over a payload held as `Data`.

@@ -7,10 +7,13 @@ struct EventStamp: Equatable {
     var epoch: UInt64
     var pseq: UInt64
 
+    /// The most bytes a stamp takes: three varints of at most 10 bytes.
+    static let maxBytes = 30
+
     /// The stamp's bytes, in a buffer valid during `body`: one is written with each
     /// publish, so they are not allocated (at most three varints of 10 bytes).
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try withUnsafeTemporaryAllocation(byteCount: 30, alignment: 1) { buffer in
+        try withUnsafeTemporaryAllocation(byteCount: Self.maxBytes, alignment: 1) { buffer in
             var count = 0
             VarintWriter.put(UInt64(bitPattern: ref), into: buffer, at: &count)
             VarintWriter.put(epoch, into: buffer, at: &count)

@@ -45,6 +45,15 @@ struct RawStatement {
         sqlite3_bind_text(statement, index, text, -1, Self.transient)
     }
 
+    func bindNull(at index: Int32) {
+        sqlite3_bind_null(statement, index)
+    }
+
+    /// Binds UTF-8 `text` in place: it must stay valid until the statement runs (`execute`).
+    func bind(text: UnsafeRawBufferPointer, at index: Int32) {
+        sqlite3_bind_text(statement, index, text.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(text.count), nil)
+    }
+
     /// Binds `blob` in place: it must stay valid until the statement runs (`execute`).
     func bind(blob: UnsafeRawBufferPointer, at index: Int32) {
         sqlite3_bind_blob(statement, index, blob.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(blob.count), nil)

@@ -96,6 +96,7 @@ final class SQLiteLog: LogDatabase {
                         catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producers.expiry,
                         waiting: waiting)
                     try rules.run(batch)
+                    try transaction.finishWrites()
                     if transaction.began { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() }
                     producerWrites = transaction.producerWrites
                     committed = consume rules  // moved: a copy retained and released every field of the batch's state

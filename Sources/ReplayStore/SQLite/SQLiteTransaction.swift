@@ -18,22 +18,29 @@ final class SQLiteTransaction: LogTransaction {
     var producerWrites = ProducerTable.Pending()
     /// Whether a statement ran, so the transaction is open and must be committed.
     private(set) var began = false
+    /// Events inserted and not yet written (`EventInserts`).
+    private var inserts = EventInserts()
 
     init(_ db: Database, producers: ProducerTable) {
         self.connection = db
         self.producers = producers
     }
 
-    /// The connection, inside the transaction: begun at the first use.
+    /// The connection, inside the transaction: begun at the first use, with every event
+    /// inserted so far written (`inserts`), so that whatever runs next sees them.
     var db: Database {
         get throws {
-            if !began {
-                // A cached statement: parsing BEGIN again for every transaction was measurable.
-                try connection.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
-                began = true
-            }
+            try begin()
+            if !inserts.isEmpty { try inserts.write(connection) }
             return connection
         }
+    }
+
+    private func begin() throws {
+        guard !began else { return }
+        // A cached statement: parsing BEGIN again for every transaction was measurable.
+        try connection.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        began = true
     }
 
     /// One process writes the file (its lock says so): nothing to lock up front.
@@ -135,24 +142,22 @@ final class SQLiteTransaction: LogTransaction {
             return try insertOutput(
                 stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin, trace: trace, hash: hash)
         }
-        // A traced event has a statement of its own: the untraced one, the one nearly every
-        // event takes, binds nothing more than before.
-        let insert = try RawStatement(db.cachedStatement(sql: trace == nil ? Self.insertSQL : Self.insertTracedSQL), in: db)
-        if let trace { insert.bind(trace.text, at: 6) }
-        insert.bind(EventKey.key(stream: stream, sequence: sequence), at: 1)
-        insert.bind(millis, at: 2)
-        try hash.withUnsafeBytes { hash in
-            insert.bind(blob: hash, at: 5)
-            guard let stamp else { return try insert.execute(blob: payload, at: 3) }
-            try self.stamp(stamp, stream: stream).withBytes { bytes in
-                insert.bind(blob: bytes, at: 4)
-                try insert.execute(blob: payload, at: 3)
-            }
-        }
+        let row = EventInserts.Row(
+            key: EventKey.key(stream: stream, sequence: sequence), millis: millis, payload: payload,
+            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace)
+        if inserts.add(row) { try writeInserts() }
     }
 
-    private static let insertSQL = "INSERT INTO event_log (key, time, payload, stamp, hash) VALUES (?, ?, ?, ?, ?)"
-    private static let insertTracedSQL = "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent) VALUES (?, ?, ?, ?, ?, ?)"
+    /// Writes the events waiting in `inserts` (in the transaction, begun if it was not).
+    private func writeInserts() throws {
+        try begin()
+        try inserts.write(connection)
+    }
+
+    /// Every event of the batch written: before its COMMIT.
+    func finishWrites() throws {
+        if !inserts.isEmpty { try writeInserts() }
+    }
 
     func eventHash(stream: Int64, sequence: UInt64) throws -> EventHash? {
         try Self.storedHash(stream: stream, sequence: sequence, db)
