@@ -15,8 +15,8 @@ struct RoutedCommand: Sendable {
 
 /// The connection's front door, on its event loop: it decodes the connection's bytes
 /// (`CommandDecoder`), and every command takes its reply slot here, in order; a PUB goes
-/// straight to the store's writer; everything else goes
-/// on to the connection's task. Replies are written from here, in command order.
+/// straight to the store's writer; everything else goes on to the connection's task.
+/// Replies are written from here, in command order.
 ///
 /// Why on the event loop: publishing is the hot path. A PUB decoded here is handed to the
 /// writer with no task hop, and the writer tells this connection's `RouterHandle` once per

@@ -30,8 +30,8 @@ final class SQLiteTransaction: LogTransaction {
     /// inserted so far written (`inserts`), so that whatever runs next sees them.
     var db: Database {
         get throws {
+            try finishWrites()
             try begin()
-            if !inserts.isEmpty { try inserts.write(connection) }
             return connection
         }
     }
