@@ -5,10 +5,10 @@ import ReplayModel
 /// The events a batch inserts, written together: one `INSERT` of up to 32 rows rather than
 /// one per event.
 ///
-/// SQLite makes two allocations each time an `INSERT` statement runs, however many rows it
-/// carries: from C, 200,000 single-row inserts took 400,965 and the same rows 64 to a
-/// statement 14,037 (docs/PERFORMANCE.md). One per event, those two were most of a
-/// publish's allocations and a step, a reset and the VM's start of its CPU.
+/// SQLite makes two to four allocations each time an `INSERT` statement runs, however many
+/// rows it carries: from C (`tools/insert_allocations.c`), 2.00 per row at one row a
+/// statement, 0.13 at 32. One statement per event, they were most of a publish's
+/// allocations, and a step, a reset and the VM's start were part of its CPU.
 ///
 /// Rows wait here until 32 are ready, or until anything else touches the database
 /// (`SQLiteTransaction.db` writes them first), so every statement of the batch still sees
