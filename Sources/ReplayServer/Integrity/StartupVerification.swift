@@ -13,7 +13,14 @@ enum StartupVerification {
         let started = ContinuousClock.now
         let reports = await withCheckedContinuation { (done: CheckedContinuation<[ChainReport], Never>) in
             Thread.detachNewThread {
-                done.resume(returning: (try? verify(store.streams.map(\.name).sorted(), in: store, logger: logger).get()) ?? [])
+                switch verify(store.streams.map(\.name).sorted(), in: store, logger: logger) {
+                case .success(let reports):
+                    done.resume(returning: reports)
+                case .failure(let error):
+                    // The store could not be read (not a broken chain): say so, and serve.
+                    logger.error("could not verify the hash chains", metadata: ["error": "\(error)"])
+                    done.resume(returning: [])
+                }
             }
         }
         let seconds = (ContinuousClock.now - started) / .seconds(1)
