@@ -80,11 +80,7 @@ public final class DerivationEngine {
     /// (the event is not JSON, the program failed or passed its budget) with the state
     /// unchanged.
     public func feed(_ event: InputEvent) throws(JQProgram.Failure) -> [DerivedOutput] {
-        guard !stored.completed else { return [] }
-        if let until = spec.takeUntil, event.stream == until, !spec.inputs.contains(until) {
-            stored.completed = true
-            return []
-        }
+        guard takes(event) else { return [] }
         let produced: [Data]
         if spec.combineLatest {
             produced = try combine(event)
@@ -98,6 +94,37 @@ public final class DerivationEngine {
             produced = try program.run(json: event.payload)
         }
         return limit(produced, origin: event)
+    }
+
+    /// Whether each event's outputs depend on that event alone (map, filter, flattenMap):
+    /// then events may be computed apart (`compute`), on other threads with programs of
+    /// their own, and handed to `feed(_:computed:)` in order.
+    public var isStateless: Bool {
+        !spec.combineLatest && spec.scanKey == nil && spec.window == nil && spec.scan == nil
+    }
+
+    /// A stateless program's outputs for one event, before skip, take and distinct.
+    public func compute(_ event: InputEvent) -> Result<[Data], JQProgram.Failure> {
+        Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) }
+    }
+
+    /// `feed` for a stateless program, with the event's outputs already computed: skip,
+    /// take, distinct and takeUntil apply here, in order, as `feed` applies them.
+    public func feed(_ event: InputEvent, computed: Result<[Data], JQProgram.Failure>) throws(JQProgram.Failure) -> [DerivedOutput] {
+        precondition(isStateless, "only a stateless program's events are computed apart")
+        guard takes(event) else { return [] }
+        return limit(try computed.get(), origin: event)
+    }
+
+    /// Whether `event` is computed at all: not once the stream completed, nor the
+    /// takeUntil stream's events, which complete it.
+    private func takes(_ event: InputEvent) -> Bool {
+        guard !stored.completed else { return false }
+        if let until = spec.takeUntil, event.stream == until, !spec.inputs.contains(until) {
+            stored.completed = true
+            return false
+        }
+        return true
     }
 
     /// The end of the inputs (an input completed or failed): a window still open is not
@@ -276,8 +303,8 @@ public final class DerivationEngine {
                 stored.skipped += 1
                 continue
             }
-            let text = String(decoding: payload, as: UTF8.self)
             if spec.distinct {
+                let text = String(decoding: payload, as: UTF8.self)
                 if stored.last == text { continue }
                 stored.last = text
             }

@@ -312,6 +312,53 @@ struct DerivedStreamTests {
         }
     }
 
+    /// A backlog in one page is computed by the runner and its helper thread in chunks
+    /// (`ComputeHelper`): skip, distinct, take and the dead-letter policy still see every
+    /// event's outputs in input order, as an offline computation on one thread does.
+    @Test func aBacklogComputedOnTwoThreadsGivesWhatOneThreadWould() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            let count = 3_000
+            let payloads = (1...count).map { n in Data((n % 211 == 0 ? "not json \(n)" : #"{"n":\#(n)}"#).utf8) }
+            _ = try await client.publish("in", contentsOf: payloads)
+            // 0, 1 or 2 outputs per event, runs of equal ones, and failures.
+            let program = #".n as $n | if $n % 101 == 0 then error("n is \($n)") else range($n % 3) | {k: ($n / 10 | floor)} end"#
+            let (skip, take) = (7, 250)
+            try await client.derive(
+                "out",
+                DerivationSpec(
+                    inputs: ["in"], program: program, take: UInt64(take), skip: UInt64(skip), distinct: true, onError: .deadLetter("in-errors")))
+            var expected: [String] = []
+            var letters: [UInt64] = []
+            var (skipped, last) = (0, "")
+            events: for n in 1...count {
+                if n % 211 == 0 || n % 101 == 0 {
+                    letters.append(UInt64(n))
+                    continue
+                }
+                for _ in 0..<(n % 3) {
+                    let text = #"{"k":\#(n / 10)}"#
+                    if skipped < skip {
+                        skipped += 1
+                        continue
+                    }
+                    if text == last { continue }
+                    last = text
+                    expected.append(text)
+                    if expected.count == take { break events }
+                }
+            }
+            #expect(try await Self.read(client, "out", count: take).map { $0.text ?? "" } == expected)
+            let lettered = try await Self.read(client, "in-errors", count: letters.count).map {
+                (try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["seq"] as? Int ?? 0
+            }
+            #expect(lettered.map(UInt64.init) == letters)
+            try await eventually("the derived stream completes at its take") { try await client.info("out").terminal != nil }
+            #expect(try await client.info("out").lastSeq == UInt64(take))
+            await client.close()
+        }
+    }
+
     /// A program that loops, or grows without bound, on one event is cut off by the
     /// daemon's budget: that event is a runtime error under the policy, the derivation goes
     /// on, and so does a reader whose filter does the same. The time limit is long enough

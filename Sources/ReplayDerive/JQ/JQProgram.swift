@@ -49,8 +49,8 @@ public final class JQProgram {
     private var state: OpaquePointer?
     /// Messages jq reported through its error callback while compiling.
     private let messages = Messages()
-    /// Whether the watchdog counts it (a program that compiled).
-    private var watched = false
+    /// Its place in the watchdog's watch (a program that compiled).
+    private var slot: JQWatchdog.Slot?
     /// Its runs' memory and breach, shared with C (`JQWatchdog`).
     private let meter: UnsafeMutablePointer<replay_jq_meter>
 
@@ -83,13 +83,12 @@ public final class JQProgram {
             let words = messages.lines.filter { !$0.hasSuffix("compile error") && !$0.contains("compile errors") }
             throw Failure(words.isEmpty ? "the jq program does not compile" : words.joined(separator: "; "))
         }
-        JQWatchdog.shared.adopt()
-        watched = true
+        slot = JQWatchdog.shared.adopt()
     }
 
     deinit {
         // Only a program that compiled was adopted.
-        if watched { JQWatchdog.shared.release() }
+        if let slot { JQWatchdog.shared.release(slot) }
         jq_teardown(&state)
         meter.deallocate()
     }
@@ -127,11 +126,11 @@ public final class JQProgram {
     /// within the budget. A runtime error is thrown with jq's message; a breach of the
     /// time or memory limit, with which.
     func forEachOutput(_ input: JQValue, _ body: (jv) throws(Failure) -> Void) throws(Failure) {
-        let key = ObjectIdentifier(self)
-        JQWatchdog.shared.begin(key, state: state!, meter: meter, input: input.take(), budget: budget)
+        let slot = slot!
+        JQWatchdog.shared.begin(slot, state: state!, meter: meter, input: input.take(), budget: budget)
         var failure: Failure?
         do { try outputs(body) } catch { failure = error }
-        switch JQWatchdog.shared.end(key, budget: budget) {
+        switch JQWatchdog.shared.end(slot, budget: budget) {
         case .time(let limit)?:
             throw Failure("the program ran past its time limit of \(String(format: "%g", limit / .seconds(1))) s on one event")
         case .memory(let limit)?:

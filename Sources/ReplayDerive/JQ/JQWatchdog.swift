@@ -22,13 +22,17 @@ import Foundation
 /// - Time is what this type watches: one thread looks at every running program each tick
 ///   and halts one past its limit, counted as the CPU time of its thread, so that a busy
 ///   machine does not fail a program that was only waiting. `begin` and `end` take the
-///   same lock the watcher halts under, so a halt never lands between two runs; the
-///   meter lets only the first of the two limits halt a run.
+///   program's own lock (its `Slot`'s), which the watcher holds while it looks at that
+///   program and halts it, so a halt never lands between two runs; the meter lets only
+///   the first of the two limits halt a run. A lock per program, not one for all: `begin`
+///   and `end` run for every event, and programs on two threads (a derivation's runner
+///   and its helper) taking one lock four times per event spent a tenth of their time
+///   waking each other in the kernel.
 ///
-/// `@unchecked Sendable` with an `NSCondition` rather than a `Mutex`: what it guards holds
-/// the runs' meters, raw pointers shared with C, and handing them over under the lock is
-/// the point. The one condition is both the table's lock and the watcher's sleep, so that
-/// a program adopted while the watcher decides to sleep always wakes it.
+/// `@unchecked Sendable` with locks rather than a `Mutex`: what they guard holds the
+/// runs' meters, raw pointers shared with C, and handing them over under the lock is the
+/// point. The condition guards the set of slots and is the watcher's sleep, so that a
+/// program adopted while the watcher decides to sleep always wakes it.
 final class JQWatchdog: @unchecked Sendable {
     static let shared = JQWatchdog()
 
@@ -38,7 +42,7 @@ final class JQWatchdog: @unchecked Sendable {
         case memory(Int)
     }
 
-    private struct Run {
+    fileprivate struct Run {
         let meter: UnsafeMutablePointer<replay_jq_meter>
         /// The thread running it: its CPU time is what the time limit counts, so that a
         /// program descheduled on a busy machine is not charged for the wait.
@@ -50,10 +54,15 @@ final class JQWatchdog: @unchecked Sendable {
         var sighted: (cpu: Duration, charged: Duration)?
     }
 
+    /// One program's place in the watch: its run under way, if any, under its own lock.
+    final class Slot: @unchecked Sendable {
+        fileprivate let lock = NSLock()
+        fileprivate var run: Run?
+    }
+
     private struct Watched {
-        var runs: [ObjectIdentifier: Run] = [:]
-        /// Programs alive: the thread sleeps while there are none.
-        var programs = 0
+        /// Programs alive, by their slots: the thread sleeps while there are none.
+        var slots: [ObjectIdentifier: Slot] = [:]
     }
 
     /// Whether jq's allocations are metered (`replay_jq_meter_install`): where they are
@@ -72,37 +81,41 @@ final class JQWatchdog: @unchecked Sendable {
         thread.start()
     }
 
-    /// A program exists: the watchdog runs while any does.
-    func adopt() {
-        withLock { $0.programs += 1 }
+    /// A program exists: the watchdog runs while any does. Its runs are watched in the
+    /// slot returned.
+    func adopt() -> Slot {
+        let slot = Slot()
+        withLock { $0.slots[ObjectIdentifier(slot)] = slot }
         condition.signal()
+        return slot
     }
 
-    func release() {
-        withLock { $0.programs -= 1 }
+    func release(_ slot: Slot) {
+        withLock { _ = $0.slots.removeValue(forKey: ObjectIdentifier(slot)) }
     }
 
     /// Starts `state` on `input` (`jq_start`) on this thread, metered by `meter`, and
     /// watches it until `end`.
     func begin(
-        _ key: ObjectIdentifier, state: OpaquePointer, meter: UnsafeMutablePointer<replay_jq_meter>, input: jv, budget: JQProgram.Budget
+        _ slot: Slot, state: OpaquePointer, meter: UnsafeMutablePointer<replay_jq_meter>, input: jv, budget: JQProgram.Budget
     ) {
-        withLock { watched in
-            jq_start(state, input, 0)
-            replay_jq_meter_begin(meter, UnsafeMutableRawPointer(state), Int64(clamping: budget.memoryLimit))
-            watched.runs[key] = Run(meter: meter, thread: pthread_self(), started: .now, timeLimit: budget.timeLimit)
-        }
+        slot.lock.lock()
+        defer { slot.lock.unlock() }
+        jq_start(state, input, 0)
+        replay_jq_meter_begin(meter, UnsafeMutableRawPointer(state), Int64(clamping: budget.memoryLimit))
+        slot.run = Run(meter: meter, thread: pthread_self(), started: .now, timeLimit: budget.timeLimit)
     }
 
     /// The run is over; what halted it, if anything did.
-    func end(_ key: ObjectIdentifier, budget: JQProgram.Budget) -> Breach? {
-        withLock { watched in
-            guard let run = watched.runs.removeValue(forKey: key) else { return nil }
-            switch Int(replay_jq_meter_end(run.meter)) {
-            case REPLAY_JQ_PAST_TIME: return .time(budget.timeLimit)
-            case REPLAY_JQ_PAST_MEMORY: return .memory(budget.memoryLimit)
-            default: return nil
-            }
+    func end(_ slot: Slot, budget: JQProgram.Budget) -> Breach? {
+        slot.lock.lock()
+        defer { slot.lock.unlock() }
+        guard let run = slot.run else { return nil }
+        slot.run = nil
+        switch Int(replay_jq_meter_end(run.meter)) {
+        case REPLAY_JQ_PAST_TIME: return .time(budget.timeLimit)
+        case REPLAY_JQ_PAST_MEMORY: return .memory(budget.memoryLimit)
+        default: return nil
         }
     }
 
@@ -115,25 +128,28 @@ final class JQWatchdog: @unchecked Sendable {
     private func watch() {
         condition.lock()
         while true {
-            while watched.programs == 0 { condition.wait() }
+            while watched.slots.isEmpty { condition.wait() }
             _ = condition.wait(until: Date(timeIntervalSinceNow: Self.tick / .seconds(1)))
             inspect(&watched)
         }
     }
 
-    /// Halts every run past its time limit (under the lock).
+    /// Halts every run past its time limit (under the condition's lock, each slot under
+    /// its own).
     private func inspect(_ watched: inout Watched) {
-        guard !watched.runs.isEmpty else { return }
         let now = ContinuousClock.now
-        for (key, var run) in watched.runs {
+        for slot in watched.slots.values {
+            slot.lock.lock()
+            defer { slot.lock.unlock() }
+            guard var run = slot.run else { continue }
             let elapsed = now - run.started
             guard elapsed >= Self.tick else { continue }
-            // The thread is inside its run (`end` waits for this lock), so its clock
-            // is valid.
+            // The thread is inside its run (`end` waits for this slot's lock), so its
+            // clock is valid.
             let cpu = Self.cpuTime(of: run.thread)
             guard let sighted = run.sighted else {
                 run.sighted = (cpu, min(elapsed, Self.tick))
-                watched.runs[key] = run
+                slot.run = run
                 continue
             }
             if sighted.charged + (cpu - sighted.cpu) > run.timeLimit {

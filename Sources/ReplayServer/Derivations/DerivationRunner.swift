@@ -131,7 +131,12 @@ final class DerivationRunner: @unchecked Sendable {
         var engine: DerivationEngine?
         /// The step computed while the one before it committed, not yet handed over.
         var ahead: DerivationStep?
-        defer { if store.isShared { store.releaseSource(stream) } }
+        /// A stateless program's second thread, made at its first page worth sharing.
+        var helper: ComputeHelper?
+        defer {
+            helper?.retire()
+            if store.isShared { store.releaseSource(stream) }
+        }
         while var derivation = waitForTurn() {
             guard holdsClaim() else {
                 engine = nil
@@ -154,14 +159,14 @@ final class DerivationRunner: @unchecked Sendable {
             let step: DerivationStep
             if let computed = ahead, computed.expected == derivation.positions {
                 step = computed
-            } else if let prepared = prepare(derivation, engine!) {
+            } else if let prepared = prepare(derivation, engine!, helper: &helper) {
                 step = prepared
             } else {
                 idle()
                 continue
             }
             let pending = commit(step)
-            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!)
+            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!, helper: &helper)
             switch pending.wait() {
             case .success: break
             case .failure(.derivationConflict):
@@ -231,7 +236,7 @@ final class DerivationRunner: @unchecked Sendable {
     /// The next step: the events after the committed positions, computed. `nil`: nothing
     /// to do (caught up, and not a lazy derivation's first step, which is committed even
     /// empty so that it stays connected across restarts).
-    private func prepare(_ derivation: Derivation, _ engine: DerivationEngine) -> DerivationStep? {
+    private func prepare(_ derivation: Derivation, _ engine: DerivationEngine, helper: inout ComputeHelper?) -> DerivationStep? {
         locked { $0.wakes = 0 }
         let reader = InputReader(store: store, spec: derivation.spec, derived: stream)
         let inputs = reader.streams()
@@ -245,10 +250,22 @@ final class DerivationRunner: @unchecked Sendable {
         var step = DerivationStep(stream: stream, expected: derivation.positions, positions: derivation.positions, state: derivation.state)
         if case .deadLetter(let target) = derivation.spec.onError { step.deadLetterStream = target }
         var bytes = 0
-        for event in events {
+        // A page of a stateless program's events is computed on two threads first, then
+        // fed in order (`ComputeHelper`).
+        var computed: [ComputeHelper.Computed]?
+        if engine.isStateless, events.count >= ComputeHelper.minimumEvents, ComputeHelper.isUseful {
+            if helper == nil { helper = ComputeHelper(program: derivation.spec.program, budget: budget) }
+            computed = helper!.computeAll(events, engine.compute)
+        }
+        for (index, event) in events.enumerated() {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
             do {
-                let outputs = try engine.feed(event)
+                let outputs: [DerivedOutput]
+                if let computed {
+                    outputs = try engine.feed(event, computed: computed[index])
+                } else {
+                    outputs = try engine.feed(event)
+                }
                 step.outputs += outputs
                 bytes += outputs.reduce(0) { $0 + $1.payload.count }
             } catch {

@@ -15,7 +15,9 @@ struct InputReader {
     let store: EventStore
     let spec: DerivationSpec
     let derived: String
-    var page = 1024
+    /// A step is a commit, with its fsync: in a catch-up, pages of 1,024 left the runner
+    /// waiting on the writer's fsyncs; a live derivation's pages are as small as ever.
+    var page = 4096
 
     /// The streams read now: the named inputs that exist, the streams the patterns match
     /// (those created since included), and the takeUntil stream.

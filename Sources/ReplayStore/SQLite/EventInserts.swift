@@ -3,7 +3,8 @@ import GRDB
 import ReplayModel
 
 /// The events a batch inserts, written together: one `INSERT` of up to 32 rows rather than
-/// one per event.
+/// one per event. Published events and a derivation's outputs (which name their origin) go
+/// the same way.
 ///
 /// SQLite makes two to four allocations each time an `INSERT` statement runs, however many
 /// rows it carries: from C (`tools/insert_allocations.c`), 2.00 per row at one row a
@@ -23,6 +24,8 @@ struct EventInserts {
         let stamp: EventStamp?
         let hash: EventHash
         let trace: TraceParent?
+        /// The input event a derivation's output came from (`stream:seq`).
+        let origin: String?
     }
 
     /// The most rows one statement carries; fewer go in chunks of 16, 8, 4, 2 and 1.
@@ -54,6 +57,7 @@ struct EventInserts {
         let insert = try RawStatement(db.cachedStatement(sql: Self.sql(rows: rows.count)), in: db)
         let bytes = rows.reduce(0) { total, row in
             total + row.payload.count + Self.hashBytes + (row.stamp == nil ? 0 : EventStamp.maxBytes) + (row.trace?.bytes.count ?? 0)
+                + (row.origin?.utf8.count ?? 0)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes, 1), alignment: 8)
         defer { buffer.deallocate() }
@@ -68,7 +72,7 @@ struct EventInserts {
             return UnsafeRawBufferPointer(rebasing: buffer[start..<offset])
         }
         for (index, row) in rows.enumerated() {
-            let column = Int32(index * 6)
+            let column = Int32(index * Self.columns)
             insert.bind(row.key, at: column + 1)
             insert.bind(row.millis, at: column + 2)
             insert.bind(blob: row.payload.withUnsafeBytes(place), at: column + 3)
@@ -83,13 +87,19 @@ struct EventInserts {
             } else {
                 insert.bindNull(at: column + 6)
             }
+            if var origin = row.origin {
+                insert.bind(text: origin.withUTF8 { place(UnsafeRawBufferPointer($0)) }, at: column + 7)
+            } else {
+                insert.bindNull(at: column + 7)
+            }
         }
         try insert.execute()
     }
 
+    private static let columns = 7
     private static let statements = [1, 2, 4, 8, 16, 32].map { count in
-        "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent) VALUES "
-            + Array(repeating: "(?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
+        "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
     }
 
     private static func sql(rows: Int) -> String {

@@ -2,19 +2,9 @@ import Foundation
 import GRDB
 import ReplayModel
 
-/// Derivations' rows and their outputs' origins (migrations/0012_derivations.sql).
+/// Derivations' rows (migrations/0012_derivations.sql); their outputs are inserted with
+/// every other event (`EventInserts`).
 extension SQLiteTransaction {
-    /// A derivation's output: its own statement, so that the plain append's cached
-    /// statement stays as it was measured.
-    func insertOutput(
-        stream: Int64, sequence: UInt64, millis: Int64, payload: Data, origin: String, trace: TraceParent?, hash: EventHash
-    ) throws {
-        try db.cachedStatement(sql: "INSERT INTO event_log (key, time, payload, origin, traceparent, hash) VALUES (?, ?, ?, ?, ?, ?)")
-            .execute(arguments: [
-                EventKey.key(stream: stream, sequence: sequence), millis, payload, origin, trace?.text, Data(hash.bytes),
-            ])
-    }
-
     func derivation(stream: Int64, name: String) throws -> Derivation? {
         let row = try Row.fetchOne(db, sql: "SELECT * FROM derivations WHERE stream_id = ?", arguments: [stream])
         return try row.map { try Self.derivation($0, name: name) }

@@ -138,13 +138,9 @@ final class SQLiteTransaction: LogTransaction {
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
         hash: EventHash
     ) throws {
-        if let origin {
-            return try insertOutput(
-                stream: stream, sequence: sequence, millis: millis, payload: payload, origin: origin, trace: trace, hash: hash)
-        }
         let row = EventInserts.Row(
             key: EventKey.key(stream: stream, sequence: sequence), millis: millis, payload: payload,
-            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace)
+            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace, origin: origin)
         if inserts.add(row) { try writeInserts() }
     }
 

@@ -1,0 +1,135 @@
+import Foundation
+import ReplayDerive
+
+/// A second thread for a derivation whose events are computed each on its own (map,
+/// filter, flattenMap: `DerivationEngine.isStateless`). In a catch-up the runner and its
+/// helper share each page of input events, chunk by chunk, each running its own copy of
+/// the program; the runner then feeds every event's outputs to the engine in input order,
+/// so skip, take, distinct and the error policy see exactly what one thread would have
+/// given them.
+///
+/// Why: jq is most of a derivation's work (its parse, run and print of each event were
+/// three quarters of the runner's thread in a profile of a catch-up), so one thread made
+/// the runner, not the writer, the bound of a catch-up, with the second core half idle.
+/// Chunks taken in turn rather than halves: the writer takes a core now and then, and
+/// whichever thread it slows takes fewer chunks instead of holding the other up. A jq
+/// interpreter is confined to its thread (`JQProgram`), so the helper compiles its own,
+/// on its own thread, and only bytes cross between the two.
+///
+/// `@unchecked Sendable`: what the two threads share is guarded by `condition`, but for
+/// the results' slots, each written by the one thread that took its chunk and read by the
+/// runner once both are done (the lock orders the two).
+final class ComputeHelper: @unchecked Sendable {
+    typealias Computed = Result<[Data], JQProgram.Failure>
+
+    /// Fewer events than this are computed by the runner alone: a live derivation's
+    /// handful per wake-up would wait longer for the hand-over than it saves.
+    static let minimumEvents = 64
+    /// Events taken at a time: a fraction of a millisecond of jq's work.
+    static let chunk = 64
+
+    /// Whether a second thread helps at all: not on one core.
+    static var isUseful: Bool { ProcessInfo.processInfo.activeProcessorCount > 1 }
+
+    /// One page shared by the two threads.
+    private final class Page {
+        let events: [InputEvent]
+        let results: UnsafeMutableBufferPointer<Computed?>
+        /// The first event no thread took yet.
+        var next = 0
+        /// Whether the helper is inside a chunk.
+        var helping = false
+
+        init(_ events: [InputEvent]) {
+            self.events = events
+            results = .allocate(capacity: events.count)
+            results.initialize(repeating: nil)
+        }
+
+        deinit {
+            results.deinitialize()
+            results.deallocate()
+        }
+    }
+
+    private let program: String
+    private let budget: JQProgram.Budget
+    private let condition = NSCondition()
+    private var page: Page?
+    private var retired = false
+    /// Chunks the helper computed, since it started.
+    private var chunksHelped = 0
+
+    /// Chunks the helper computed, since it started.
+    var helped: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return chunksHelped
+    }
+
+    init(program: String, budget: JQProgram.Budget) {
+        self.program = program
+        self.budget = budget
+        let thread = Thread { [self] in run() }
+        thread.name = "replay.derive-helper"
+        thread.start()
+    }
+
+    /// Every event's outputs, in order, computed by `compute` on the calling thread and by
+    /// the helper, a chunk at a time each.
+    func computeAll(_ events: [InputEvent], _ compute: (InputEvent) -> Computed) -> [Computed] {
+        let shared = Page(events)
+        condition.lock()
+        page = shared
+        condition.broadcast()
+        while let range = take(from: shared) {
+            condition.unlock()
+            for index in range { shared.results[index] = compute(events[index]) }
+            condition.lock()
+        }
+        // Every chunk is taken; the helper may still be computing its last.
+        while shared.helping { condition.wait() }
+        page = nil
+        condition.unlock()
+        return shared.results.map { $0! }
+    }
+
+    /// Ends the thread (its runner ended).
+    func retire() {
+        condition.lock()
+        retired = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next chunk of `page` for the caller, under the lock; `nil` once all are taken.
+    private func take(from page: Page) -> Range<Int>? {
+        guard page.next < page.events.count else { return nil }
+        let range = page.next..<min(page.next + Self.chunk, page.events.count)
+        page.next = range.upperBound
+        return range
+    }
+
+    private func run() {
+        // Only a failure to start jq fails here, since the runner's copy compiled: the
+        // runner then takes every chunk itself.
+        guard let compiled = try? JQProgram(program, budget: budget) else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        while !retired {
+            guard let page, let range = take(from: page) else {
+                condition.wait()
+                continue
+            }
+            page.helping = true
+            condition.unlock()
+            for index in range {
+                page.results[index] = Result { () throws(JQProgram.Failure) in try compiled.run(json: page.events[index].payload) }
+            }
+            condition.lock()
+            page.helping = false
+            chunksHelped += 1
+            condition.broadcast()
+        }
+    }
+}
