@@ -57,10 +57,9 @@ final class ComputeHelper: @unchecked Sendable {
     private let condition = NSCondition()
     private var page: Page?
     private var retired = false
-    /// Chunks the helper computed, since it started.
     private var chunksHelped = 0
 
-    /// Chunks the helper computed, since it started.
+    /// Chunks the helper computed, since it started (a test's proof that it helps).
     var helped: Int {
         condition.lock()
         defer { condition.unlock() }
