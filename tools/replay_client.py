@@ -243,12 +243,13 @@ class ReplayConnection:
                     self._check(verb, words)
 
     def group(self, stream, group, member=None, start="all", ack_wait=None, max_deliver=None, dead_letter=None,
-              max_pending=None):
+              max_pending=None, hashes=False):
         """Joins a consumer group of the stream (created on first use at `start`) and yields
         the events handed to this member, each a GroupEvent with ack() and nack(delay=None):
         acknowledge each, or give it back to be handed out again (to any member). Replies to
         them are read with the next events; a refused one raises ReplayError there. Close the
-        connection to leave: what this member held goes to the others."""
+        connection to leave: what this member held goes to the others. hashes=True: each
+        GroupEvent's `hash` is its hash-chain link."""
         self._sid += 1
         sid = f"py{self._sid}"
         words = [f"group={group}"]
@@ -256,6 +257,8 @@ class ReplayConnection:
                            ("dead_letter", dead_letter), ("max_pending", max_pending)):
             if value is not None:
                 words.append(f"{key}={value}")
+        if hashes:
+            words.append("hash=on")
         self.sock.sendall(f"SUB {stream} {sid} {start} {' '.join(words)}\r\n".encode())
         verb, words, _ = self._frame()
         self._check(verb, words)
@@ -263,7 +266,8 @@ class ReplayConnection:
         while True:
             verb, words, payload = self._frame()
             if verb == "EVENT" and words[2].decode() == sid:
-                yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload, _trace(words))
+                yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload, _trace(words),
+                                 _word(words, b"hash="))
             elif verb in ("+OK", "-ERR") and owed:
                 done, refused = owed.pop(0)
                 if verb == "-ERR" and refused:
@@ -316,10 +320,10 @@ class ReplayConnection:
 class GroupEvent:
     """An event handed to a group member: ack() it once handled, or nack() it back."""
 
-    def __init__(self, conn, sid, owed, stream, seq, time, payload, traceparent=None):
+    def __init__(self, conn, sid, owed, stream, seq, time, payload, traceparent=None, hash=None):
         self._conn, self._sid, self._owed = conn, sid, owed
         self.stream, self.seq, self.time, self.payload = stream, seq, time, payload
-        self.traceparent = traceparent
+        self.traceparent, self.hash = traceparent, hash
 
     def ack(self, then=None, refused=None):
         """Acknowledges this event; `then()` runs once the daemon committed it. A refusal

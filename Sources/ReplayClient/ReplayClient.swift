@@ -224,13 +224,16 @@ public final class ReplayClient: Sendable {
     ///
     /// A stream that completes or fails ends only its part: `onEnd` hears its name and its
     /// failure's message (`nil`: completed), and the subscription goes on until cancelled.
+    /// With `hashes`, each event carries its hash-chain link (`ReplayEvent.hash`).
     public func subscribe(
-        pattern: StreamPattern, from start: StartPosition = .all, group options: GroupOptions? = nil,
+        pattern: StreamPattern, from start: StartPosition = .all, group options: GroupOptions? = nil, hashes: Bool = false,
         onGap: (@Sendable (String, ClosedRange<UInt64>) -> Void)? = nil, onEnd: (@Sendable (String, String?) -> Void)? = nil
     ) async throws -> ReplaySubscription {
         try await subscribe(onGap: onGap, window: nil, spansStreams: true, onEnd: onEnd) { sid in
-            options.map { .subscribePatternGroup(pattern: pattern, sid: sid, start: start, options: $0) }
+            let command: ClientCommand =
+                options.map { .subscribePatternGroup(pattern: pattern, sid: sid, start: start, options: $0) }
                 ?? .subscribePattern(pattern: pattern, sid: sid, start: start)
+            return hashes ? .hashed(command) : command
         }
     }
 
@@ -246,12 +249,15 @@ public final class ReplayClient: Sendable {
     /// the settings `options` names): the result is an `AsyncSequence` of the events handed
     /// to this member. Acknowledge each with `acknowledge(_:)` (that one event) or give it
     /// back with `giveBack(_:delay:)`; what it holds unacknowledged when it ends goes to the
-    /// group's other members.
+    /// group's other members. With `hashes`, each event carries its hash-chain link.
     public func subscribe(
-        _ stream: String, from start: StartPosition = .all, group options: GroupOptions,
+        _ stream: String, from start: StartPosition = .all, group options: GroupOptions, hashes: Bool = false,
         onGap: (@Sendable (ClosedRange<UInt64>) -> Void)? = nil
     ) async throws -> ReplaySubscription {
-        try await subscribe(onGap: Self.ofOneStream(onGap), window: nil) { sid in .subscribeGroup(stream: stream, sid: sid, start: start, options: options) }
+        try await subscribe(onGap: Self.ofOneStream(onGap), window: nil) { sid in
+            let command = ClientCommand.subscribeGroup(stream: stream, sid: sid, start: start, options: options)
+            return hashes ? .hashed(command) : command
+        }
     }
 
     private func subscribe(

@@ -12,7 +12,7 @@ extension CommandParser {
         rest.remove(at: index)
         let subscription = try subscription(rest)
         switch subscription {
-        case .subscribe, .subscribeDurable, .windowed, .hashed: break
+        case .subscribe, .subscribeDurable, .windowed, .hashed(.subscribe), .hashed(.subscribeDurable), .hashed(.windowed): break
         default: throw bad("filter= is for a SUB of one stream, plain, durable or windowed")
         }
         return .needsPayload(.filtered(subscription), size: size)
@@ -58,21 +58,17 @@ extension CommandParser {
     }
 
     static let subscribeUsage =
-        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>] [window=<n>] [hash=on] [filter=<bytes>]"
-        + " | [group=<name> [member=<id>] [ack_wait=<seconds>] [max_deliver=<n> dead_letter=<stream>] [max_pending=<n>]]"
+        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>] [window=<n>] [filter=<bytes>]"
+        + " | [group=<name> [member=<id>] [ack_wait=<seconds>] [max_deliver=<n> dead_letter=<stream>] [max_pending=<n>]] [hash=on]"
 
     /// SUB's words: the target, the id, a start, and either `durable=` or a group's options;
-    /// `hash=on` for a SUB of one stream, plain, durable or windowed.
+    /// `hash=on` for any of them.
     private static func subscription(_ args: [String]) throws(ReplayError) -> ClientCommand {
         guard args.count >= 2 else { throw bad(subscribeUsage) }
         var args = args
         if let index = args.firstIndex(where: { $0.lowercased() == "hash=on" }) {
             args.remove(at: index)
-            let subscription = try subscription(args)
-            switch subscription {
-            case .subscribe, .subscribeDurable, .windowed: return .hashed(subscription)
-            default: throw bad("hash=on is for a SUB of one stream, plain, durable or windowed")
-            }
+            return .hashed(try subscription(args))
         }
         try checkSid(args[1])
         var start: StartPosition?

@@ -85,7 +85,7 @@ struct Subscribe: DaemonCommand {
         let subscription =
             if let pattern = target.pattern {
                 try await client.subscribe(
-                    pattern: pattern, from: start, group: group,
+                    pattern: pattern, from: start, group: group, hashes: json,
                     onGap: { stream, gap in
                         printError("replayctl: gap: events \(gap.lowerBound)...\(gap.upperBound) of '\(stream)' are no longer retained")
                     },
@@ -93,7 +93,7 @@ struct Subscribe: DaemonCommand {
                         printError("replayctl: '\(stream)' " + (failure.map { "failed: \($0)" } ?? "completed"))
                     })
             } else if let group {
-                try await client.subscribe(stream, from: start, group: group, onGap: onGap)
+                try await client.subscribe(stream, from: start, group: group, hashes: json, onGap: onGap)
             } else {
                 try await client.subscribe(stream, from: start, durable: durable, filter: filter, hashes: json, onGap: onGap)
             }

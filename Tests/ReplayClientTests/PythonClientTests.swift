@@ -63,9 +63,9 @@ struct PythonClientTests {
         }
     }
 
-    /// Hash chains from Python: each event's hash when asked (as `sqlite3` shows it),
-    /// `verify()`, and a subscription that meets a changed event raises `corrupt_event`
-    /// after the events before it, rather than waiting forever.
+    /// Hash chains from Python: each event's hash when asked (as `sqlite3` shows it), to a
+    /// subscriber and a group member, `verify()`, and a subscription that meets a changed
+    /// event raises `corrupt_event` after the events before it, rather than waiting forever.
     @Test func pythonReadsHashesVerifiesAndStopsAtACorruptEvent() async throws {
         try await withTemporaryDirectory { directory in
             var daemon = try await TestDaemon.start(in: directory)
@@ -89,6 +89,13 @@ struct PythonClientTests {
                     except replay_client.ReplayError as error:
                         print("stopped", error.code, str(error).split(":")[0])
                     print("broken", conn.verify("h")[0]["broken"]["sequence"])
+                with replay_client.ReplayConnection(sys.argv[2]) as conn:
+                    try:
+                        for job in conn.group("h", "g", hashes=True):
+                            print("job", job.seq, job.hash)
+                            job.ack()
+                    except replay_client.ReplayError as error:
+                        print("job stopped", error.code)
                 """
             let tools = URL(fileURLWithPath: Self.script).deletingLastPathComponent().path
             let result = try await runProgram("/usr/bin/env", ["python3", "-c", program, tools, daemon.socketPath])
@@ -96,7 +103,7 @@ struct PythonClientTests {
             let hashes = stored.stdout.split(separator: "\n").map(String.init)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.hasPrefix("1 \(hashes[0])\n2 \(hashes[1])\nstopped corrupt_event"), "\(result.stdout)")
-            #expect(result.stdout.hasSuffix("broken 3\n"), "\(result.stdout)")
+            #expect(result.stdout.hasSuffix("broken 3\njob 1 \(hashes[0])\njob 2 \(hashes[1])\njob stopped corrupt_event\n"), "\(result.stdout)")
         }
     }
 

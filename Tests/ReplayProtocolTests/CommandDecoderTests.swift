@@ -1,5 +1,6 @@
 import NIOCore
 import NIOTestUtils
+import ReplayModel
 import Testing
 
 @testable import ReplayProtocol
@@ -147,6 +148,22 @@ struct CommandDecoderTests {
             }
         }
     }
+
+    /// `hash=on` goes with any SUB; a read-time filter still reads one stream only.
+    @Test func hashOnGoesWithEverySubButAFilterStaysOnOneStream() throws {
+        #expect(
+            try decodeAll("SUB orders/* p1 hash=on\nSUB jobs g1 group=w hash=on\n") == [
+                .command(.hashed(.subscribePattern(pattern: try StreamPattern.parse("orders/*").get(), sid: "p1", start: .all))),
+                .command(.hashed(.subscribeGroup(stream: "jobs", sid: "g1", start: .all, options: GroupOptions(group: "w")))),
+            ])
+        for line in ["SUB orders/* p2 hash=on filter=1\n.\n", "SUB jobs g2 group=w hash=on filter=1\n.\n"] {
+            guard case .invalid(let error)? = try decodeAll(line).first else {
+                Issue.record("\(line) was taken")
+                continue
+            }
+            #expect(error.message.contains("filter= is for a SUB of one stream"), "\(error.message)")
+        }
+    }
 }
 
 struct SplitMix: RandomNumberGenerator {
@@ -159,4 +176,5 @@ struct SplitMix: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
 }

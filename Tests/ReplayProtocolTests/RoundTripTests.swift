@@ -57,6 +57,12 @@ struct RoundTripTests {
             .derive(
                 stream: "big", definition: #"{"from":["orders"],"jq":"select(.amount > 100)"}"#, options: DeriveOptions(capacity: .count(9), rebuild: true)),
             .derivations, .backup(path: "/var/backups/replay.sqlite"),
+            .hashed(.subscribe(stream: "s", sid: "h", start: .all)),
+            .hashed(.windowed(.subscribeDurable(stream: "s", sid: "hw", start: .new, consumer: "audit"), window: 8)),
+            .filtered(.hashed(.subscribe(stream: "s", sid: "hf", start: .all)), program: "."),
+            .hashed(.subscribePattern(pattern: try StreamPattern.parse("orders/*").get(), sid: "hp", start: .all)),
+            .hashed(.subscribeGroup(stream: "s", sid: "hg", start: .all, options: GroupOptions(group: "workers", maxPending: 4))),
+            .hashed(.subscribePatternGroup(pattern: try StreamPattern.parse("jobs/**").get(), sid: "hpg", start: .new, options: GroupOptions(group: "w"))),
         ]
         var buffer = ByteBuffer()
         for command in commands { command.write(into: &buffer) }

@@ -182,6 +182,65 @@ struct IntegrityTests {
         }
     }
 
+    /// Group members (writer-framed hand-outs and those the member reads itself, from the
+    /// ring and, after a restart, from the store), pattern subscribers and their groups get
+    /// each event's hash when they ask; an SSE reader gets the link of each `data` event's
+    /// last event in the `control` event after it.
+    @Test func groupMembersPatternSubscribersAndSSEReadersGetTheHashes() async throws {
+        try await withTemporaryDirectory { directory in
+            var daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            var client = try await ReplayClient.connect(to: daemon.socketPath)
+            // Three large payloads pass the megabyte the writer frames for one hand-out: the
+            // member reads the last event itself, through the cursor.
+            let big = String(repeating: "x", count: 700_000)
+            for payload in ["j1", "j2", big, big, big] { _ = try await client.publish("jobs/a", payload) }
+            let stored = try await runProgram(
+                "/usr/bin/sqlite3", [daemon.databasePath, "SELECT hash FROM events WHERE stream = 'jobs/a' ORDER BY seq"])
+            let hashes = stored.stdout.split(separator: "\n").map(String.init)
+            #expect(hashes.count == 5)
+            guard case .success(let pattern) = StreamPattern.parse("jobs/*") else { throw TestFailure("a valid pattern") }
+
+            #expect(try await handedOut(client.subscribe("jobs/a", group: GroupOptions(group: "ring", maxPending: 10), hashes: true)) == hashes)
+            var matched: [String] = []
+            for try await event in try await client.subscribe(pattern: pattern, hashes: true) {
+                matched.append(event.hash?.hex ?? "none")
+                if matched.count == 5 { break }
+            }
+            #expect(matched == hashes)
+            var unasked: [EventHash?] = []
+            for try await event in try await client.subscribe(pattern: pattern) {
+                unasked.append(event.hash)
+                if unasked.count == 5 { break }
+            }
+            #expect(unasked == [nil, nil, nil, nil, nil])
+            await client.close()
+            await daemon.stop()
+
+            // From the store, after a restart (the ring is empty).
+            daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0"])
+            client = try await ReplayClient.connect(to: daemon.socketPath)
+            #expect(try await handedOut(client.subscribe("jobs/a", group: GroupOptions(group: "store", maxPending: 10), hashes: true)) == hashes)
+            #expect(try await handedOut(client.subscribe(pattern: pattern, group: GroupOptions(group: "pattern"), hashes: true)) == hashes)
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            let sse = try await http.stream("/v1/stream/jobs/a?offset=-1&live=sse") { $0.contains("\"upToDate\":true") }
+            let text = String(decoding: sse.body, as: UTF8.self)
+            #expect(text.contains("\"replayChainHash\":\"\(hashes[4])\""), "\(text.suffix(300))")
+            await client.close()
+            await daemon.stop()
+        }
+    }
+
+    /// The hashes of a group member's first five events, each acknowledged.
+    private func handedOut(_ member: ReplaySubscription) async throws -> [String] {
+        var handed: [String] = []
+        for try await event in member {
+            handed.append(event.hash?.hex ?? "none")
+            try await member.acknowledge(event)
+            if handed.count == 5 { break }
+        }
+        return handed
+    }
+
     @Test func onPostgreSQLAnEditedEventIsNamedByVerify() async throws {
         try await TestPostgres.withDatabase { url in
             try await withDaemon(database: url) { daemon in

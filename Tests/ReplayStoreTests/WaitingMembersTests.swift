@@ -136,9 +136,9 @@ struct WaitingMembersTests {
     func aHandOutsEventsAreReadByTheWriterForItsMemberUpToABudget(kind: StoreKind) async throws {
         try await withJobs(kind) { store in
             _ = try await store.appendAll(["one", "two", "three", "four"], to: "jobs")
-            let taken = Locked<[(UInt64, String)]>([])
-            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload, _ in
-                taken.withLock { $0.append((sequence, String(decoding: payload, as: UTF8.self))) }
+            let taken = Locked<[(UInt64, String, Int?)]>([])
+            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload, _, hash in
+                taken.withLock { $0.append((sequence, String(decoding: payload, as: UTF8.self), hash?.count)) }
             }
             let handout = try await withCheckedContinuation { continuation in
                 store.group(
@@ -151,6 +151,7 @@ struct WaitingMembersTests {
             case .sqlite:
                 #expect(handout.read == 2, "'one' and 'two' reach the budget of 6 bytes")
                 #expect(taken.value.map(\.0) == [1, 2] && taken.value.map(\.1) == ["one", "two"])
+                #expect(taken.value.map(\.2) == [32, 32], "each with its hash-chain link")
             case .postgres:
                 #expect(handout.read == 0 && taken.value.isEmpty)
             }

@@ -87,7 +87,9 @@ extension Connection {
 
     /// A group member: joins the group now, in command order, answers, and only once `+OK`
     /// is written asks for work.
-    func join(_ stream: String, sid: String, start: StartPosition, options: GroupOptions, slot: ReplyOrder.Slot) {
+    func join(
+        _ stream: String, sid: String, start: StartPosition, options: GroupOptions, hashes: Bool = false, slot: ReplyOrder.Slot
+    ) {
         let joined = SubscriptionStart(context: context).join(stream, start, options)
         let phase = SubscriptionPhase(stream: stream)
         // Unique across connections and daemons unless the client names it.
@@ -115,7 +117,7 @@ extension Connection {
                     await GroupMember(
                         stream: stream, sid: sid, group: options.group, member: member,
                         maxPending: options.maxPending ?? GroupOptions.defaultMaxPending, deadLetter: settings.deadLetter, hub: hub,
-                        context: context, phase: phase, output: MemberOutput(router: replies.sink)
+                        context: context, phase: phase, output: MemberOutput(router: replies.sink), hashes: hashes
                     ).run()
                 }
                 return ConnectionState.Running(task: task, phase: phase, group: (options.group, member, options.deadLetter, nil))
@@ -128,7 +130,9 @@ extension Connection {
     /// with nothing changed, if one of them has other settings; a stream created later joins
     /// the group from its first event. One `GroupMember` per stream, under one sid: each
     /// holds up to `max_pending` of its stream's events.
-    func join(_ pattern: StreamPattern, sid: String, start: StartPosition, options: GroupOptions, slot: ReplyOrder.Slot) {
+    func join(
+        _ pattern: StreamPattern, sid: String, start: StartPosition, options: GroupOptions, hashes: Bool = false, slot: ReplyOrder.Slot
+    ) {
         let begun = PatternSubscription.start(pattern, start, hubs: context.hubs)
         // The settings are checked first against every matching stream's group, so that a
         // conflict refuses the SUB before any group is created.
@@ -168,7 +172,8 @@ extension Connection {
                         await GroupMember(
                             stream: hub.name, sid: sid, group: options.group, member: member,
                             maxPending: options.maxPending ?? GroupOptions.defaultMaxPending, deadLetter: options.deadLetter, hub: hub,
-                            context: context, phase: SubscriptionPhase(stream: hub.name), output: MemberOutput(router: replies.sink)
+                            context: context, phase: SubscriptionPhase(stream: hub.name), output: MemberOutput(router: replies.sink),
+                            hashes: hashes
                         ).run()
                     }
                     await withTaskGroup(of: Void.self) { members in

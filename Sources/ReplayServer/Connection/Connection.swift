@@ -180,8 +180,14 @@ final class Connection: Sendable {
             giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
         case .subscribeGroup(let stream, let sid, let start, let options):
             join(stream, sid: sid, start: start, options: options, slot: slot)
+        case .hashed(.subscribeGroup(let stream, let sid, let start, let options)):
+            join(stream, sid: sid, start: start, options: options, hashes: true, slot: slot)
         case .subscribePatternGroup(let pattern, let sid, let start, let options):
             join(pattern, sid: sid, start: start, options: options, slot: slot)
+        case .hashed(.subscribePatternGroup(let pattern, let sid, let start, let options)):
+            join(pattern, sid: sid, start: start, options: options, hashes: true, slot: slot)
+        case .hashed(.subscribePattern(let pattern, let sid, let start)):
+            subscribe(pattern, sid: sid, start: start, hashes: true, slot: slot, output: output)
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
@@ -289,9 +295,11 @@ final class Connection: Sendable {
 
     /// A pattern's subscription: its streams and their starts are fixed now, in command
     /// order; it delivers once its `+OK` is written.
-    private func subscribe(_ pattern: StreamPattern, sid: String, start: StartPosition, slot: ReplyOrder.Slot, output: SubscriberOutput) {
+    private func subscribe(
+        _ pattern: StreamPattern, sid: String, start: StartPosition, hashes: Bool = false, slot: ReplyOrder.Slot, output: SubscriberOutput
+    ) {
         let begun = PatternSubscription.start(pattern, start, hubs: context.hubs)
-        let subscription = PatternSubscription(pattern: pattern, sid: sid, context: context, output: output)
+        let subscription = PatternSubscription(pattern: pattern, sid: sid, context: context, output: output, hashes: hashes)
         let phase = SubscriptionPhase(stream: pattern.description)
         let started = state.withLock { state in
             state.started(sid) { token in

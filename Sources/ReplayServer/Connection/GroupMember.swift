@@ -30,6 +30,8 @@ struct GroupMember: Sendable {
     let context: ServerContext
     let phase: SubscriptionPhase
     let output: MemberOutput
+    /// Whether each event carries its hash-chain link (`SUB … group=<name> hash=on`).
+    var hashes = false
 
     /// Delivers until the task is cancelled (UNSUB, the connection's end), the stream is
     /// deleted or ends with nothing left to hand out, or the connection fails.
@@ -52,7 +54,7 @@ struct GroupMember: Sendable {
             }
         }
         let log = PooledStore(store: context.store, reads: context.reads)
-        let framed = FramedHandout(stream: stream, sid: sid, delivery: delivery)
+        let framed = FramedHandout(stream: stream, sid: sid, delivery: delivery, hashes: hashes)
         do {
             while !Task.isCancelled {
                 phase.enter(.parked(after: hub.info.lastSequence))
@@ -159,14 +161,15 @@ struct GroupMember: Sendable {
         for run in sequences.consecutiveRuns {
             let (first, through) = (run.lowerBound, run.upperBound)
             var cursor = LogCursor(
-                hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, delivery: delivery), from: first, liveAfter: .max,
+                hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, delivery: delivery, hashes: hashes), from: first,
+                liveAfter: .max,
                 retry: .untilCancelled)
             while cursor.next <= through {
                 let limit = Int(through - cursor.next + 1)
                 switch try await cursor.move(limit: limit, byteBudget: Subscription.pageBytes) {
                 case .ring(let entries):
                     delivery?.delivered(entries)
-                    try await Subscription.send(entries, stream: stream, sid: sid, output: output, hub: hub)
+                    try await Subscription.send(entries, stream: stream, sid: sid, output: output, hub: hub, hashes: hashes)
                 case .stored(let page):
                     hub.delivered(events: page.events, bytes: page.payloadBytes)
                     try await output.write(page.body)
@@ -212,13 +215,15 @@ final class FramedHandout: Sendable {
     private let frames = Locked((body: ByteBuffer(), bytes: 0))
     let reader: HandoutReader
 
-    init(stream: String, sid: String, delivery: TracedDelivery?) {
+    init(stream: String, sid: String, delivery: TracedDelivery?, hashes: Bool) {
         let frames = self.frames
-        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload, trace in
+        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload, trace, hash in
             delivery?.delivered(sequence, trace: trace)
+            let hash = hashes ? hash.flatMap(EventHash.init(bytes:)) : nil
             frames.withLock { frames in
                 ServerFrame.writeEvent(
-                    stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, into: &frames.body)
+                    stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, hash: hash,
+                    into: &frames.body)
                 frames.bytes += payload.count
             }
         }

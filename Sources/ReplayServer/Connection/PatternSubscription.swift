@@ -21,6 +21,8 @@ struct PatternSubscription: Sendable {
     let sid: String
     let context: ServerContext
     let output: SubscriberOutput
+    /// Whether each event carries its hash-chain link (`SUB orders/* s1 hash=on`).
+    var hashes = false
 
     /// The streams matching when the SUB was taken, with their starts, and the watch
     /// that reports the streams created since.
@@ -65,7 +67,8 @@ struct PatternSubscription: Sendable {
         defer { lease.dispose() }
         let log = PooledStore(store: context.store, reads: context.reads)
         await Subscription(
-            stream: hub.name, sid: sid, hub: hub, log: log, phase: SubscriptionPhase(stream: hub.name), output: output, tracer: context.tracer
+            stream: hub.name, sid: sid, hub: hub, log: log, phase: SubscriptionPhase(stream: hub.name), output: output, hashes: hashes,
+            tracer: context.tracer
         )
         .run(from: point.next, liveAfter: point.liveAfter)
     }

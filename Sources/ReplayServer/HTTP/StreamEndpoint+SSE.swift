@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import ReplayModel
 import ReplayStore
 
 /// SSE (Durable Streams PROTOCOL.md §5.8): `data` events carry the events (text, or base64 for binary
@@ -56,9 +57,10 @@ struct DurableStreamsFeed: SSEFeed {
             tracer.delivered(chunk.traces, of: cursor.watched.hub.name)
         }
         let closed = chunk.terminal != nil
+        let hash = chunk.lastHash.flatMap { $0.sequence == cursor.position ? $0.hash : nil }
         SSEFrame.control(
             next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),
-            upToDate: chunk.upToDate, closed: closed, into: &buffer)
+            upToDate: chunk.upToDate, closed: closed, hash: hash, into: &buffer)
         if closed { return (buffer, .end) }
         guard chunk.upToDate else { return (buffer, .read) }
         guard let deadline else { return (buffer, .wait(keepAlive)) }
@@ -136,9 +138,13 @@ enum SSEFrame {
         buffer.writeString("event: traceparents\ndata:[\(items.joined(separator: ","))]\n\n")
     }
 
-    static func control(next: UInt64, cursor: UInt64?, upToDate: Bool, closed: Bool, into buffer: inout ByteBuffer) {
+    /// The `control` event after a chunk. `hash`: the hash-chain link of the chunk's last
+    /// event (the one `streamNextOffset` is after), as `replayChainHash`, an extension field
+    /// that clients which do not know it skip, as they do a JSON object's unknown keys.
+    static func control(next: UInt64, cursor: UInt64?, upToDate: Bool, closed: Bool, hash: EventHash?, into buffer: inout ByteBuffer) {
         var json = "{\"streamNextOffset\":\"\(StreamOffset.text(after: next))\""
         if let cursor { json += ",\"streamCursor\":\"\(cursor)\"" }
+        if let hash { json += ",\"replayChainHash\":\"\(hash.hex)\"" }
         if upToDate || closed { json += ",\"upToDate\":true" }
         if closed { json += ",\"streamClosed\":true" }
         json += "}"

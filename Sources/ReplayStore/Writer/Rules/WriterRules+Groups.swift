@@ -124,9 +124,9 @@ extension WriterRules {
             guard bytes < reader.byteBudget else { break }
             var expected = run.lowerBound
             let segments = LogSegments(of: record, from: run.lowerBound, through: run.upperBound) { catalog[$0] }
-            try forEachIntactEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace, _ in
+            try forEachIntactEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace, hash in
                 guard sequence == expected else { return }
-                reader.take(sequence, time, payload, trace)
+                reader.take(sequence, time, payload, trace, hash)
                 expected += 1
                 bytes += payload.count
             }
