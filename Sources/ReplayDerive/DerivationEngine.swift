@@ -105,7 +105,7 @@ public final class DerivationEngine {
 
     /// A stateless program's outputs for one event, before skip, take and distinct.
     public func compute(_ event: InputEvent) -> Result<[Data], JQProgram.Failure> {
-        Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) }
+        program.result(json: event.payload)
     }
 
     /// `feed` for a stateless program, with the event's outputs already computed: skip,

@@ -99,6 +99,12 @@ public final class JQProgram {
         try run(Self.parse(input))
     }
 
+    /// `run(json:)` with its failure as a value: what a stateless derivation keeps for each
+    /// event it computes ahead of the engine (`DerivationEngine.compute`, `ComputeHelper`).
+    public func result(json input: some ContiguousBytes) -> Result<[Data], Failure> {
+        Result { () throws(Failure) in try run(json: input) }
+    }
+
     /// Runs the program on a value built from parts (scan's `{state, event, stream, seq}`).
     func run(_ input: JQValue) throws(Failure) -> [Data] {
         var outputs: [Data] = []

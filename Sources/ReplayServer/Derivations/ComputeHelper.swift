@@ -123,7 +123,7 @@ final class ComputeHelper: @unchecked Sendable {
             page.helping = true
             condition.unlock()
             for index in range {
-                page.results[index] = Result { () throws(JQProgram.Failure) in try compiled.run(json: page.events[index].payload) }
+                page.results[index] = compiled.result(json: page.events[index].payload)
             }
             condition.lock()
             page.helping = false
