@@ -85,6 +85,33 @@ struct HashChainTests {
         }
     }
 
+    /// A stream checked in ranges at once gives one thread's report: whole, or broken at
+    /// the first bad event though a later range breaks too; an event missing at a range's
+    /// end is named as missing.
+    @Test(arguments: StoreKind.allCases) func verifyingInRangesAtOnceGivesOneThreadsReport(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { location in
+            let store = try openStore(location, autoCreate: .unlimited)
+            defer { store.close() }
+            _ = try await store.appendAll((1...20).map { "e\($0)" }, to: "s")
+            let whole = try store.verify("s", parts: 1)
+            #expect(whole.isIntact && whole.events == 20)
+            #expect(try store.verify("s", parts: 4, eventsPerPart: 2) == whole)
+            #expect(try store.verify("s", through: 12, parts: 4, eventsPerPart: 2) == store.verify("s", through: 12, parts: 1))
+
+            // Ranges of five: 1-5, 6-10, 11-15, 16-20.
+            try await edit(store, kind, payload: "E17", stream: "s", sequence: 17)
+            try await edit(store, kind, payload: "E13", stream: "s", sequence: 13)
+            let one = try store.verify("s", parts: 1)
+            #expect(one.broken?.sequence == 13 && one.events == 12)
+            #expect(try store.verify("s", parts: 4, eventsPerPart: 2) == one)
+
+            try await remove(store, kind, stream: "s", sequence: 5)
+            #expect(try store.verify("s", parts: 1).broken?.sequence == 6)
+            let ranges = try store.verify("s", parts: 4, eventsPerPart: 2)
+            #expect(ranges.broken == ChainReport.Break(sequence: 5, expected: "an event", found: "none") && ranges.events == 4)
+        }
+    }
+
     /// Retention removes events, not the chain: the base holds the last removed hash, so
     /// reads from the new start check, across restarts; a fork goes on from its source's
     /// chain; a reset keeps the chain going.
