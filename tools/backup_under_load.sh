@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# A backup taken while four publishers write at full rate, against the same window with no
+# A backup taken while PUBLISHERS write at full rate, against the same window with no
 # backup and with `VACUUM INTO` (sqlite3) instead: each run's length, the publish rate
 # during it, and the commit latency's p99 and maximum from replayd's own histogram
-# (/metrics, bucket bounds). Each stream is capped at 1,000,000 events, so the file stays
-# the same size from run to run (about 500 MB with the fill).
-#   tools/backup_under_load.sh [ROUNDS]      (needs a release build: swift build -c release)
+# (/metrics, bucket bounds). The database first holds FILL events of 100 bytes; each
+# publisher's stream is capped at 1,000,000 events, so the file stays the same size from
+# run to run.
+#   tools/backup_under_load.sh [ROUNDS [PUBLISHERS [FILL]]]   (defaults 2, 8, 10000000;
+#   needs a release build: swift build -c release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
+publishers=${2:-8}
+fill=${3:-10000000}
 bin=.build/release
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
@@ -21,11 +25,12 @@ block = ('$1' * 99 + '\n') * 10000
 try:
     for _ in range($2): sys.stdout.write(block)
 except BrokenPipeError: pass"; }
-lines y 100 | "$bin/replayctl" send fill -q --socket "$work/s.sock"
+"$bin/replayctl" create fill --capacity unlimited --socket "$work/s.sock" >/dev/null
+lines y $((fill / 10000)) | "$bin/replayctl" send fill -q --socket "$work/s.sock"
 snapshot() { curl -s "127.0.0.1:$port/metrics" | grep -E '^replay_commit_duration_seconds_bucket|^replay_events_published_total' >"$1"; }
 measure() {
   local method=$1 load=()
-  for i in 1 2 3 4; do
+  for i in $(seq 1 "$publishers"); do
     (lines x 1000000 | "$bin/replayctl" send "load$i" -q --socket "$work/s.sock" 2>/dev/null || true) &
     load+=($!)
   done
