@@ -13,15 +13,18 @@ public struct EventHash: Sendable, Hashable, CustomStringConvertible {
         self.words = words
     }
 
-    /// `nil` unless `bytes` holds exactly 32 bytes.
+    /// `nil` unless `bytes` holds exactly 32 bytes. Inlinable, as `withUnsafeBytes` and `==`
+    /// are: the store's reads take each event's hash through them, once per event.
+    @inlinable
     public init?(bytes: UnsafeRawBufferPointer) {
         guard bytes.count == 32 else { return nil }
-        words = (
-            UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-            UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-            UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
-            UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
-        )
+        self.init(
+            words: (
+                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            ))
     }
 
     /// `nil` unless `hex` is 64 hexadecimal digits (either case).
@@ -37,6 +40,7 @@ public struct EventHash: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The 32 bytes, valid only during `body`.
+    @inlinable
     public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         var bigEndian = (words.0.bigEndian, words.1.bigEndian, words.2.bigEndian, words.3.bigEndian)
         return try Swift.withUnsafeBytes(of: &bigEndian, body)
@@ -55,6 +59,7 @@ public struct EventHash: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { hex }
 
+    @inlinable
     public static func == (lhs: EventHash, rhs: EventHash) -> Bool {
         lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
     }
