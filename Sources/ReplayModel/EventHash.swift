@@ -49,12 +49,19 @@ public struct EventHash: Sendable, Hashable, CustomStringConvertible {
     /// The 32 bytes as an array (for a database's blob column).
     public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
-    /// 64 lowercase hexadecimal digits, as every door shows a hash.
+    /// 64 lowercase hexadecimal digits, as every door shows a hash: written into the
+    /// string's own storage, its one allocation (an SSE response writes one per chunk).
     public var hex: String {
-        [words.0, words.1, words.2, words.3].map { word in
-            let digits = String(word, radix: 16)
-            return String(repeating: "0", count: 16 - digits.count) + digits
-        }.joined()
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 64) { text in
+            withUnsafeBytes { bytes in
+                for (index, byte) in bytes.enumerated() {
+                    text[2 * index] = digits.utf8Start[Int(byte >> 4)]
+                    text[2 * index + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                }
+            }
+            return 64
+        }
     }
 
     public var description: String { hex }
