@@ -70,10 +70,14 @@ struct StreamRequest {
         operation = Self.operation(method, headers)
     }
 
+    /// Where the subscription routes begin, under the streams' prefix (made once: every
+    /// POST's path is compared with it).
+    private static let subscriptionsPrefix = SubscriptionRoutes.root + "/"
+
     /// The request at `path`, if it is one of a stream (`nil` for a subscription's route,
     /// which shares the prefix).
     static func at(_ path: some StringProtocol, method: HTTPRequest.Method, fields: HTTPFields) throws(HTTPProblem) -> StreamRequest? {
-        guard path.hasPrefix(StreamEndpoint.prefix), !path.hasPrefix(SubscriptionRoutes.root + "/") else { return nil }
+        guard path.hasPrefix(StreamEndpoint.prefix), !path.hasPrefix(Self.subscriptionsPrefix) else { return nil }
         return try StreamRequest(method: method, raw: path.dropFirst(StreamEndpoint.prefix.count), fields: fields)
     }
 

@@ -65,6 +65,9 @@ struct WriterRules<DB: LogTransaction> {
     /// Derivations as this transaction leaves them, by their derived stream's id.
     var derivationChanges: [Int64: Derivation] = [:]
     var completions: [@Sendable () -> Void] = []
+    /// Stream writes' completions (every HTTP append is one) and their results, kept as
+    /// they are: a closure over the two, as `completions` holds, is an allocation per write.
+    var streamWrites: [(done: WriteRequest.Completion<StreamWriteOutcome>, result: Result<StreamWriteOutcome, StoreError>)] = []
     /// The results of `appendToSink` and `atomic` requests, told to their sinks once per batch.
     var sinks = SinkResults()
     /// Events and payload bytes appended, for the metrics.
@@ -120,6 +123,7 @@ struct WriterRules<DB: LogTransaction> {
         producerChanges = [:]
         derivationChanges = [:]
         completions = []
+        streamWrites = []
         sinks = SinkResults()
         appendedEvents = 0
         appendedBytes = 0
@@ -209,7 +213,7 @@ struct WriterRules<DB: LogTransaction> {
         case .atomic(let events, let sink, let token):
             sinks.add(sink, try appendAtomically(events, token: token))
         case .streamWrite(let write, let done):
-            complete(done, try perform(write))
+            streamWrites.append((done, try perform(write)))
         case .openConsumer(let name, let consumer, let first, let done):
             complete(done, try openConsumer(consumer, of: name, first: first))
         case .acknowledge(let name, let consumer, let sequence, let done):
@@ -312,6 +316,7 @@ struct WriterRules<DB: LogTransaction> {
         listeners.notify(commitBatch)
         sinks.deliver()
         waiting.settle(answered: answeredWaiters, waiting: retriedWaiters + newWaiters)
+        for write in streamWrites { write.done(write.result) }
         for completion in completions { completion() }
     }
 
