@@ -173,26 +173,21 @@ final class Connection: Sendable {
         }
         // A PUB that followed other commands through this task (see CommandRouter).
         if context.store.submitPublish(command, sink: replies.sink, token: slot, tracer: context.tracer) { return }
-        switch command {
+        // A SUB's window and `hash=on` are wrappers around it: taken off once, for every kind.
+        let (plain, window, hashes) = Self.parts(of: command)
+        switch plain {
         case .ack(let sid, let sequence, let stream):
             acknowledge(sid: sid, sequence: sequence, stream: stream, slot: slot)
         case .nack(let sid, let sequence, let stream, let delay):
             giveBack(sid: sid, sequence: sequence, stream: stream, delay: delay ?? 0, slot: slot)
         case .subscribeGroup(let stream, let sid, let start, let options):
-            join(stream, sid: sid, start: start, options: options, slot: slot)
-        case .hashed(.subscribeGroup(let stream, let sid, let start, let options)):
-            join(stream, sid: sid, start: start, options: options, hashes: true, slot: slot)
+            join(stream, sid: sid, start: start, options: options, hashes: hashes, slot: slot)
         case .subscribePatternGroup(let pattern, let sid, let start, let options):
-            join(pattern, sid: sid, start: start, options: options, slot: slot)
-        case .hashed(.subscribePatternGroup(let pattern, let sid, let start, let options)):
-            join(pattern, sid: sid, start: start, options: options, hashes: true, slot: slot)
-        case .hashed(.subscribePattern(let pattern, let sid, let start)):
-            subscribe(pattern, sid: sid, start: start, hashes: true, slot: slot, output: output)
+            join(pattern, sid: sid, start: start, options: options, hashes: hashes, slot: slot)
         case .unsubscribe:
             // The state machine freed the id and handed back the task, cancelled above.
             replies.fill(slot, with: .ok)
-        case .subscribe, .subscribeDurable, .windowed, .hashed:
-            let (plain, window, hashes) = Self.parts(of: command)
+        case .subscribe, .subscribeDurable:
             subscribe(plain, credit: window.map(SubscriptionCredit.init(window:)), hashes: hashes, slot: slot, output: output)
         case .filtered(let subscription, let program):
             let filter: EventFilter
@@ -203,8 +198,10 @@ final class Connection: Sendable {
                 if let sid = Self.sid(of: subscription) { state.withLock { $0.subscriptionEnded(sid) } }
                 return replies.fill(slot, with: .error(ReplayError(.invalidConfig, "the filter is refused: \(error.message)")))
             }
-            let (plain, window, hashes) = Self.parts(of: subscription)
-            subscribe(plain, credit: window.map(SubscriptionCredit.init(window:)), filter: filter, hashes: hashes, slot: slot, output: output)
+            let inner = Self.parts(of: subscription)
+            subscribe(
+                inner.plain, credit: inner.window.map(SubscriptionCredit.init(window:)), filter: filter, hashes: inner.hashes, slot: slot,
+                output: output)
         case .more(let sid, let count):
             guard let credit = state.withLock({ $0.running(sid)?.credit }) else {
                 return replies.fill(slot, with: .error(ReplayError(.badCommand, "subscription '\(sid)' has no window (SUB … window=<n>) to grant")))
@@ -212,7 +209,7 @@ final class Connection: Sendable {
             credit.give(count)
             replies.fill(slot, with: .ok)
         case .subscribePattern(let pattern, let sid, let start):
-            subscribe(pattern, sid: sid, start: start, slot: slot, output: output)
+            subscribe(pattern, sid: sid, start: start, hashes: hashes, slot: slot, output: output)
         case .backup(let path):
             backUp(to: path, slot: slot)
         case .verify(let streams, let through):
@@ -238,8 +235,8 @@ final class Connection: Sendable {
         }
     }
 
-    /// A SUB of one stream as its plain or durable SUB, its window, and whether its events
-    /// carry their hashes (the wrappers the parser put around it, in any order).
+    /// A command without the wrappers the parser may put around a SUB, in any order: its
+    /// window and whether its events carry their hashes (any other command as it is).
     private static func parts(of command: ClientCommand) -> (plain: ClientCommand, window: Int?, hashes: Bool) {
         switch command {
         case .windowed(let inner, let window):

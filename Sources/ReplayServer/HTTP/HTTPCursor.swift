@@ -38,6 +38,12 @@ struct HTTPCursor: Sendable {
         /// none was read, it has none, or the chunk was cut before it.
         var lastHash: (sequence: UInt64, hash: EventHash)?
 
+        /// The hash-chain link of event `sequence` if the chunk ends with it (a response's
+        /// `Replay-Chain-Hash`, an SSE control event's `replayChainHash`).
+        func hash(endingAt sequence: UInt64) -> EventHash? {
+            lastHash.flatMap { $0.sequence == sequence ? $0.hash : nil }
+        }
+
         var isEmpty: Bool { sizes.isEmpty }
 
         /// Each event's payload, as a slice of `bytes`.

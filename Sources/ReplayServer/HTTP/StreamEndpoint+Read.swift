@@ -144,7 +144,7 @@ extension StreamEndpoint {
             return Response(status: .noContent, headers: fields)
         }
         addTraces(chunk.traces, of: info.name, to: &fields)
-        if let last = chunk.lastHash, last.sequence == next { fields[.replayChainHash] = last.hash.hex }
+        if let hash = chunk.hash(endingAt: next) { fields[.replayChainHash] = hash.hex }
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 
@@ -198,7 +198,7 @@ extension StreamEndpoint {
             return Response(status: .notModified, headers: fields)
         }
         addTraces(chunk.traces, of: info.name, to: &fields)
-        if let last = chunk.lastHash, last.sequence == next { fields[.replayChainHash] = last.hash.hex }
+        if let hash = chunk.hash(endingAt: next) { fields[.replayChainHash] = hash.hex }
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 

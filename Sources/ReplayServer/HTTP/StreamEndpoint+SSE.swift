@@ -57,10 +57,9 @@ struct DurableStreamsFeed: SSEFeed {
             tracer.delivered(chunk.traces, of: cursor.watched.hub.name)
         }
         let closed = chunk.terminal != nil
-        let hash = chunk.lastHash.flatMap { $0.sequence == cursor.position ? $0.hash : nil }
         SSEFrame.control(
             next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),
-            upToDate: chunk.upToDate, closed: closed, hash: hash, into: &buffer)
+            upToDate: chunk.upToDate, closed: closed, hash: chunk.hash(endingAt: cursor.position), into: &buffer)
         if closed { return (buffer, .end) }
         guard chunk.upToDate else { return (buffer, .read) }
         guard let deadline else { return (buffer, .wait(keepAlive)) }
