@@ -9,6 +9,8 @@ As a library:
         conn.publish("account-7", [b"opened"], expect=0)            # only onto an empty stream
         conn.publish("payments", [b"p"], producer="billing", epoch=1, pseq=0)   # retry-safe
         conn.publish("orders", [b"o"], trace="00-4bf9...4736-00f0...02b7-01")   # W3C trace context
+        conn.publish("customers", [b'{"tier":"gold"}'], key="customer-7")       # a keyed event
+        conn.get("customers", "customer-7")                          # its newest event, or None
         conn.publish_atomically([("a", b"x", None), ("b", b"y", 4)])   # all or none
         for event in conn.subscribe("orders", durable="mailer", count=1):
             print(event.seq)                                         # acknowledged when the next is asked for
@@ -41,8 +43,9 @@ import time
 from collections import namedtuple
 
 # `traceparent`: the W3C trace context its publisher gave, or None; `hash`: its hash-chain
-# link (64 hex digits) for a subscription that asked (`hashes=True`), else None.
-Event = namedtuple("Event", "stream sid seq time payload traceparent hash", defaults=(None, None))
+# link (64 hex digits) for a subscription that asked (`hashes=True`), else None; `key`: the
+# key its publisher gave, or None.
+Event = namedtuple("Event", "stream sid seq time payload traceparent hash key", defaults=(None, None, None))
 
 
 def _word(words, key):
@@ -55,6 +58,12 @@ def _word(words, key):
 
 def _trace(words):
     return _word(words, b"trace=")
+
+
+def _annotations(trace, key):
+    """A PUB's key= and trace= words (each with its space), or nothing."""
+    words = b"" if key is None else b"key=%s " % key.encode()
+    return words + (b"" if trace is None else b"trace=%s " % trace.encode())
 
 
 def _stopped(words):
@@ -151,17 +160,18 @@ class ReplayConnection:
         data = payload.encode() if isinstance(payload, str) else payload
         return b"PUB %s %s%d\r\n%s\r\n" % (stream.encode(), options, len(data), data)
 
-    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0, trace=None):
+    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0, trace=None, key=None):
         """Publishes every payload (bytes or str) pipelined; returns their sequence numbers.
 
         expect=SEQ: one atomic send, stored only if the stream's last sequence number is SEQ
         (0: empty or new), else ReplayError("wrong_last_seq", ...).
         producer=ID: an idempotent producer's events, pseqs from `pseq` in `epoch`: a retry
         of committed ones is answered with their original sequence numbers.
-        trace=TRACEPARENT: the events' W3C trace context, given back to their readers."""
+        trace=TRACEPARENT: the events' W3C trace context, given back to their readers.
+        key=KEY: the events' key (an empty payload is the key's tombstone)."""
         if expect is not None:
-            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)], trace=trace)
-        traced = b"" if trace is None else b"trace=%s " % trace.encode()
+            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)], trace=trace, key=key)
+        traced = _annotations(trace, key)
         out = bytearray()
         for index, payload in enumerate(payloads):
             options = b"" if producer is None else b"producer=%s epoch=%d pseq=%d " % (producer.encode(), epoch, pseq + index)
@@ -174,10 +184,10 @@ class ReplayConnection:
             seqs.append(int(words[1]))
         return seqs
 
-    def publish_atomically(self, events, trace=None):
+    def publish_atomically(self, events, trace=None, key=None):
         """Publishes (stream, payload, expect-or-None) events all or none; returns their
         sequence numbers. A failed check raises ReplayError and stores nothing."""
-        traced = b"" if trace is None else b"trace=%s " % trace.encode()
+        traced = _annotations(trace, key)
         out = bytearray(b"ATOMIC %d\r\n" % len(events))
         for stream, payload, expect in events:
             out += self._pub(stream, payload, (b"" if expect is None else b"expect=%d " % expect) + traced)
@@ -215,7 +225,8 @@ class ReplayConnection:
                 verb, words, payload = self._frame()
                 if verb == "EVENT" and words[2].decode() == sid:
                     received += 1
-                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload, _trace(words), _word(words, b"hash="))
+                    yield Event(words[1].decode(), sid, int(words[3]), words[4].decode(), payload, _trace(words), _word(words, b"hash="),
+                                _word(words, b"key="))
                     if durable:
                         self.sock.sendall(b"ACK %s %d\r\n" % (sid.encode(), int(words[3])))
                         unconfirmed += 1
@@ -267,7 +278,7 @@ class ReplayConnection:
             verb, words, payload = self._frame()
             if verb == "EVENT" and words[2].decode() == sid:
                 yield GroupEvent(self, sid, owed, words[1].decode(), int(words[3]), words[4].decode(), payload, _trace(words),
-                                 _word(words, b"hash="))
+                                 _word(words, b"hash="), _word(words, b"key="))
             elif verb in ("+OK", "-ERR") and owed:
                 done, refused = owed.pop(0)
                 if verb == "-ERR" and refused:
@@ -303,6 +314,16 @@ class ReplayConnection:
         self._check(verb, words)
         return json.loads(payload)
 
+    def get(self, stream, key):
+        """The newest event of `key` in `stream` as a dict (stream, key, seq, time, and
+        payload or payload_base64); None when there is none or it is the key's tombstone."""
+        try:
+            return self._json(f"GET {stream} {key}")
+        except ReplayError as error:
+            if error.code == "unknown_key":
+                return None
+            raise
+
     def verify(self, *streams, through=None):
         """Has the daemon recompute hash chains (every stream's without names): one dict per
         stream with stream, first, last, events, bytes, lastHash, and broken (sequence,
@@ -320,10 +341,10 @@ class ReplayConnection:
 class GroupEvent:
     """An event handed to a group member: ack() it once handled, or nack() it back."""
 
-    def __init__(self, conn, sid, owed, stream, seq, time, payload, traceparent=None, hash=None):
+    def __init__(self, conn, sid, owed, stream, seq, time, payload, traceparent=None, hash=None, key=None):
         self._conn, self._sid, self._owed = conn, sid, owed
         self.stream, self.seq, self.time, self.payload = stream, seq, time, payload
-        self.traceparent, self.hash = traceparent, hash
+        self.traceparent, self.hash, self.key = traceparent, hash, key
 
     def ack(self, then=None, refused=None):
         """Acknowledges this event; `then()` runs once the daemon committed it. A refusal

@@ -38,10 +38,15 @@ def check_signature(checkpoint, jwks):
         sys.exit("the signature is not valid: the checkpoint was not signed as it reads")
 
 
-def link(previous, stream, seq, millis, payload):
-    """One link of the chain: SHA-256 over the previous hash and the event."""
+def link(previous, stream, seq, millis, payload, key=None):
+    """One link of the chain: SHA-256 over the previous hash and the event (its key, if it
+    has one, after a marker byte 1 and its length; a marker byte 0 without)."""
     name = stream.encode()
-    data = previous + struct.pack(">H", len(name)) + name + struct.pack(">Qq", seq, millis) + b"\x00"
+    data = previous + struct.pack(">H", len(name)) + name + struct.pack(">Qq", seq, millis)
+    if key is None:
+        data += b"\x00"
+    else:
+        data += b"\x01" + struct.pack(">H", len(key.encode())) + key.encode()
     return hashlib.sha256(data + struct.pack(">Q", len(payload)) + payload).digest()
 
 
@@ -58,11 +63,11 @@ def recompute(db, stream, through=None):
     if row is None:
         raise ValueError(f"no stream {stream}")
     previous, last = row[0] or bytes(32), None
-    query = "SELECT seq, time, payload, hash FROM events WHERE stream = ? AND seq <= ? ORDER BY seq"
-    for seq, time, payload, stored in db.execute(query, (stream, through if through is not None else 2**62)):
+    query = "SELECT seq, time, payload, hash, key FROM events WHERE stream = ? AND seq <= ? ORDER BY seq"
+    for seq, time, payload, stored, key in db.execute(query, (stream, through if through is not None else 2**62)):
         if stored is None and previous == bytes(32):
             continue  # stored before chaining began
-        previous = link(previous, stream, seq, millis(time), bytes(payload))
+        previous = link(previous, stream, seq, millis(time), bytes(payload), key)
         if previous.hex() != stored:
             raise ValueError(f"{stream}: event {seq} does not match its chain: expected {previous.hex()}, stored {stored}")
         last = seq

@@ -39,10 +39,10 @@ final class ClientHandler: ChannelDuplexHandler {
             break
         case .ok, .published, .publishedAll, .error, .pong, .info, .list:
             pending.popFirst()?.succeed(frame)
-        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent, let hash):
+        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent, let hash, let key):
             let event = ReplayEvent(
                 stream: stream, sequence: sequence, time: time, payload: payload.readableData,
-                traceParent: traceParent.flatMap { TraceParent($0) }, hash: hash.flatMap { EventHash(hex: $0) })
+                traceParent: traceParent.flatMap { TraceParent($0) }, hash: hash.flatMap { EventHash(hex: $0) }, key: key.flatMap { EventKey($0) })
             subscriptions[sid]?.push(.event(event))
         case .gap(let stream, let sid, let from, let through):
             subscriptions[sid]?.push(.gap(stream: stream, from...through))

@@ -140,6 +140,23 @@ public final class ReplayClient: Sendable {
         try await publish(stream, Data(text.utf8), traceParent: traceParent)
     }
 
+    /// Publishes one event with its key: what the event is about (`customer-7`), kept with
+    /// it and given back on every read (`ReplayEvent.key`); `latest(_:key:)` finds a key's
+    /// newest event, and an empty payload is the key's tombstone.
+    ///
+    /// ```swift
+    /// try await client.publish("customers", #"{"tier":"gold"}"#, key: EventKey("customer-7"))
+    /// ```
+    @discardableResult
+    public func publish(_ stream: String, _ payload: Data, key: EventKey?) async throws -> UInt64 {
+        try await startPublishing(stream, contentsOf: [payload], checks: [AppendConditions(key: key)]).results[0].get()
+    }
+
+    @discardableResult
+    public func publish(_ stream: String, _ text: String, key: EventKey?) async throws -> UInt64 {
+        try await publish(stream, Data(text.utf8), key: key)
+    }
+
     /// Publishes many events in one pipelined write; one result per event, in order (an
     /// error for one does not stop the others).
     public func publish(_ stream: String, contentsOf payloads: [Data]) async throws -> [Result<UInt64, ReplayClientError>] {
@@ -335,6 +352,16 @@ public final class ReplayClient: Sendable {
 
     public func info(_ stream: String) async throws -> StreamDescription {
         try await decode(try await send([.info(stream: stream)])[0])
+    }
+
+    /// The newest event of `key` in `stream`; `nil` when there is none or it is the key's
+    /// tombstone (the server's `unknown_key`).
+    public func latest(_ stream: String, key: EventKey) async throws -> KeyedValue? {
+        do {
+            return try await decode(try await send([.latest(stream: stream, key: key)])[0])
+        } catch ReplayClientError.server(let error) where error.code == .unknownKey {
+            return nil
+        }
     }
 
     public func list() async throws -> [StreamDescription] {

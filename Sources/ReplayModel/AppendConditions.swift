@@ -4,9 +4,10 @@
 /// owns every stream's last sequence number. One type for the wire, the clients and the
 /// store, so a check means the same thing at every layer.
 ///
-/// It also carries the one thing a publish may add to its event besides the payload, its
-/// trace context (`trace=`): not a check, but it travels the same path, and a PUB with no
-/// options at all stays on the plain path (`ClientCommand.publish`) either way.
+/// It also carries the two things a publish may add to its event besides the payload, its
+/// key (`key=`) and its trace context (`trace=`): not checks, but they travel the same path,
+/// and a PUB with no options at all stays on the plain path (`ClientCommand.publish`)
+/// either way.
 public struct AppendConditions: Sendable, Equatable {
     /// Commit only if the stream's last sequence number is this (0: the stream is empty or
     /// new); otherwise the publish fails (`wrong_last_seq`), and nothing is stored.
@@ -23,14 +24,44 @@ public struct AppendConditions: Sendable, Equatable {
     /// sequence number it got, and not stored again.
     public var producer: ProducerStamp?
     /// The publisher's trace context, stored with the event.
-    public var traceParent: TraceParent?
+    public var traceParent: TraceParent? {
+        get { annotations?.traceParent }
+        set { annotations = Annotations(traceParent: newValue, key: key) }
+    }
+    /// The event's key, stored with it.
+    public var key: EventKey? {
+        get { annotations?.key }
+        set { annotations = Annotations(traceParent: traceParent, key: newValue) }
+    }
+    /// The trace context and the key in one reference, `nil` when there are neither: each
+    /// alone took 8 bytes, and with both the decoder's command passed a plain publish's size
+    /// (`ClientCommandSizeTests`). A PUB that carries either already allocates its bytes.
+    private var annotations: Annotations?
+
+    private final class Annotations: Sendable, Equatable {
+        let traceParent: TraceParent?
+        let key: EventKey?
+
+        /// `nil` for neither.
+        init?(traceParent: TraceParent?, key: EventKey?) {
+            guard traceParent != nil || key != nil else { return nil }
+            self.traceParent = traceParent
+            self.key = key
+        }
+
+        static func == (lhs: Annotations, rhs: Annotations) -> Bool {
+            lhs.traceParent == rhs.traceParent && lhs.key == rhs.key
+        }
+    }
 
     public static let none = AppendConditions()
 
-    public init(expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil, traceParent: TraceParent? = nil) {
+    public init(
+        expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil
+    ) {
         self.expectedLastSequence = expectedLastSequence
         self.producer = producer
-        self.traceParent = traceParent
+        self.annotations = Annotations(traceParent: traceParent, key: key)
     }
 }
 

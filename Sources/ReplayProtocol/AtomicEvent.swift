@@ -9,11 +9,14 @@ public struct AtomicEvent: Sendable, Equatable {
     public var expect: UInt64?
     /// The publisher's trace context (`trace=`), stored with the event.
     public var traceParent: TraceParent?
+    /// The event's key (`key=`), stored with it.
+    public var key: EventKey?
 
-    public init(stream: String, payload: ByteBuffer, expect: UInt64? = nil, traceParent: TraceParent? = nil) {
+    public init(stream: String, payload: ByteBuffer, expect: UInt64? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil) {
         self.stream = stream
         self.payload = payload
         self.expect = expect
         self.traceParent = traceParent
+        self.key = key
     }
 }

@@ -28,6 +28,10 @@ extension ClientCommand {
                 buffer.writeStaticString(" pseq=")
                 buffer.writeDecimal(producer.sequence)
             }
+            if let key = checks.key {
+                buffer.writeStaticString(" key=")
+                buffer.writeBytes(key.bytes)
+            }
             if let trace = checks.traceParent {
                 buffer.writeStaticString(" trace=")
                 buffer.writeBytes(trace.bytes)
@@ -40,7 +44,8 @@ extension ClientCommand {
             Wire.writeLine(controlLine, into: &buffer)
             for event in events {
                 ClientCommand.publishChecked(
-                    stream: event.stream, payload: event.payload, checks: AppendConditions(expectedLastSequence: event.expect, traceParent: event.traceParent)
+                    stream: event.stream, payload: event.payload,
+                    checks: AppendConditions(expectedLastSequence: event.expect, traceParent: event.traceParent, key: event.key)
                 )
                 .write(into: &buffer)
             }
@@ -80,6 +85,7 @@ extension ClientCommand {
         case .create(let stream, let options): ["CREATE", stream] + options.words
         case .delete(let stream): ["DELETE", stream]
         case .info(let stream): ["INFO", stream]
+        case .latest(let stream, let key): ["GET", stream, key.text]
         case .list: ["LIST"]
         case .complete(let stream): ["COMPLETE", stream]
         case .fail(let stream, let message): ["FAIL", stream, "\(message.utf8.count)"]
@@ -143,6 +149,7 @@ extension AppendConditions {
         var words: [String] = []
         if let expect = expectedLastSequence { words.append("expect=\(expect)") }
         if let producer { words += ["producer=\(producer.id)", "epoch=\(producer.epoch)", "pseq=\(producer.sequence)"] }
+        if let key { words.append("key=\(key.text)") }
         if let traceParent { words.append("trace=\(traceParent.text)") }
         return words
     }

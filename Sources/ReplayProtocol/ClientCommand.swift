@@ -182,6 +182,8 @@ public enum ClientCommand: Sendable, Equatable {
     indirect case create(stream: String, options: CreateOptions)
     case delete(stream: String)
     case info(stream: String)
+    /// The newest event of a key in a stream (`GET <stream> <key>`), as JSON.
+    case latest(stream: String, key: EventKey)
     case list
     case complete(stream: String)
     case fail(stream: String, message: String)
@@ -220,6 +222,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .create: "CREATE"
         case .delete: "DELETE"
         case .info: "INFO"
+        case .latest: "GET"
         case .list: "LIST"
         case .complete: "COMPLETE"
         case .fail: "FAIL"

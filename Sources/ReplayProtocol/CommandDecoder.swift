@@ -54,7 +54,9 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
             case .command(.publish(let stream, let payload)):
                 send.add(AtomicEvent(stream: stream, payload: payload))
             case .command(.publishChecked(let stream, let payload, let checks)) where checks.producer == nil:
-                send.add(AtomicEvent(stream: stream, payload: payload, expect: checks.expectedLastSequence, traceParent: checks.traceParent))
+                send.add(
+                    AtomicEvent(
+                        stream: stream, payload: payload, expect: checks.expectedLastSequence, traceParent: checks.traceParent, key: checks.key))
             case .command(let command):
                 send.refuse(CommandParser.bad("an ATOMIC send holds only PUB commands (without producer fields), not \(command.verb)"))
             case .invalid(let error):
@@ -134,7 +136,7 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
         }
     }
 
-    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [trace=<traceparent>] <bytes>`
+    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] <bytes>`
     /// line, read without splitting it into strings (it comes once per event); anything
     /// else, including a malformed PUB, goes through `CommandParser` and its error messages.
     private static func publishLine(_ line: ByteBuffer) -> CommandParser.Parsed? {
@@ -162,6 +164,8 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
                 pseq = n
             } else if LineWords.matches(key, "trace"), checks.traceParent == nil, let trace = TraceParent(LineWords.string(value)) {
                 checks.traceParent = trace
+            } else if LineWords.matches(key, "key"), checks.key == nil, let eventKey = EventKey(LineWords.string(value)) {
+                checks.key = eventKey
             } else {
                 return nil
             }

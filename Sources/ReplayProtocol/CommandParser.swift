@@ -77,6 +77,11 @@ enum CommandParser {
         "DERIVATIONS": fixed("DERIVATIONS") { _ in .derivations },
         "DELETE": fixed("DELETE <stream>") { .delete(stream: $0[0]) },
         "INFO": fixed("INFO <stream>") { .info(stream: $0[0]) },
+        "GET": fixed("GET <stream> <key>") { args throws(ReplayError) in
+            if StreamPattern.isPattern(args[0]) { throw bad("GET takes one stream's name, not a pattern ('\(args[0].prefix(64))')") }
+            guard let key = EventKey(args[1]) else { throw bad("a key is \(EventKey.format), got '\(args[1].prefix(64))'") }
+            return .latest(stream: args[0], key: key)
+        },
         "LIST": fixed("LIST") { _ in .list },
         "BACKUP": fixed("BACKUP <path>") { .backup(path: $0[0]) },
         "VERIFY": verify,
@@ -95,7 +100,9 @@ enum CommandParser {
     }
 
     private static func publish(_ args: [String]) throws(ReplayError) -> Parsed {
-        guard args.count >= 2 else { throw bad("usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [trace=<traceparent>] <bytes>") }
+        guard args.count >= 2 else {
+            throw bad("usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] <bytes>")
+        }
         let size = try size(args[args.count - 1])
         guard args.count > 2 else { return .needsPayload(.publish(stream: args[0]), size: size) }
         do throws(ReplayError) {
@@ -183,8 +190,8 @@ enum CommandParser {
         }
     }
 
-    /// `expect=<seq>`, `producer=<id> epoch=<n> pseq=<n>` (the three together) and
-    /// `trace=<traceparent>`, in any order.
+    /// `expect=<seq>`, `producer=<id> epoch=<n> pseq=<n>` (the three together), `key=<key>`
+    /// and `trace=<traceparent>`, in any order.
     private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> AppendConditions {
         var checks = AppendConditions()
         var producer: String?
@@ -201,7 +208,10 @@ enum CommandParser {
             case "trace":
                 guard let trace = TraceParent(parts[1]) else { throw bad("trace= takes \(TraceParent.format), got '\(parts[1].prefix(64))'") }
                 checks.traceParent = trace
-            default: throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq= and trace=")
+            case "key":
+                guard let key = EventKey(parts[1]) else { throw bad("key= takes \(EventKey.format), got '\(parts[1].prefix(64))'") }
+                checks.key = key
+            default: throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq=, key= and trace=")
             }
         }
         switch (producer, epoch, pseq) {

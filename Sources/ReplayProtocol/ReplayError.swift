@@ -29,6 +29,8 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case unknownGroup = "unknown_group"
         case groupConflict = "group_conflict"
         case derivationConflict = "derivation_conflict"
+        /// `GET`: no retained event of the stream has the key, or its newest is a tombstone.
+        case unknownKey = "unknown_key"
         // The server.
         case storageFull = "storage_full"
         /// The shared database (PostgreSQL) cannot be reached: nothing was committed; retry.

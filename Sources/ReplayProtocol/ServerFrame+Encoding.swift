@@ -33,16 +33,17 @@ extension ServerFrame {
         case .list(let json):
             Wire.writeLine(["+LIST", "\(json.readableBytes)"], into: &buffer)
             Wire.writePayload(json, into: &buffer)
-        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent, let hash):
+        case .event(let stream, let sid, let sequence, let time, let payload, let traceParent, let hash, let key):
             let link = hash.flatMap { EventHash(hex: $0) }
+            let trace = traceParent.map { Array($0.utf8) }
+            let key = key.map { Array($0.utf8) }
             payload.withUnsafeReadableBytes { bytes in
-                guard var trace = traceParent else {
-                    return Self.writeEvent(stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, hash: link, into: &buffer)
-                }
-                trace.withUTF8 { trace in
-                    Self.writeEvent(
-                        stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, trace: UnsafeRawBufferPointer(trace),
-                        hash: link, into: &buffer)
+                Self.withOptionalBytes(trace) { trace in
+                    Self.withOptionalBytes(key) { key in
+                        Self.writeEvent(
+                            stream: stream, sid: sid, sequence: sequence, time: time.utf8, payload: bytes, trace: trace, hash: link, key: key,
+                            into: &buffer)
+                    }
                 }
             }
         case .completed(let stream, let sid, let last):
@@ -70,14 +71,16 @@ extension ServerFrame {
     /// Writes an `EVENT` frame from its parts, without building a `ServerFrame` (the
     /// server writes catch-up pages straight from the store's row buffers), in one write.
     /// `trace`: the event's trace context, if it has one; `hash`: its hash-chain link, for
-    /// a subscription that asked.
+    /// a subscription that asked; `key`: its key, if it has one.
     public static func writeEvent(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>,
-        payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer? = nil, hash: EventHash? = nil, into buffer: inout ByteBuffer
+        payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer? = nil, hash: EventHash? = nil, key: UnsafeRawBufferPointer? = nil,
+        into buffer: inout ByteBuffer
     ) {
-        let bound = eventLineBound(stream: stream, sid: sid, time: time, trace: trace) + payload.count + 2
+        let bound = eventLineBound(stream: stream, sid: sid, time: time, trace: trace, key: key) + payload.count + 2
         buffer.writeFrame(maximumBytes: bound) { frame in
-            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, trace: trace, hash: hash, into: &frame)
+            putEventLine(
+                stream: stream, sid: sid, sequence: sequence, time: time, size: payload.count, trace: trace, hash: hash, key: key, into: &frame)
             frame.put(payload)
             frame.put("\r\n" as StaticString)
         }
@@ -87,23 +90,31 @@ extension ServerFrame {
     /// buffers of their own, so that every subscriber's frame can share one payload buffer.
     public static func writeEventLine(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int,
-        trace: UnsafeRawBufferPointer? = nil, hash: EventHash? = nil, into buffer: inout ByteBuffer
+        trace: UnsafeRawBufferPointer? = nil, hash: EventHash? = nil, key: UnsafeRawBufferPointer? = nil, into buffer: inout ByteBuffer
     ) {
-        buffer.writeFrame(maximumBytes: eventLineBound(stream: stream, sid: sid, time: time, trace: trace)) { frame in
-            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, trace: trace, hash: hash, into: &frame)
+        buffer.writeFrame(maximumBytes: eventLineBound(stream: stream, sid: sid, time: time, trace: trace, key: key)) { frame in
+            putEventLine(stream: stream, sid: sid, sequence: sequence, time: time, size: size, trace: trace, hash: hash, key: key, into: &frame)
         }
     }
 
     /// The longest an `EVENT` line of these parts can be: `EVENT `, four spaces, two numbers
-    /// of at most 20 digits and the line end; ` trace=` and the trace context after; room
-    /// for ` hash=` and its 64 digits.
-    private static func eventLineBound(stream: String, sid: String, time: some Collection<UInt8>, trace: UnsafeRawBufferPointer?) -> Int {
-        stream.utf8.count + sid.utf8.count + time.count + 52 + (trace.map { $0.count + 7 } ?? 0) + 70
+    /// of at most 20 digits and the line end; ` key=` and the key, ` trace=` and the trace
+    /// context after; room for ` hash=` and its 64 digits.
+    private static func eventLineBound(
+        stream: String, sid: String, time: some Collection<UInt8>, trace: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?
+    ) -> Int {
+        stream.utf8.count + sid.utf8.count + time.count + 52 + (key.map { $0.count + 5 } ?? 0) + (trace.map { $0.count + 7 } ?? 0) + 70
+    }
+
+    /// `body` with `bytes`' buffer, or with `nil`.
+    private static func withOptionalBytes<T>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
+        guard let bytes else { return body(nil) }
+        return bytes.withUnsafeBytes { body($0) }
     }
 
     private static func putEventLine(
         stream: String, sid: String, sequence: UInt64, time: some Collection<UInt8>, size: Int, trace: UnsafeRawBufferPointer?,
-        hash: EventHash?, into frame: inout FrameBytes
+        hash: EventHash?, key: UnsafeRawBufferPointer?, into frame: inout FrameBytes
     ) {
         frame.put("EVENT " as StaticString)
         frame.put(stream)
@@ -115,6 +126,10 @@ extension ServerFrame {
         frame.put(time)
         frame.put(UInt8(ascii: " "))
         frame.putDecimal(UInt(size))
+        if let key {
+            frame.put(" key=" as StaticString)
+            frame.put(key)
+        }
         if let trace {
             frame.put(" trace=" as StaticString)
             frame.put(trace)

@@ -19,8 +19,11 @@ public enum ServerFrame: Sendable, Equatable {
     case list(json: ByteBuffer)
     /// An event for a subscription. `time` is ISO-8601 UTC; `traceParent` is its
     /// publisher's trace context, if it has one (` trace=` at the end of the line); `hash`
-    /// its hash-chain link, 64 hex digits, for a subscription that asked (` hash=`).
-    case event(stream: String, sid: String, sequence: UInt64, time: String, payload: ByteBuffer, traceParent: String? = nil, hash: String? = nil)
+    /// its hash-chain link, 64 hex digits, for a subscription that asked (` hash=`); `key`
+    /// its key, if it has one (` key=`).
+    case event(
+        stream: String, sid: String, sequence: UInt64, time: String, payload: ByteBuffer, traceParent: String? = nil, hash: String? = nil,
+        key: String? = nil)
     /// The stream completed after event `lastSequence`; the subscription is over.
     case completed(stream: String, sid: String, lastSequence: UInt64)
     /// The stream failed after event `lastSequence`; the subscription is over.

@@ -9,7 +9,7 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
     private enum Awaiting: Sendable {
         case info
         case list
-        case event(stream: String, sid: String, sequence: UInt64, time: String, traceParent: String?, hash: String?)
+        case event(stream: String, sid: String, sequence: UInt64, time: String, traceParent: String?, hash: String?, key: String?)
         case failed(stream: String, sid: String, lastSequence: UInt64)
     }
 
@@ -31,8 +31,9 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
                 switch kind {
                 case .info: return .info(json: payload)
                 case .list: return .list(json: payload)
-                case .event(let stream, let sid, let sequence, let time, let traceParent, let hash):
-                    return .event(stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, traceParent: traceParent, hash: hash)
+                case .event(let stream, let sid, let sequence, let time, let traceParent, let hash, let key):
+                    return .event(
+                        stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, traceParent: traceParent, hash: hash, key: key)
                 case .failed(let stream, let sid, let last):
                     return .failed(stream: stream, sid: sid, lastSequence: last, message: String(decoding: payload.readableBytesView, as: UTF8.self))
                 }
@@ -95,18 +96,20 @@ public struct ServerFrameDecoder: ByteToMessageDecoder, Sendable {
             guard let stream = words.next(), let sid = words.next(), let sequence = words.next(),
                 let time = words.next(), let size = words.next()
             else { return .other }
-            // After the size, `key=value` words: `trace=`, `hash=`, and any a later server
-            // adds, which this client skips.
+            // After the size, `name=value` words: `key=`, `trace=`, `hash=`, and any a later
+            // server adds, which this client skips.
             var traceParent: String?
             var hash: String?
+            var eventKey: String?
             while let word = words.next() {
-                guard let (key, value) = LineWords.keyValue(word) else { return .other }
-                if LineWords.matches(key, "trace") { traceParent = LineWords.string(value) }
-                if LineWords.matches(key, "hash") { hash = LineWords.string(value) }
+                guard let (name, value) = LineWords.keyValue(word) else { return .other }
+                if LineWords.matches(name, "trace") { traceParent = LineWords.string(value) }
+                if LineWords.matches(name, "hash") { hash = LineWords.string(value) }
+                if LineWords.matches(name, "key") { eventKey = LineWords.string(value) }
             }
             let event = Awaiting.event(
                 stream: lastStream.string(stream), sid: lastSid.string(sid),
-                sequence: try number(sequence), time: lastTime.string(time), traceParent: traceParent, hash: hash)
+                sequence: try number(sequence), time: lastTime.string(time), traceParent: traceParent, hash: hash, key: eventKey)
             awaiting = (event, Int(try number(size, as: UInt32.self)))
             return .awaitingPayload
         }

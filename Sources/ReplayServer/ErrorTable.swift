@@ -78,7 +78,7 @@ extension ReplayError.Code {
         switch self {
         case .badCommand, .unknownCommand, .lineTooLong, .badFrame, .invalidName, .invalidConfig, .invalidAck: .badRequest
         case .payloadTooLarge: .contentTooLarge
-        case .unknownStream, .unknownSubscription, .unknownConsumer, .unknownGroup: .notFound
+        case .unknownStream, .unknownSubscription, .unknownConsumer, .unknownGroup, .unknownKey: .notFound
         case .streamExists, .terminated, .duplicateSubscription, .wrongLastSeq, .pseqGap, .groupConflict, .derivationConflict: .conflict
         case .forbidden, .staleEpoch: .forbidden
         case .duplicatePseq: .noContent

@@ -283,8 +283,8 @@ public final class EventStore: Sendable {
     /// Up to `limit` retained events with `from <= sequence <= through`, oldest first.
     public func read(_ stream: String, from: UInt64, through: UInt64 = .max, limit: Int = 512) throws(StoreError) -> [StoredEvent] {
         var events: [StoredEvent] = []
-        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload, trace, hash in
-            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash))
+        try forEachEvent(in: stream, from: from, through: through, limit: limit) { sequence, time, payload, trace, hash, key in
+            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key))
         }
         return events
     }
@@ -303,6 +303,21 @@ public final class EventStore: Sendable {
         let segments = LogSegments(of: record, from: from, through: through) { catalog[$0] }
         do {
             try log.forEachEvent(segments, limit: limit, byteBudget: byteBudget, body)
+        } catch {
+            CorruptionReports.note(error)
+            throw error
+        }
+    }
+
+    /// The newest retained event of `stream` whose key is `key`; `nil` if there is none.
+    /// (A tombstone, an event of the key with an empty payload, is returned as it is: the
+    /// caller says what it means.)
+    public func latest(_ stream: String, key: EventKey) throws(StoreError) -> StoredEvent? {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        guard record.info.lastSequence >= record.info.firstSequence else { return nil }
+        let segments = LogSegments(of: record, from: record.info.firstSequence, through: record.info.lastSequence) { catalog[$0] }
+        do {
+            return try log.latestEvent(withKey: key, in: segments)
         } catch {
             CorruptionReports.note(error)
             throw error

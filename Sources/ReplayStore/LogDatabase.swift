@@ -1,4 +1,5 @@
 import Foundation
+import ReplayModel
 
 /// A database the store keeps its streams in: the embedded SQLite file (`SQLiteLog`) or a
 /// PostgreSQL server shared by several daemons (`PostgresLog`). `EventStore` is the same
@@ -22,6 +23,11 @@ protocol LogDatabase: Sendable {
         _ segments: LogSegments, limit: Int, byteBudget: Int,
         _ body: EventVisitor
     ) throws(StoreError)
+
+    /// The newest event of `segments` whose key is `key`, checked against its chain as
+    /// every read's events are; `nil` if none is retained. One index lookup per segment,
+    /// newest segment first.
+    func latestEvent(withKey key: EventKey, in segments: LogSegments) throws(StoreError) -> StoredEvent?
 
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
@@ -55,10 +61,10 @@ protocol LogDatabase: Sendable {
 }
 
 /// What a read hands each event: its sequence number, its time (ISO-8601 text), its
-/// payload, its publisher's trace context (`nil`: untraced) and its hash-chain link
-/// (`nil`: stored before chaining began, `HashChain`), in the store's own
-/// buffers, valid only during the call.
+/// payload, its publisher's trace context (`nil`: untraced), its hash-chain link
+/// (`nil`: stored before chaining began, `HashChain`) and its key (`nil`: none), in the
+/// store's own buffers, valid only during the call.
 public typealias EventVisitor = (
     _ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer, _ traceParent: UnsafeRawBufferPointer?,
-    _ hash: UnsafeRawBufferPointer?
+    _ hash: UnsafeRawBufferPointer?, _ key: UnsafeRawBufferPointer?
 ) -> Void

@@ -21,7 +21,16 @@ struct LogSegments {
     let segments: [Segment]
 
     init(of record: Catalog.Record, from: UInt64, through: UInt64, lookup: (String) -> Catalog.Record?) {
-        segments = Self.resolve(record, from: from, through: min(through, EventKey.maxSequence), lookup: lookup, depth: 0)
+        segments = Self.resolve(record, from: from, through: min(through, LogRowKey.maxSequence), lookup: lookup, depth: 0)
+    }
+
+    private init(_ segments: [Segment]) {
+        self.segments = segments
+    }
+
+    /// Event `sequence` of `segment` alone, as a read of its own.
+    static func single(_ sequence: UInt64, of segment: Segment) -> LogSegments {
+        LogSegments([Segment(streamID: segment.streamID, stream: segment.stream, from: sequence, through: sequence, base: segment.base)])
     }
 
     private static func resolve(

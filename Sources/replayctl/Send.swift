@@ -21,6 +21,10 @@ struct Send: DaemonCommand, StreamCommand {
             0): repeating an identical invocation stores nothing again and prints the same \
             sequence numbers.
 
+            --key gives every event of the invocation a key: what the events are about \
+            (customer-7), stored with them and given back on every read; `replayctl get` \
+            finds a key's newest event, and an empty event is the key's tombstone.
+
             --traceparent gives the events a W3C trace context (by default $TRACEPARENT, \
             the environment's carrier for it): stored with them and handed to whoever reads \
             them, so that their consumers continue the trace.
@@ -40,6 +44,10 @@ struct Send: DaemonCommand, StreamCommand {
     @Option(help: "The first event's producer sequence number (with --producer).") var pseq: UInt64?
     @Option(help: ArgumentHelp("The events' W3C trace context (default: $TRACEPARENT).", valueName: "traceparent"))
     var traceparent: String?
+    @Option(help: ArgumentHelp("The events' key.", valueName: "key")) var key: String?
+
+    /// The key the events carry (`--key`, checked by `validate`).
+    var eventKey: EventKey? { key.flatMap { EventKey($0) } }
 
     /// The trace context the events carry: `--traceparent`, else `$TRACEPARENT` if it is
     /// one (an environment's that is not is ignored, as a malformed header would be).
@@ -51,6 +59,7 @@ struct Send: DaemonCommand, StreamCommand {
     func validate() throws {
         if producer == nil, epoch != nil || pseq != nil { throw ValidationError("--epoch and --pseq need --producer") }
         if let traceparent, TraceParent(traceparent) == nil { throw ValidationError("--traceparent takes \(TraceParent.format)") }
+        if let key, EventKey(key) == nil { throw ValidationError("--key takes \(EventKey.format)") }
         if producer != nil, atomic || expect != nil {
             throw ValidationError("--producer publishes event by event: it does not combine with --atomic or --expect")
         }
@@ -88,13 +97,15 @@ struct Send: DaemonCommand, StreamCommand {
             if batch.isEmpty { break }
             // Written now, in order; acknowledged while the next batch is read.
             let trace = traceParent
+            let key = eventKey
             let stamps: [AppendConditions]? =
                 if let id = producer {
                     batch.indices.map {
-                        AppendConditions(producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0)), traceParent: trace)
+                        AppendConditions(
+                            producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0)), traceParent: trace, key: key)
                     }
-                } else if let trace {
-                    Array(repeating: AppendConditions(traceParent: trace), count: batch.count)
+                } else if trace != nil || key != nil {
+                    Array(repeating: AppendConditions(traceParent: trace, key: key), count: batch.count)
                 } else {
                     nil
                 }
@@ -120,6 +131,7 @@ struct Send: DaemonCommand, StreamCommand {
         let events = all.enumerated().map { index, payload in
             var event = AtomicEvent(stream: stream, payload, expect: index == 0 ? expect : nil)
             event.traceParent = trace
+            event.key = eventKey
             return event
         }
         let sequences: [UInt64]

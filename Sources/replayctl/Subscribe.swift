@@ -123,6 +123,7 @@ struct Subscribe: DaemonCommand {
 
     static func jsonLine(_ event: ReplayEvent) -> Data {
         var object: [String: Any] = ["stream": event.stream, "seq": event.sequence, "time": event.time]
+        if let key = event.key { object["key"] = key.text }
         if let trace = event.traceParent { object["traceparent"] = trace.text }
         if let hash = event.hash { object["hash"] = hash.hex }
         if let text = event.text {

@@ -57,6 +57,29 @@ struct ReplayClientTests {
         }
     }
 
+    @Test func aKeyGoesFromPublishToEveryReaderAndLatestFindsItsValue() async throws {
+        try await withDaemon { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            let key = try #require(EventKey("customer-7"))
+            #expect(EventKey("two words") == nil && EventKey("") == nil && EventKey(String(repeating: "k", count: 257)) == nil)
+            #expect(try await client.publish("customers", "silver", key: key) == 1)
+            #expect(try await client.publish("customers", "plain") == 2)
+            #expect(try await client.publish("customers", "gold", key: key) == 3)
+            var seen: [EventKey?] = []
+            for try await event in try await client.subscribe("customers") {
+                seen.append(event.key)
+                if seen.count == 3 { break }
+            }
+            #expect(seen == [key, nil, key])
+            let value = try #require(try await client.latest("customers", key: key))
+            #expect(value.seq == 3 && value.payload == Data("gold".utf8) && value.key == "customer-7")
+            #expect(try await client.latest("customers", key: EventKey("nobody")!) == nil)
+            #expect(try await client.publish("customers", Data(), key: key) == 4)
+            #expect(try await client.latest("customers", key: key) == nil, "an empty payload is the key's tombstone")
+            await client.close()
+        }
+    }
+
     @Test func connectingToNothingSaysTheDaemonIsNotRunning() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory + "/none.sock"

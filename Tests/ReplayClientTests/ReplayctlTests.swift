@@ -333,7 +333,7 @@ struct ReplayctlTests {
         var out: [UInt64] = []
         while out.count < count {
             let frame = try await client.expectFrame()
-            guard case .event(_, _, let sequence, _, _, _, _) = frame else { throw TestFailure("expected an event, got \(frame)") }
+            guard case .event(_, _, let sequence, _, _, _, _, _) = frame else { throw TestFailure("expected an event, got \(frame)") }
             out.append(sequence)
         }
         return out

@@ -83,6 +83,24 @@ struct CommandDecoderTests {
         #expect(decoded.last == .command(.ping), "only the last PING is a command")
     }
 
+    /// `key=` on the hot path and through the parser (the same command either way), and a
+    /// malformed one refused with its payload skipped.
+    @Test func aPublishsKeyIsReadOnEitherPath() throws {
+        let decoded = try decodeAll("PUB s key=customer-7 1\r\nx\r\nPUB s expect=0 key=café 1\r\ny\r\nPUB s key=a key=b 4\r\nPING\r\nPING\r\n")
+        #expect(decoded.count == 4)
+        #expect(
+            decoded[0] == .command(.publishChecked(stream: "s", payload: ByteBuffer(string: "x"), checks: AppendConditions(key: EventKey("customer-7")))))
+        #expect(
+            decoded[1]
+                == .command(
+                    .publishChecked(stream: "s", payload: ByteBuffer(string: "y"), checks: AppendConditions(expectedLastSequence: 0, key: EventKey("café")))))
+        // A second key= leaves the hot path; the parser keeps the later one, as it does a
+        // second trace=, and the payload is the event's, not a command.
+        #expect(
+            decoded[2] == .command(.publishChecked(stream: "s", payload: ByteBuffer(string: "PING"), checks: AppendConditions(key: EventKey("b")))))
+        #expect(decoded[3] == .command(.ping))
+    }
+
     @Test func oversizePayloadIsSkippedAcrossManyReadsWithoutBuffering() throws {
         var decoder = CommandDecoder(maxPayload: 4)
         var first = ByteBuffer(string: "PUB s 1000\r\n" + String(repeating: "x", count: 500))

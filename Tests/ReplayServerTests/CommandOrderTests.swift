@@ -41,7 +41,7 @@ struct CommandOrderTests {
                 try await client.send("SUB s n new\r\nPUB s 3\r\nnew\r\n")
                 var sawEvent = false
                 for frame in try await client.frames(3) {
-                    if case .event(_, "n", _, _, let payload, _, _) = frame {
+                    if case .event(_, "n", _, _, let payload, _, _, _) = frame {
                         #expect(String(buffer: payload) == "new")
                         sawEvent = true
                     }
@@ -70,7 +70,7 @@ extension CommandOrderTests {
                 var replies: [ServerFrame] = []
                 while replies.count < 5 || events.isEmpty {
                     let frame = try await client.expectFrame()
-                    if case .event(_, "w", _, _, let payload, _, _) = frame { events.append(String(buffer: payload)) } else { replies.append(frame) }
+                    if case .event(_, "w", _, _, let payload, _, _, _) = frame { events.append(String(buffer: payload)) } else { replies.append(frame) }
                 }
                 #expect(replies[0] == .published(sequence: 2) && replies[1] == .ok && replies[2] == .published(sequence: 3))
                 #expect(events == ["after"])
@@ -101,7 +101,7 @@ struct SubscriptionIdTests {
                     let sequences = try await withWireClient(daemon.socketPath) { publisher in
                         try await publisher.publish("s", ["round \(round)"])
                     }
-                    guard case .event(_, "a", let sequence, _, _, _, _) = try await client.expectFrame() else {
+                    guard case .event(_, "a", let sequence, _, _, _, _, _) = try await client.expectFrame() else {
                         throw TestFailure("the reused sid got no event")
                     }
                     #expect([sequence] == sequences)

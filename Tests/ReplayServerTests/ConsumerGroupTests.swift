@@ -24,7 +24,7 @@ struct ConsumerGroupTests {
         var owed: [UInt64] = []
         while true {
             switch try await client.expectFrame() {
-            case .event(_, let frameSID, let sequence, _, _, _, _) where frameSID == sid:
+            case .event(_, let frameSID, let sequence, _, _, _, _, _) where frameSID == sid:
                 ledger.received.withLock { $0[sequence, default: 0] += 1 }
                 owed.append(sequence)
                 try await client.send(failing ? .nack(sid: sid, sequence: sequence) : .ack(sid: sid, sequence: sequence))
@@ -183,7 +183,7 @@ struct ConsumerGroupTests {
                 var seen = Set<UInt64>()
                 while seen.count < 2 {
                     let frame = try await client.expectFrame()
-                    guard case .event(_, _, let sequence, _, _, _, _) = frame else { throw TestFailure("expected an event, got \(frame)") }
+                    guard case .event(_, _, let sequence, _, _, _, _, _) = frame else { throw TestFailure("expected an event, got \(frame)") }
                     seen.insert(sequence)
                 }
                 #expect(seen == [1, 4])
@@ -250,7 +250,7 @@ struct ConsumerGroupTests {
                         var owed: [UInt64] = []
                         while confirmed < perRound + 1 {
                             switch try await a.expectFrame() {
-                            case .event(_, _, let sequence, _, _, _, _) where sent < perRound:
+                            case .event(_, _, let sequence, _, _, _, _, _) where sent < perRound:
                                 owed.append(sequence)
                                 sent += 1
                                 if sent < perRound {
@@ -331,7 +331,7 @@ struct ConsumerGroupTests {
                     var replies = 0
                     while expected <= acknowledged || replies < Int(acknowledged) {
                         switch try await member.expectFrame() {
-                        case .event(_, _, let sequence, _, let body, _, _):
+                        case .event(_, _, let sequence, _, let body, _, _, _):
                             #expect(sequence == expected)
                             #expect(body.readableBytes == payload.utf8.count)
                             expected += 1
@@ -427,7 +427,7 @@ struct ConsumerGroupTests {
                     #expect(!pending.contains { $0.seq < 3 }, "what retention removed left the pending set")
                     // The member is told what the group lost, and goes on after it.
                     var frames: [ServerFrame] = []
-                    while !frames.contains(where: { if case .event("q", _, 3, _, _, _, _) = $0 { true } else { false } }) {
+                    while !frames.contains(where: { if case .event("q", _, 3, _, _, _, _, _) = $0 { true } else { false } }) {
                         frames.append(try await member.expectFrame())
                     }
                     #expect(frames.contains(.gap(stream: "q", sid: "s", from: 2, through: 2)))
@@ -450,7 +450,7 @@ struct ConsumerGroupTests {
                     // ACK is read would come between the ACK and its +OK.
                     try await member.send("SUB orders/* s all group=g member=m ack_wait=600\r\n")
                     #expect(try await member.expectFrame() == .ok)
-                    guard case .event("orders/a", "s", 1, _, _, _, _) = try await member.expectFrame() else { throw TestFailure("expected a1") }
+                    guard case .event("orders/a", "s", 1, _, _, _, _, _) = try await member.expectFrame() else { throw TestFailure("expected a1") }
                     try await member.send(.ack(sid: "s", sequence: 1, stream: "orders/a"))
                     let acknowledged = try await member.expectFrame()
                     #expect(acknowledged == .ok, "\(acknowledged)")

@@ -33,7 +33,7 @@ extension WireClient {
         var out: [(UInt64, String)] = []
         while out.count < count {
             let frame = try await expectFrame()
-            guard case .event(_, _, let sequence, _, let payload, _, _) = frame else {
+            guard case .event(_, _, let sequence, _, let payload, _, _, _) = frame else {
                 throw TestFailure("expected an event, got \(frame)")
             }
             out.append((sequence, String(buffer: payload)))

@@ -76,7 +76,7 @@ struct LiveDataTests {
                 // A durable consumer that acknowledged 2 of 5, and a group member holding one event.
                 try await client.send("SUB orders c from=1 durable=audit\r\nACK c 2\r\nSUB orders g all group=workers member=m1 max_pending=1\r\n")
                 var frames: [ServerFrame] = []
-                while frames.filter({ if case .event(_, "g", _, _, _, _, _) = $0 { true } else { false } }).isEmpty {
+                while frames.filter({ if case .event(_, "g", _, _, _, _, _, _) = $0 { true } else { false } }).isEmpty {
                     frames.append(try await client.expectFrame())
                 }
                 try await client.send("INFO orders\r\nCONSUMERS orders\r\nGROUPS orders\r\n")

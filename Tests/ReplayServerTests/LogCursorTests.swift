@@ -47,7 +47,8 @@ struct LogCursorTests {
                 page.events += 1
                 "t".utf8.withContiguousStorageIfAvailable { time in
                     event.payload.withUnsafeBytes {
-                        framing.append(sequence: event.sequence, time: UnsafeRawBufferPointer(time), payload: $0, trace: nil, hash: nil, to: &page.body)
+                        framing.append(
+                            sequence: event.sequence, time: UnsafeRawBufferPointer(time), payload: $0, trace: nil, hash: nil, key: nil, to: &page.body)
                     }
                 }
             }
@@ -60,7 +61,7 @@ struct LogCursorTests {
         func emptyPage() -> [UInt64] { [] }
         func append(
             sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
-            hash: UnsafeRawBufferPointer?, to page: inout [UInt64]
+            hash: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?, to page: inout [UInt64]
         ) {
             page.append(sequence)
         }

@@ -13,7 +13,7 @@ struct PatternSubscriptionTests {
         var byStream: [String: [(UInt64, String)]] = [:]
         for _ in 0..<count {
             let frame = try await client.expectFrame()
-            guard case .event(let stream, let frameSID, let sequence, _, let payload, _, _) = frame, frameSID == sid else {
+            guard case .event(let stream, let frameSID, let sequence, _, let payload, _, _, _) = frame, frameSID == sid else {
                 throw TestFailure("expected an event of \(sid), got \(frame)")
             }
             byStream[stream, default: []].append((sequence, String(buffer: payload)))

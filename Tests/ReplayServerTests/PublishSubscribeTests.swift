@@ -179,7 +179,7 @@ struct PublishSubscribeTests {
                 var sids: [String] = []
                 for _ in 0..<7 {
                     switch try await client.expectFrame() {
-                    case .event(_, let sid, 9, _, _, _, _): sids.append(sid)
+                    case .event(_, let sid, 9, _, _, _, _, _): sids.append(sid)
                     case .published(9): continue  // the acknowledgement, in any place among them
                     case let other: throw TestFailure("expected event 9 or its acknowledgement, got \(other)")
                     }

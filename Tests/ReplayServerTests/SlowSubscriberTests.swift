@@ -45,7 +45,7 @@ struct SlowSubscriberTests {
                     buffer.writeBytes(chunk[0..<count])
                     while let frame = try decoder.next(&buffer) {
                         switch frame {
-                        case .event(_, _, let sequence, _, let body, _, _):
+                        case .event(_, _, let sequence, _, let body, _, _, _):
                             if sequence != next || !String(buffer: body).hasPrefix("\(sequence - 1):") {
                                 misordered.append("expected \(next), got \(sequence)")
                             }

@@ -14,7 +14,7 @@ struct StateDumpTests {
                 try await client.send("SUB s live new\r\nSUB s history all\r\n")
                 var events = 0
                 for frame in try await client.frames(4) {
-                    if case .event(_, "history", _, _, _, _, _) = frame { events += 1 }
+                    if case .event(_, "history", _, _, _, _, _, _) = frame { events += 1 }
                 }
                 #expect(events == 2)
                 // Both are caught up now: parked after 2, waiting for the third event.

@@ -139,7 +139,7 @@ extension [ServerFrame] {
     /// The events among the frames, in order.
     var events: [TracedEvent] {
         compactMap { frame in
-            guard case .event(_, _, let sequence, _, let payload, let trace, _) = frame else { return nil }
+            guard case .event(_, _, let sequence, _, let payload, let trace, _, _) = frame else { return nil }
             return TracedEvent(sequence, String(buffer: payload), trace)
         }
     }

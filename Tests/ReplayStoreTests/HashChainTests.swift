@@ -20,6 +20,20 @@ struct HashChainTests {
         #expect(EventHash(hex: "xyz") == nil)
     }
 
+    /// A keyed event's link covers its key: marker byte 1, the key's length and the key
+    /// (tools/verify_checkpoint.py's `link` gives the same hashes).
+    @Test func aKeyedEventsLinkCoversItsKey() {
+        let first = HashChain.link(after: .zero, stream: "orders", sequence: 1, millis: 1_764_000_000_000, payload: Data("hello".utf8))
+        let keyed = HashChain.link(
+            after: first, stream: "orders", sequence: 2, millis: 1_764_000_000_001, key: EventKey("customer-7"),
+            payload: Data(#"{"tier":"gold"}"#.utf8))
+        #expect(keyed.hex == "fb1bdabb544690addacafb5fcf63ea54c23a3b9e07315940f0cc6958f7b72a16")
+        let tombstone = HashChain.link(after: keyed, stream: "orders", sequence: 3, millis: 1_764_000_000_002, key: EventKey("café"), payload: Data())
+        #expect(tombstone.hex == "e2e159c7762daaf011b72e7adc1c01f0d39243e8bf6f7d4993aa8c1f3db758ae")
+        let unkeyed = HashChain.link(after: first, stream: "orders", sequence: 2, millis: 1_764_000_000_001, payload: Data(#"{"tier":"gold"}"#.utf8))
+        #expect(unkeyed != keyed, "the same event without its key is another link")
+    }
+
     /// Every stored event holds its link; the row keeps the head; reads and `verify` pass.
     @Test(arguments: StoreKind.allCases) func everyEventIsStoredWithItsLink(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in

@@ -157,8 +157,8 @@ struct MigrationTests {
             let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
             #expect(applied.contains("0003_one_integer_key"))
             let columns = try store.query { db in try db.columns(in: "event_log").map(\.name) }
-            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013; `hash`: 0014
-            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent", "hash"])
+            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013; `hash`: 0014; `event_key`: 0015
+            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent", "hash", "event_key"])
 
             // Through the store: settings, windows, terminal states, the source.
             #expect(store.info("orders")?.config == StreamConfig(capacity: nil))
@@ -216,13 +216,13 @@ struct MigrationTests {
             try await queue.write { db in
                 try db.execute(
                     sql: "INSERT INTO streams (id, name, created_at, first_seq, last_seq) VALUES (?, 'full', '2026-01-01T00:00:00.000Z', ?, ?)",
-                    arguments: [EventKey.maxStreamID, Int64(EventKey.maxSequence), Int64(EventKey.maxSequence - 1)])
+                    arguments: [LogRowKey.maxStreamID, Int64(LogRowKey.maxSequence), Int64(LogRowKey.maxSequence - 1)])
             }
             try queue.close()
             let store = try openStore(directory)
             defer { store.close() }
             let last = try await store.append(Data("last".utf8), to: "full")
-            #expect(last.sequence == EventKey.maxSequence)
+            #expect(last.sequence == LogRowKey.maxSequence)
             await #expect(throws: StoreError.self) { try await store.append(Data("one too many".utf8), to: "full") }
             do {
                 _ = try await store.append(Data("x".utf8), to: "full")
@@ -237,7 +237,7 @@ struct MigrationTests {
                 guard case StoreError.limitReached(let reason) = error else { throw error }
                 #expect(reason.contains("stream ids"))
             }
-            #expect(try store.read("full", from: 1).map(\.sequence) == [EventKey.maxSequence])
+            #expect(try store.read("full", from: 1).map(\.sequence) == [LogRowKey.maxSequence])
             #expect(store.info("another") == nil)
         }
     }

@@ -15,7 +15,7 @@ struct PageReadTests {
             let payloads = [Data(), Data([0, 13, 10, 255]), Data(repeating: 0x61, count: 70_000), Data("{\"id\":1}".utf8)]
             for payload in payloads { _ = try await store.append(payload, to: "s") }
             var seen: [(UInt64, String, Data)] = []
-            try store.forEachEvent(in: "s", from: 1) { sequence, time, payload, _, _ in
+            try store.forEachEvent(in: "s", from: 1) { sequence, time, payload, _, _, _ in
                 seen.append((sequence, String(decoding: time, as: UTF8.self), Data(payload)))
             }
             #expect(seen.map(\.0) == [1, 2, 3, 4])
@@ -34,7 +34,7 @@ struct PageReadTests {
             for _ in 0..<10 { _ = try await store.append(Data(repeating: 1, count: 100), to: "s") }
             func page(from: UInt64, through: UInt64 = .max, limit: Int = 512, budget: Int = .max) throws -> [UInt64] {
                 var sequences: [UInt64] = []
-                try store.forEachEvent(in: "s", from: from, through: through, limit: limit, byteBudget: budget) { sequence, _, _, _, _ in
+                try store.forEachEvent(in: "s", from: from, through: through, limit: limit, byteBudget: budget) { sequence, _, _, _, _, _ in
                     sequences.append(sequence)
                 }
                 return sequences
@@ -43,7 +43,7 @@ struct PageReadTests {
             #expect(try page(from: 3, budget: 250) == [3, 4, 5])
             #expect(try page(from: 8, through: 9) == [8, 9])
             #expect(try page(from: 11).isEmpty)
-            #expect(throws: StoreError.self) { try store.forEachEvent(in: "nope", from: 1) { _, _, _, _, _ in } }
+            #expect(throws: StoreError.self) { try store.forEachEvent(in: "nope", from: 1) { _, _, _, _, _, _ in } }
         }
     }
 
@@ -63,7 +63,7 @@ struct PageReadTests {
 
             func read(from: UInt64, limit: Int, budget: Int) throws -> [(UInt64, Data)] {
                 var seen: [(UInt64, Data)] = []
-                try store.forEachEvent(in: "s", from: from, limit: limit, byteBudget: budget) { sequence, _, bytes, _, _ in
+                try store.forEachEvent(in: "s", from: from, limit: limit, byteBudget: budget) { sequence, _, bytes, _, _, _ in
                     seen.append((sequence, Data(bytes)))
                 }
                 return seen
@@ -103,7 +103,7 @@ struct PageReadTests {
             for n in 1..<7_000 { store.append(payload(n), to: "s") { _ in } }
             #expect(try await store.append(payload(7_000), to: "s").sequence == 7_000)
             var seen: [(UInt64, Data)] = []
-            try store.forEachEvent(in: "s", from: 1, limit: 10_000) { sequence, _, bytes, _, _ in seen.append((sequence, Data(bytes))) }
+            try store.forEachEvent(in: "s", from: 1, limit: 10_000) { sequence, _, bytes, _, _, _ in seen.append((sequence, Data(bytes))) }
             #expect(seen.count == 6_000)
             #expect(seen.first?.0 == 1_001 && seen.last?.0 == 7_000)
             #expect(zip(seen, UInt64(1_001)...).allSatisfy { event, expected in event.0 == expected && event.1 == payload(Int(expected)) })
@@ -116,7 +116,7 @@ struct PageReadTests {
                 bytes += payload(n).count
             }
             var sequences: [UInt64] = []
-            try store.forEachEvent(in: "s", from: 1, limit: 10_000, byteBudget: budget) { sequence, _, _, _, _ in sequences.append(sequence) }
+            try store.forEachEvent(in: "s", from: 1, limit: 10_000, byteBudget: budget) { sequence, _, _, _, _, _ in sequences.append(sequence) }
             #expect(sequences.count == read)
             #expect(sequences.first == 1_001 && sequences.last == UInt64(1_000 + read))
         }

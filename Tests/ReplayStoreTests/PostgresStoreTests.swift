@@ -68,8 +68,8 @@ struct PostgresStoreTests {
             func packed(bytes: Int) throws -> Int {
                 try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes)?.events.readableBytes ?? 0
             }
-            // Sequence number, time, payload size, trace context size, hash size; and the hash.
-            let header = 24 + 32
+            // Sequence number, time, payload size, trace context, hash and key sizes; and the hash.
+            let header = 26 + 32
             #expect(try packed(bytes: .max) == 20 * header + 10 * 10 + 10 * 100_000)
             // 100 bytes of small ones, then two large: the second reaches 250,000.
             #expect(try packed(bytes: 250_000) == 13 * header + 10 * 10 + 3 * 100_000)

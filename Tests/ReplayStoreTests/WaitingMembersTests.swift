@@ -137,7 +137,7 @@ struct WaitingMembersTests {
         try await withJobs(kind) { store in
             _ = try await store.appendAll(["one", "two", "three", "four"], to: "jobs")
             let taken = Locked<[(UInt64, String, Int?)]>([])
-            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload, _, hash in
+            let reader = HandoutReader(byteBudget: 6) { sequence, _, payload, _, hash, _ in
                 taken.withLock { $0.append((sequence, String(decoding: payload, as: UTF8.self), hash?.count)) }
             }
             let handout = try await withCheckedContinuation { continuation in

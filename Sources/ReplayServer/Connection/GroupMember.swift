@@ -217,12 +217,12 @@ final class FramedHandout: Sendable {
 
     init(stream: String, sid: String, delivery: TracedDelivery?, hashes: Bool) {
         let frames = self.frames
-        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload, trace, hash in
+        reader = HandoutReader(byteBudget: Subscription.pageBytes) { sequence, time, payload, trace, hash, key in
             delivery?.delivered(sequence, trace: trace)
             let hash = hashes ? hash.flatMap(EventHash.init(bytes:)) : nil
             frames.withLock { frames in
                 ServerFrame.writeEvent(
-                    stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, hash: hash,
+                    stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, key: key,
                     into: &frames.body)
                 frames.bytes += payload.count
             }

@@ -36,7 +36,7 @@ struct SocketRules: Sendable {
         case .atomic(let events):
             needed = events.map { (.write, $0.stream) }
         case .subscribe(let stream, _, _), .subscribeDurable(let stream, _, _, _), .subscribeGroup(let stream, _, _, _),
-            .info(let stream), .consumers(let stream), .pending(let stream, _):
+            .info(let stream), .latest(let stream, _), .consumers(let stream), .pending(let stream, _):
             needed = [(.read, stream)]
         case .groups(let target):
             if StreamPattern.isPattern(target), case .success(let pattern) = StreamPattern.parse(target) {

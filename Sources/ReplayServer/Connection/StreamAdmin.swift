@@ -5,7 +5,7 @@ import ReplayModel
 import ReplayProtocol
 import ReplayStore
 
-/// CREATE, DELETE, INFO, LIST, COMPLETE, FAIL, RESET, CONSUMERS, DELCONSUMER, GROUPS,
+/// CREATE, DELETE, INFO, GET, LIST, COMPLETE, FAIL, RESET, CONSUMERS, DELCONSUMER, GROUPS,
 /// PENDING, DELGROUP, SUBSCRIPTIONS, DERIVE and DERIVATIONS.
 ///
 /// `submit` hands the command to the store's writer before it returns, so a connection's
@@ -63,6 +63,22 @@ struct StreamAdmin: Sendable {
         case .pending(let stream, let name):
             afterWrites(reply) { () throws(ReplayError) in try json(pending(of: name, in: stream), ServerFrame.list) }
         case .derivations: afterWrites(reply) { json(derivations.all.filter { principal.may(.read, on: $0.stream) }, ServerFrame.list) }
+        case .latest(let stream, let key):
+            // After this connection's earlier writes, on the read pool (an index lookup and
+            // one event's read).
+            store.barrier { [self] result in
+                guard case .success = result else { return answer(result) }
+                Task {
+                    do {
+                        let found = try await reads.run { [store] in try store.latest(stream, key: key) }
+                        reply(try json(KeyedValue.answer(found, stream: stream, key: key), ServerFrame.info))
+                    } catch let error as ReplayError {
+                        reply(.error(error))
+                    } catch {
+                        reply(.error(ReplayError((error as? StoreError) ?? .unavailable("\(error)"))))
+                    }
+                }
+            }
         case .subscriptions:
             // The rows as the database has them (written by this daemon's HTTP door or
             // another's), read on the read pool; the positions as this daemon knows them.

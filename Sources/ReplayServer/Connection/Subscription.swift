@@ -126,11 +126,11 @@ struct Subscription: Sendable {
         var buffers: [ByteBuffer] = []
         var own = ByteBuffer()
         for entry in entries {
-            entry.withTrace { trace in
+            entry.withTraceAndKey { trace, key in
                 if let shared = entry.shared {
                     ServerFrame.writeEventLine(
                         stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, size: shared.readableBytes,
-                        trace: trace, hash: hashes ? entry.hash : nil, into: &own)
+                        trace: trace, hash: hashes ? entry.hash : nil, key: key, into: &own)
                     buffers.append(own)
                     buffers.append(shared)
                     own = ByteBuffer()
@@ -139,7 +139,7 @@ struct Subscription: Sendable {
                     entry.payload.withUnsafeBytes { payload in
                         ServerFrame.writeEvent(
                             stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: payload, trace: trace,
-                            hash: hashes ? entry.hash : nil, into: &own)
+                            hash: hashes ? entry.hash : nil, key: key, into: &own)
                     }
                 }
             }
@@ -165,13 +165,13 @@ struct EventFrames: LogFraming {
 
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
-        hash: UnsafeRawBufferPointer?, to page: inout ByteBuffer
+        hash: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?, to page: inout ByteBuffer
     ) {
         let hash = hashes ? hash.flatMap(EventHash.init(bytes:)) : nil
         guard let filter else {
             delivery?.delivered(sequence, trace: trace)
             return ServerFrame.writeEvent(
-                stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, into: &page)
+                stream: stream, sid: sid, sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, key: key, into: &page)
         }
         // An event the filter gives nothing for is not delivered: no span for it.
         let outputs = filter.outputs(payload)
@@ -179,7 +179,7 @@ struct EventFrames: LogFraming {
         for output in outputs {
             output.withUnsafeBytes { output in
                 ServerFrame.writeEvent(
-                    stream: stream, sid: sid, sequence: sequence, time: time, payload: output, trace: trace, hash: hash, into: &page)
+                    stream: stream, sid: sid, sequence: sequence, time: time, payload: output, trace: trace, hash: hash, key: key, into: &page)
             }
         }
     }
@@ -198,11 +198,11 @@ extension Subscription {
             let results = filter.outputs(entry.payload)
             if !results.isEmpty, let delivery { entry.withTrace { delivery.delivered(entry.sequence, trace: $0) } }
             for result in results {
-                entry.withTrace { trace in
+                entry.withTraceAndKey { trace, key in
                     result.withUnsafeBytes { result in
                         ServerFrame.writeEvent(
                             stream: stream, sid: sid, sequence: entry.sequence, time: entry.timestamp.utf8, payload: result, trace: trace,
-                            hash: hashes ? entry.hash : nil, into: &own)
+                            hash: hashes ? entry.hash : nil, key: key, into: &own)
                     }
                 }
             }

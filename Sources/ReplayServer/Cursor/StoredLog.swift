@@ -7,10 +7,11 @@ protocol LogFraming: Sendable {
     associatedtype Page: Sendable
 
     func emptyPage() -> Page
-    /// `hash`: the event's hash-chain link as stored (32 bytes; `nil` if it has none).
+    /// `hash`: the event's hash-chain link as stored (32 bytes; `nil` if it has none);
+    /// `key`: its key (`nil`: none).
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
-        hash: UnsafeRawBufferPointer?, to page: inout Page)
+        hash: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?, to page: inout Page)
 }
 
 /// One read of the store: the events of `first...last` as the framing built them.
@@ -45,12 +46,12 @@ struct PooledStore: StoredLog {
             var page = StoredPage(body: framing.emptyPage())
             do {
                 try store.forEachEvent(in: stream, from: from, through: through, limit: limit, byteBudget: byteBudget) {
-                    sequence, time, payload, trace, hash in
+                    sequence, time, payload, trace, hash, key in
                     if page.first == nil { page.first = sequence }
                     page.last = sequence
                     page.events += 1
                     page.payloadBytes += payload.count
-                    framing.append(sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, to: &page.body)
+                    framing.append(sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, key: key, to: &page.body)
                 }
             } catch {
                 // The events before a corrupt one are good and go out; the next read starts

@@ -53,7 +53,7 @@ struct InputReader {
             guard from <= info.lastSequence else { continue }
             var events: [InputEvent] = []
             events.reserveCapacity(min(page, Int(info.lastSequence - from + 1)))
-            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, trace, _ in
+            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, trace, _, _ in
                 events.append(
                     InputEvent(
                         stream: info.name, sequence: sequence, millis: CommitTime.millis(time), payload: Data(payload),

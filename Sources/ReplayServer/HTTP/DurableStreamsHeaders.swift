@@ -24,6 +24,9 @@ extension HTTPField.Name {
     static let replayMaxEvents = Self("Replay-Max-Events")!
     /// A read's traced events and their trace contexts (`StreamEndpoint.addTraces`).
     static let replayTraceparent = Self("Replay-Traceparent")!
+    /// A POST's key for each of its events (`Replay-Key: customer-7`); a read's keyed events
+    /// and their keys, for a reader that asked (`?keys=on`, `StreamEndpoint.addAnnotations`).
+    static let replayKey = Self("Replay-Key")!
     /// replay's extension: the hash-chain link of a read's last event (the one its
     /// `Stream-Next-Offset` is after), to compare with a signed checkpoint of it.
     static let replayChainHash = Self("Replay-Chain-Hash")!

@@ -42,7 +42,7 @@ struct FrontDoorResponder: HTTPResponder {
         [
             "Stream-Next-Offset", "Stream-Up-To-Date", "Stream-Closed", "Stream-Cursor", "Stream-TTL", "Stream-Expires-At",
             "Stream-SSE-Data-Encoding", "Producer-Epoch", "Producer-Seq", "Producer-Expected-Seq", "Producer-Received-Seq",
-            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "Replay-Traceparent", "Replay-Chain-Hash", "ETag", "Location",
+            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "Replay-Traceparent", "Replay-Key", "Replay-Chain-Hash", "ETag", "Location",
         ]
     }
 
@@ -51,7 +51,7 @@ struct FrontDoorResponder: HTTPResponder {
         [
             .accept, .authorization, .contentType, .ifNoneMatch, .streamClosed, .streamSeq, .streamTTL, .streamExpiresAt,
             .producerID, .producerEpoch, .producerSeq, .streamForkedFrom, .streamForkOffset, .streamForkSubOffset, .replayMaxEvents,
-            .traceparent,
+            .traceparent, .replayKey,
         ]
     }
 

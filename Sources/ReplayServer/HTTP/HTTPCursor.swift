@@ -17,9 +17,11 @@ struct HTTPCursor: Sendable {
     private var failure: Failure?
 
     /// `filter`: a read-time filter (`?filter=`), whose outputs stand for each event.
-    init(hub: StreamHub, store: EventStore, reads: ReadPool, after position: UInt64, filter: EventFilter? = nil) {
+    /// `keys`: name each keyed event's key (`?keys=on`).
+    init(hub: StreamHub, store: EventStore, reads: ReadPool, after position: UInt64, filter: EventFilter? = nil, keys: Bool = false) {
         self.cursor = LogCursor(
-            hub: hub, log: PooledStore(store: store, reads: reads), framing: Payloads(filter: filter), from: position + 1, retry: .briefly)
+            hub: hub, log: PooledStore(store: store, reads: reads), framing: Payloads(filter: filter, keys: keys), from: position + 1,
+            retry: .briefly)
         self.position = position
     }
 
@@ -28,8 +30,9 @@ struct HTTPCursor: Sendable {
     struct Chunk: Sendable {
         var bytes = ByteBuffer()
         var sizes: [Int] = []
-        /// The traced events among them, in order (none for an untraced stream).
-        var traces: [TracedMessage] = []
+        /// The traced events among them, and the keyed ones for a reader that asked for
+        /// keys, in order (none for an untraced stream read without keys).
+        var annotated: [AnnotatedMessage] = []
         /// Nothing more was committed after the chunk's last event.
         var upToDate = false
         /// The stream ended, and the chunk reaches its end.
@@ -57,44 +60,49 @@ struct HTTPCursor: Sendable {
             let offset = sizes.count
             if isEmpty { bytes = more } else { bytes.writeBuffer(&more) }
             sizes += other.sizes
-            traces += other.traces.map { TracedMessage(index: $0.index + offset, sequence: $0.sequence, traceParent: $0.traceParent) }
+            annotated += other.annotated.map { $0.moved(by: offset) }
             if let later = other.lastHash { lastHash = later }
         }
 
         /// Adds one event: its payload, or what `filter` gives for it. The ring's events and
         /// the store's rows both come in here.
+        /// `key`: only for a reader that asked for keys.
         mutating func add(
-            _ payload: some Collection<UInt8> & ContiguousBytes, sequence: UInt64, traceParent: String?, hash: EventHash?,
+            _ payload: some Collection<UInt8> & ContiguousBytes, sequence: UInt64, traceParent: String?, key: String?, hash: EventHash?,
             through filter: EventFilter?
         ) {
             lastHash = hash.map { (sequence, $0) }
-            if let filter { return add(filter.outputs(payload), sequence: sequence, traceParent: traceParent) }
-            guard traceParent == nil else { return add(CollectionOfOne(payload), sequence: sequence, traceParent: traceParent) }
+            if let filter { return add(filter.outputs(payload), sequence: sequence, traceParent: traceParent, key: key) }
+            guard traceParent == nil && key == nil else {
+                return add(CollectionOfOne(payload), sequence: sequence, traceParent: traceParent, key: key)
+            }
             bytes.writeBytes(payload)
             sizes.append(payload.count)
         }
 
-        /// Adds an event's outputs (its payload, or a filter's outputs for it); a traced
-        /// event the filter gave nothing for is not named, as no message of it is there.
-        mutating func add(_ outputs: some Sequence<some Collection<UInt8>>, sequence: UInt64, traceParent: String?) {
+        /// Adds an event's outputs (its payload, or a filter's outputs for it); a traced or
+        /// keyed event the filter gave nothing for is not named, as no message of it is there.
+        mutating func add(_ outputs: some Sequence<some Collection<UInt8>>, sequence: UInt64, traceParent: String?, key: String?) {
             let first = sizes.count
             for output in outputs {
                 bytes.writeBytes(output)
                 sizes.append(output.count)
             }
-            if let traceParent, sizes.count > first { traces.append(TracedMessage(index: first, sequence: sequence, traceParent: traceParent)) }
+            if traceParent != nil || key != nil, sizes.count > first {
+                annotated.append(AnnotatedMessage(index: first, sequence: sequence, traceParent: traceParent, key: key))
+            }
         }
 
-        /// Ends the chunk before its `limit + 1`th traced event, so that a response's
-        /// header of trace contexts stays small; the last sequence number kept, or `nil`
-        /// when it has no more than `limit`.
-        mutating func keepTraced(atMost limit: Int) -> UInt64? {
-            guard traces.count > limit else { return nil }
-            let first = traces[limit]
+        /// Ends the chunk before its `limit + 1`th traced or keyed event, so that a
+        /// response's headers of trace contexts and keys stay small; the last sequence
+        /// number kept, or `nil` when it has no more than `limit`.
+        mutating func keepAnnotated(atMost limit: Int) -> UInt64? {
+            guard annotated.count > limit else { return nil }
+            let first = annotated[limit]
             let kept = sizes[..<first.index].reduce(0, +)
             bytes = bytes.getSlice(at: bytes.readerIndex, length: kept) ?? ByteBuffer()
             sizes.removeSubrange(first.index...)
-            traces.removeSubrange(limit...)
+            annotated.removeSubrange(limit...)
             lastHash = nil
             upToDate = false
             terminal = nil
@@ -102,12 +110,17 @@ struct HTTPCursor: Sendable {
         }
     }
 
-    /// A traced event of a chunk: the index of its (first) message, its sequence number and
-    /// its publisher's trace context.
-    struct TracedMessage: Sendable, Equatable {
+    /// A traced or keyed event of a chunk: the index of its (first) message, its sequence
+    /// number, its publisher's trace context and its key.
+    struct AnnotatedMessage: Sendable, Equatable {
         let index: Int
         let sequence: UInt64
-        let traceParent: String
+        let traceParent: String?
+        let key: String?
+
+        func moved(by offset: Int) -> Self {
+            Self(index: index + offset, sequence: sequence, traceParent: traceParent, key: key)
+        }
     }
 
     enum Failure: Error {
@@ -165,7 +178,8 @@ struct HTTPCursor: Sendable {
             for entry in entries {
                 budget -= entry.payload.count
                 chunk.add(
-                    entry.payload, sequence: entry.sequence, traceParent: entry.traceParent?.text, hash: entry.hash, through: cursor.framing.filter)
+                    entry.payload, sequence: entry.sequence, traceParent: entry.traceParent?.text,
+                    key: cursor.framing.keys ? entry.key?.text : nil, hash: entry.hash, through: cursor.framing.filter)
             }
             position = entries.last?.sequence ?? position
             return false
@@ -206,15 +220,17 @@ struct HTTPCursor: Sendable {
 /// outputs for each).
 struct Payloads: LogFraming {
     var filter: EventFilter? = nil
+    /// Whether the reader asked for each event's key (`?keys=on`).
+    var keys = false
 
     func emptyPage() -> HTTPCursor.Chunk { HTTPCursor.Chunk() }
 
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
-        hash: UnsafeRawBufferPointer?, to page: inout HTTPCursor.Chunk
+        hash: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?, to page: inout HTTPCursor.Chunk
     ) {
         page.add(
-            payload, sequence: sequence, traceParent: trace.map { String(decoding: $0, as: UTF8.self) }, hash: hash.flatMap(EventHash.init(bytes:)),
-            through: filter)
+            payload, sequence: sequence, traceParent: trace.map { String(decoding: $0, as: UTF8.self) },
+            key: keys ? key.map { String(decoding: $0, as: UTF8.self) } : nil, hash: hash.flatMap(EventHash.init(bytes:)), through: filter)
     }
 }

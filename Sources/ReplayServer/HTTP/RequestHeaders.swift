@@ -26,6 +26,14 @@ struct RequestHeaders {
     /// Context specification has a receiver do (the events are stored untraced).
     var traceParent: TraceParent? { fields.value(.traceparent).flatMap { TraceParent($0) } }
 
+    /// `Replay-Key`, the key of each of the request's events; one that is not a key is
+    /// refused (stored without it, the events would lose what they are about).
+    func key() throws -> EventKey? {
+        guard let value = fields.value(.replayKey) else { return nil }
+        guard let key = EventKey(value) else { throw HTTPProblem.invalid("Replay-Key takes \(EventKey.format)") }
+        return key
+    }
+
     /// The media type, lowercased, without parameters (`application/json; charset=utf-8`
     /// is `application/json`): what content types are compared by.
     ///

@@ -8,13 +8,15 @@ import ReplayStore
 
 /// GET: catch-up (§5.6), long-poll (§5.7) and SSE (§5.8), all over an `HTTPCursor`.
 extension StreamEndpoint {
-    /// A GET's query: `offset`, `live`, `cursor` and `filter` (replay's extension: a jq
-    /// program each event passes through for this reader), each at most once.
+    /// A GET's query: `offset`, `live`, `cursor`, `filter` (replay's extension: a jq
+    /// program each event passes through for this reader) and `keys` (replay's extension:
+    /// `on` names each keyed event's key), each at most once.
     struct ReadQuery {
         var offset: StreamOffset.Request
         var live: Live
         var cursor: UInt64?
         var filter: EventFilter?
+        var keys = false
 
         enum Live: Equatable {
             case catchUp
@@ -43,6 +45,11 @@ extension StreamEndpoint {
                 throw HTTPProblem.invalid("a live read needs an offset (-1 for the beginning, now for the tail)")
             }
             cursor = try single("cursor").flatMap { UInt64($0) }
+            switch try single("keys") {
+            case nil, "off": keys = false
+            case "on": keys = true
+            default: throw HTTPProblem.invalid("keys takes on or off")
+            }
             if let program = try single("filter") {
                 do throws(JQProgram.Failure) {
                     filter = try EventFilter(String(program), budget: budget)
@@ -103,7 +110,7 @@ extension StreamEndpoint {
         let info = hub.info
         switch query.live {
         case .sse:
-            let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: try position(query, info), filter: query.filter)
+            let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: try position(query, info), filter: query.filter, keys: query.keys)
             return sse(cursor, info: info, clientCursor: query.cursor, closed: closed)
         case .catchUp where query.offset == .now:
             var fields = readHeaders(info, next: info.lastSequence, upToDate: true, closed: info.terminal != nil)
@@ -121,10 +128,10 @@ extension StreamEndpoint {
         defer { lease.dispose() }
         let info = hub.info
         let position = try position(query, info)
-        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter)
+        var cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter, keys: query.keys)
         guard query.live == .longPoll else {
             var chunk = try await chunk(&cursor, info)
-            let next = chunk.keepTraced(atMost: Self.tracedPerResponse) ?? cursor.position
+            let next = chunk.keepAnnotated(atMost: Self.annotatedPerResponse) ?? cursor.position
             return catchUpResponse(chunk, from: position, next: next, info: info, ifNoneMatch: headers.ifNoneMatch)
         }
         DaemonMetrics.longPolls.increment()
@@ -135,7 +142,7 @@ extension StreamEndpoint {
                 chunk = try await self.chunk(&cursor, info)
             }
         }
-        let next = chunk.keepTraced(atMost: Self.tracedPerResponse) ?? cursor.position
+        let next = chunk.keepAnnotated(atMost: Self.annotatedPerResponse) ?? cursor.position
         let latest = hub.info
         var fields = readHeaders(latest, next: next, upToDate: chunk.upToDate, closed: chunk.terminal != nil)
         if chunk.terminal == nil { fields[.streamCursor] = String(LiveCursor.next(after: query.cursor)) }
@@ -143,24 +150,35 @@ extension StreamEndpoint {
             fields[.contentType] = nil
             return Response(status: .noContent, headers: fields)
         }
-        addTraces(chunk.traces, of: info.name, to: &fields)
+        addAnnotations(chunk.annotated, of: info.name, to: &fields)
         if let hash = chunk.hash(endingAt: next) { fields[.replayChainHash] = hash.hex }
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }
 
-    /// The most traced events one catch-up or long-poll response carries: their trace
-    /// contexts go in one header (about 80 bytes each), and proxies and clients commonly
-    /// refuse responses whose headers pass 8 to 16 KB. A response ends before the next
-    /// one; the client's next read starts there.
-    static let tracedPerResponse = 64
+    /// The most traced or keyed events one catch-up or long-poll response names: their
+    /// trace contexts and keys go in headers (about 80 bytes each for a trace context, a
+    /// key's length and 20 for a key), and proxies and clients commonly refuse responses
+    /// whose headers pass 8 to 16 KB. A response ends before the next one; the client's
+    /// next read starts there. (Keys are named only for a reader that asks, `?keys=on`, so
+    /// that a keyed stream's responses are not cut for readers that never look at them.)
+    static let annotatedPerResponse = 64
 
     /// `Replay-Traceparent`: each traced event of the response, as a Structured Field
-    /// list (RFC 8941) of its trace context with the index of its message in the body
-    /// (from 0) and its sequence number: `"00-…-01";index=0;seq=41, …`.
-    func addTraces(_ traces: [HTTPCursor.TracedMessage], of stream: String, to fields: inout HTTPFields) {
-        guard !traces.isEmpty else { return }
-        tracer.delivered(traces, of: stream)
-        fields[.replayTraceparent] = traces.map { "\"\($0.traceParent)\";index=\($0.index);seq=\($0.sequence)" }.joined(separator: ", ")
+    /// list (RFC 9651) of its trace context with the index of its message in the body
+    /// (from 0) and its sequence number: `"00-…-01";index=0;seq=41, …`. `Replay-Key`: each
+    /// keyed event's key the same way, `"customer-7";index=0;seq=41, …` (a key beyond
+    /// printable ASCII as a Display String, `%"caf%c3%a9"`).
+    func addAnnotations(_ annotated: [HTTPCursor.AnnotatedMessage], of stream: String, to fields: inout HTTPFields) {
+        guard !annotated.isEmpty else { return }
+        tracer.delivered(annotated, of: stream)
+        let traces = annotated.compactMap { message in
+            message.traceParent.map { "\"\($0)\";index=\(message.index);seq=\(message.sequence)" }
+        }
+        if !traces.isEmpty { fields[.replayTraceparent] = traces.joined(separator: ", ") }
+        let keys = annotated.compactMap { message in
+            message.key.map { "\(StructuredFieldText.string($0));index=\(message.index);seq=\(message.sequence)" }
+        }
+        if !keys.isEmpty { fields[.replayKey] = keys.joined(separator: ", ") }
     }
 
     private func chunk(_ cursor: inout HTTPCursor, _ info: StreamInfo) async throws -> HTTPCursor.Chunk {
@@ -197,7 +215,7 @@ extension StreamEndpoint {
             fields[.contentType] = nil
             return Response(status: .notModified, headers: fields)
         }
-        addTraces(chunk.traces, of: info.name, to: &fields)
+        addAnnotations(chunk.annotated, of: info.name, to: &fields)
         if let hash = chunk.hash(endingAt: next) { fields[.replayChainHash] = hash.hex }
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
     }

@@ -52,9 +52,9 @@ struct DurableStreamsFeed: SSEFeed {
     private func frame(_ chunk: HTTPCursor.Chunk) -> (ByteBuffer, SSENext) {
         var buffer = ByteBuffer()
         if !chunk.isEmpty { SSEFrame.data(chunk, encoding, into: &buffer) }
-        if !chunk.traces.isEmpty {
-            SSEFrame.traces(chunk.traces, into: &buffer)
-            tracer.delivered(chunk.traces, of: cursor.watched.hub.name)
+        if !chunk.annotated.isEmpty {
+            SSEFrame.annotations(chunk.annotated, into: &buffer)
+            tracer.delivered(chunk.annotated, of: cursor.watched.hub.name)
         }
         let closed = chunk.terminal != nil
         SSEFrame.control(
@@ -128,13 +128,20 @@ enum SSEFrame {
         }
     }
 
-    /// A `traceparents` event after a `data` event with traced events in it (an extension:
-    /// clients that do not know it skip it, as SSE has them skip any event they do not
-    /// listen for): a JSON array of each one's message index in the `data` event (from 0),
-    /// sequence number and trace context.
-    static func traces(_ traces: [HTTPCursor.TracedMessage], into buffer: inout ByteBuffer) {
-        let items = traces.map { "{\"index\":\($0.index),\"seq\":\($0.sequence),\"traceparent\":\"\($0.traceParent)\"}" }
-        buffer.writeString("event: traceparents\ndata:[\(items.joined(separator: ","))]\n\n")
+    /// A `traceparents` event after a `data` event with traced events in it, and a `keys`
+    /// event after one with keyed events in it for a reader that asked (`keys=on`), both
+    /// extensions: clients that do not know them skip them, as SSE has them skip any event
+    /// they do not listen for. Each is a JSON array of each event's message index in the
+    /// `data` event (from 0), sequence number, and trace context or key.
+    static func annotations(_ annotated: [HTTPCursor.AnnotatedMessage], into buffer: inout ByteBuffer) {
+        let traces = annotated.compactMap { message in
+            message.traceParent.map { "{\"index\":\(message.index),\"seq\":\(message.sequence),\"traceparent\":\"\($0)\"}" }
+        }
+        if !traces.isEmpty { buffer.writeString("event: traceparents\ndata:[\(traces.joined(separator: ","))]\n\n") }
+        let keys = annotated.compactMap { message in
+            message.key.map { "{\"index\":\(message.index),\"seq\":\(message.sequence),\"key\":\(JSONText.of($0))}" }
+        }
+        if !keys.isEmpty { buffer.writeString("event: keys\ndata:[\(keys.joined(separator: ","))]\n\n") }
     }
 
     /// The `control` event after a chunk. `hash`: the hash-chain link of the chunk's last

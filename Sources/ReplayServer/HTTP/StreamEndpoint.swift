@@ -124,6 +124,7 @@ struct StreamEndpoint: Sendable {
         let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
         var write = StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork)
         write.traceParent = headers.traceParent
+        write.key = try headers.key()
         // A scoped token's streams are recorded as its own, and counted against its cap.
         let principal = stream.principal
         if principal.grants != nil {
@@ -241,6 +242,7 @@ struct StreamEndpoint: Sendable {
         let payloads = try messages(body, json: info.isJSON, creating: false)
         var write = StreamWrite(stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
         write.traceParent = headers.traceParent
+        write.key = try headers.key()
         return write
     }
 

@@ -17,6 +17,7 @@ struct TailRing {
         let payload: Data
         let traceParent: TraceParent?
         let hash: EventHash?
+        let key: EventKey?
         var shared: ByteBuffer?
     }
 
@@ -39,7 +40,9 @@ struct TailRing {
 
     mutating func append(_ event: StoredEvent) {
         append(
-            Entry(sequence: event.sequence, timestamp: event.timestamp, payload: event.payload, traceParent: event.traceParent, hash: event.hash))
+            Entry(
+                sequence: event.sequence, timestamp: event.timestamp, payload: event.payload, traceParent: event.traceParent, hash: event.hash,
+                key: event.key))
     }
 
     private mutating func append(_ event: consuming Entry) {
@@ -88,5 +91,14 @@ extension TailRing.Entry {
     func withTrace<T>(_ body: (UnsafeRawBufferPointer?) -> T) -> T {
         guard let trace = traceParent else { return body(nil) }
         return trace.bytes.withUnsafeBytes { body($0) }
+    }
+
+    /// Calls `body` with the event's trace context and key as bytes (`nil`: none), as the
+    /// frame writers take them from the store's rows.
+    func withTraceAndKey<T>(_ body: (_ trace: UnsafeRawBufferPointer?, _ key: UnsafeRawBufferPointer?) -> T) -> T {
+        withTrace { trace in
+            guard let key else { return body(trace, nil) }
+            return key.bytes.withUnsafeBytes { body(trace, $0) }
+        }
     }
 }

@@ -34,8 +34,10 @@ struct TracedDelivery: Sendable {
 
 extension EventTracer {
     /// An HTTP response's traced events, sent.
-    func delivered(_ traces: [HTTPCursor.TracedMessage], of stream: String) {
+    func delivered(_ annotated: [HTTPCursor.AnnotatedMessage], of stream: String) {
         guard isOn else { return }
-        for traced in traces { mark(.deliver, stream: stream, sequence: traced.sequence, continuing: traced.traceParent) }
+        for message in annotated {
+            if let trace = message.traceParent { mark(.deliver, stream: stream, sequence: message.sequence, continuing: trace) }
+        }
     }
 }

@@ -14,12 +14,15 @@ import ReplayModel
 ///     stream name          UTF-8
 ///     sequence number      8 bytes, big-endian
 ///     commit time          8 bytes, big-endian, ms since 1970-01-01 UTC (signed)
-///     key marker           1 byte: 0 (an event carries no key)
+///     key marker           1 byte: 0 for an event without a key, 1 for one with a key
+///     key length           2 bytes, big-endian (only with marker 1)
+///     key                  UTF-8 (only with marker 1)
 ///     payload length       8 bytes, big-endian
 ///     payload
 ///
-/// The trace context and a derived event's origin are metadata about delivery, not the
-/// event, and are not hashed. SHA-256 is OpenSSL's (libcrypto, with the CPU's SHA extensions
+/// The key is part of the event (it says what the event is about, and compaction and `GET`
+/// go by it); the trace context and a derived event's origin are metadata about delivery,
+/// not the event, and are not hashed. SHA-256 is OpenSSL's (libcrypto, with the CPU's SHA extensions
 /// where it has them), on a context on the stack: no allocation per hash
 /// (Sources/CLibCrypto/shim.h says why not swift-crypto's).
 enum HashChain {
@@ -28,15 +31,18 @@ enum HashChain {
     /// each call into libcrypto copies into its context and checks its length, and five
     /// calls cost about a tenth of a link for a 100-byte event.
     static func link(
-        after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, payload: UnsafeRawBufferPointer
+        after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, key: UnsafeRawBufferPointer? = nil,
+        payload: UnsafeRawBufferPointer
     ) -> EventHash {
         var context = SHA256_CTX()
         SHA256_Init(&context)
         var name = stream
         name.withUTF8 { name in
-            // Previous hash, name length and name, then sequence, time, key marker and
-            // payload length: 32 + 2 + the name + 25 bytes.
-            let size = 59 + name.count
+            // Previous hash, name length and name, then sequence, time, key marker (and the
+            // key's length and key), and payload length: 32 + 2 + the name + 25 bytes, and
+            // 2 + the key's more with a key.
+            let keyBytes = key.map { 2 + $0.count } ?? 0
+            let size = 59 + name.count + keyBytes
             withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { header in
                 previous.withUnsafeBytes { header.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 32) }
                 header.storeBytes(of: UInt16(truncatingIfNeeded: name.count).bigEndian, toByteOffset: 32, as: UInt16.self)
@@ -44,8 +50,12 @@ enum HashChain {
                 let fields = 34 + name.count
                 header.storeBytes(of: sequence.bigEndian, toByteOffset: fields, as: UInt64.self)
                 header.storeBytes(of: millis.bigEndian, toByteOffset: fields + 8, as: Int64.self)
-                header.storeBytes(of: UInt8(0), toByteOffset: fields + 16, as: UInt8.self)
-                header.storeBytes(of: UInt64(payload.count).bigEndian, toByteOffset: fields + 17, as: UInt64.self)
+                header.storeBytes(of: UInt8(key == nil ? 0 : 1), toByteOffset: fields + 16, as: UInt8.self)
+                if let key {
+                    header.storeBytes(of: UInt16(truncatingIfNeeded: key.count).bigEndian, toByteOffset: fields + 17, as: UInt16.self)
+                    if let base = key.baseAddress { (header.baseAddress! + fields + 19).copyMemory(from: base, byteCount: key.count) }
+                }
+                header.storeBytes(of: UInt64(payload.count).bigEndian, toByteOffset: fields + 17 + keyBytes, as: UInt64.self)
                 _ = SHA256_Update(&context, header.baseAddress, size)
             }
         }
@@ -56,8 +66,13 @@ enum HashChain {
     }
 
     /// `link` over a payload held as `Data`.
-    static func link(after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, payload: some ContiguousBytes) -> EventHash {
-        payload.withUnsafeBytes { link(after: previous, stream: stream, sequence: sequence, millis: millis, payload: $0) }
+    static func link(
+        after previous: EventHash, stream: String, sequence: UInt64, millis: Int64, key: EventKey? = nil, payload: some ContiguousBytes
+    ) -> EventHash {
+        payload.withUnsafeBytes { payload in
+            guard let key else { return link(after: previous, stream: stream, sequence: sequence, millis: millis, payload: payload) }
+            return key.bytes.withUnsafeBytes { link(after: previous, stream: stream, sequence: sequence, millis: millis, key: $0, payload: payload) }
+        }
     }
 }
 
@@ -85,8 +100,10 @@ struct ChainCheck {
     }
 
     /// Checks one event; throws `corruptEvent` naming it if its stored hash is not the link.
-    mutating func check(sequence: UInt64, millis: Int64, payload: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer?) throws(StoreError) {
-        let expected = HashChain.link(after: previous, stream: stream, sequence: sequence, millis: millis, payload: payload)
+    mutating func check(
+        sequence: UInt64, millis: Int64, key: UnsafeRawBufferPointer?, payload: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer?
+    ) throws(StoreError) {
+        let expected = HashChain.link(after: previous, stream: stream, sequence: sequence, millis: millis, key: key, payload: payload)
         guard let stored else {
             // Written before the chain began: nothing to check, unless a hashed event came
             // before it (then its hash was removed).

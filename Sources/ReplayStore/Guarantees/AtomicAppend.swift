@@ -11,11 +11,16 @@ public struct AtomicAppend: Sendable, Equatable {
     public var expectedLastSequence: UInt64?
     /// The publisher's trace context, stored with the event.
     public var traceParent: TraceParent?
+    /// The event's key, stored with it.
+    public var key: EventKey?
 
-    public init(stream: String, payload: Data, expectedLastSequence: UInt64? = nil, traceParent: TraceParent? = nil) {
+    public init(
+        stream: String, payload: Data, expectedLastSequence: UInt64? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil
+    ) {
         self.stream = stream
         self.payload = payload
         self.expectedLastSequence = expectedLastSequence
         self.traceParent = traceParent
+        self.key = key
     }
 }

@@ -23,6 +23,8 @@ public struct StreamWrite: Sendable {
     public var creator: StreamCreator?
     /// The publisher's trace context, stored with each of the write's events.
     public var traceParent: TraceParent?
+    /// The key of each of the write's events (`Replay-Key`).
+    public var key: EventKey?
 
     public init(
         stream: String, payloads: [Data], create: StreamConfig? = nil, producer: ProducerStamp? = nil,

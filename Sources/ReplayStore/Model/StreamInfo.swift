@@ -96,23 +96,29 @@ public struct StoredEvent: Sendable, Equatable {
     public let traceParent: TraceParent?
     /// Its link in its stream's hash chain (`nil`: stored before chaining began).
     public let hash: EventHash?
+    /// Its key, if its publisher gave one.
+    public let key: EventKey?
 
-    public init(sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil, hash: EventHash? = nil) {
+    public init(
+        sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil, hash: EventHash? = nil, key: EventKey? = nil
+    ) {
         self.sequence = sequence
         self.timestamp = timestamp
         self.payload = payload
         self.traceParent = traceParent
         self.hash = hash
+        self.key = key
     }
 
     /// An event as a read hands it over (`EventVisitor`), copied out of the store's buffers.
     public init(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, traceParent: UnsafeRawBufferPointer?,
-        hash: UnsafeRawBufferPointer?
+        hash: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?
     ) {
         self.init(
             sequence: sequence, timestamp: String(decoding: time, as: UTF8.self), payload: Data(payload),
-            traceParent: traceParent.flatMap(TraceParent.init(bytes:)), hash: hash.flatMap(EventHash.init(bytes:)))
+            traceParent: traceParent.flatMap(TraceParent.init(bytes:)), hash: hash.flatMap(EventHash.init(bytes:)),
+            key: key.flatMap(EventKey.init(bytes:)))
     }
 
     /// When the event was committed (UTC, millisecond precision).

@@ -336,6 +336,34 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body) }
     }
 
+    /// The lookup and the read are two statements, each its own snapshot: an event that
+    /// retention removed between them is looked up again.
+    func latestEvent(withKey key: EventKey, in segments: LogSegments) throws(StoreError) -> StoredEvent? {
+        try withReader { session in
+            for _ in 0..<3 {
+                var looked = false
+                for segment in segments.segments.reversed() {
+                    let rows = try session.query(
+                        """
+                        SELECT max(seq) FROM event_log WHERE stream_id = \(segment.streamID) AND event_key = \(key.text)
+                            AND seq BETWEEN \(Int64(segment.from)) AND \(Int64(min(segment.through, UInt64(Int64.max))))
+                        """)
+                    guard let sequence = try rows.rows.first?.decode(Int64?.self) else { continue }
+                    var found: StoredEvent?
+                    try PostgresTransaction.forEachEvent(.single(UInt64(sequence), of: segment), limit: 1, byteBudget: .max, session) {
+                        sequence, time, payload, trace, hash, key in
+                        found = StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key)
+                    }
+                    if let found { return found }
+                    looked = true
+                    break
+                }
+                if !looked { return nil }
+            }
+            return nil
+        }
+    }
+
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
         try withReader { session in try PostgresTransaction.subscriptions(id: id, session) }
     }

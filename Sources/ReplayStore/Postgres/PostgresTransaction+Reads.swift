@@ -105,14 +105,15 @@ extension PostgresTransaction {
     /// The aggregate that packs a page's events into one value (see `packedPage`).
     private static let packedEvents = """
         string_agg(int8send(seq) || int8send(time) || int4send(length(payload)) || int2send(coalesce(octet_length(traceparent), 0)::int2)
-            || int2send(coalesce(octet_length(hash), 0)::int2)
-            || payload || coalesce(convert_to(traceparent, 'UTF8'), ''::bytea) || coalesce(hash, ''::bytea), ''::bytea ORDER BY seq)
+            || int2send(coalesce(octet_length(hash), 0)::int2) || int2send(coalesce(octet_length(event_key), 0)::int2)
+            || payload || coalesce(convert_to(traceparent, 'UTF8'), ''::bytea) || coalesce(hash, ''::bytea)
+            || coalesce(convert_to(event_key, 'UTF8'), ''::bytea), ''::bytea ORDER BY seq)
         """
 
     /// The events of `from...through` (at most `limit` of them), packed in order into one
     /// value: per event its sequence number and time (8 bytes each, big-endian), its
-    /// payload's length (4 bytes), its trace context's and its hash's (2 bytes each, 0 for
-    /// none), the payload, the trace context and the hash. `nil` when there are none; with
+    /// payload's length (4 bytes), its trace context's, its hash's and its key's (2 bytes
+    /// each, 0 for none), the payload, the trace context, the hash and the key. `nil` when there are none; with
     /// what its snapshot holds before its first event.
     ///
     /// The page ends at the event that reaches `bytes` (a running sum of the payloads'
@@ -128,8 +129,8 @@ extension PostgresTransaction {
                 try session.query(
                     """
                     SELECT \(unescaped: packedEvents), \(unescaped: chainStart(stream: stream, firstSeq: "min(page.seq)"))
-                    FROM (SELECT seq, time, payload, traceparent, hash, \(unescaped: before) FROM (
-                        SELECT seq, time, payload, traceparent, hash FROM event_log
+                    FROM (SELECT seq, time, payload, traceparent, hash, event_key, \(unescaped: before) FROM (
+                        SELECT seq, time, payload, traceparent, hash, event_key FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) first) page
                     WHERE before < \(bytes)
                     """)
@@ -137,7 +138,7 @@ extension PostgresTransaction {
                 try session.query(
                     """
                     SELECT \(unescaped: packedEvents), \(unescaped: chainStart(stream: stream, firstSeq: "min(page.seq)"))
-                    FROM (SELECT seq, time, payload, traceparent, hash, \(unescaped: before) FROM event_log
+                    FROM (SELECT seq, time, payload, traceparent, hash, event_key, \(unescaped: before) FROM event_log
                         WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)) page
                     WHERE before < \(bytes)
                     """)
@@ -161,7 +162,7 @@ private struct PageReading {
 
     /// Rows a page asks for at most; its bytes bound it too.
     static let pageRows = 4096
-    static let header = 24
+    static let header = 26
 
     /// Starts the chain's check from what the page's snapshot holds before its first event.
     mutating func startChain(_ start: PostgresTransaction.ChainStart) {
@@ -195,8 +196,9 @@ private struct PageReading {
                 let size = Int(UInt32(bigEndian: page.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self)))
                 let traceSize = Int(UInt16(bigEndian: page.loadUnaligned(fromByteOffset: offset + 20, as: UInt16.self)))
                 let hashSize = Int(UInt16(bigEndian: page.loadUnaligned(fromByteOffset: offset + 22, as: UInt16.self)))
+                let keySize = Int(UInt16(bigEndian: page.loadUnaligned(fromByteOffset: offset + 24, as: UInt16.self)))
                 let start = offset + Self.header
-                guard page.count - start >= size + traceSize + hashSize, sequence >= from else {
+                guard page.count - start >= size + traceSize + hashSize + keySize, sequence >= from else {
                     throw StoreError.unavailable("PostgreSQL sent a page out of order")
                 }
                 guard sequence < end else { return }
@@ -205,9 +207,11 @@ private struct PageReading {
                 let trace = traceSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[start + size..<start + size + traceSize])
                 let hashStart = start + size + traceSize
                 let hash = hashSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[hashStart..<hashStart + hashSize])
-                try chain.check(sequence: UInt64(sequence), millis: millis, payload: payload, stored: hash)
-                time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace, hash) }
-                offset = hashStart + hashSize
+                let keyStart = hashStart + hashSize
+                let key = keySize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[keyStart..<keyStart + keySize])
+                try chain.check(sequence: UInt64(sequence), millis: millis, key: key, payload: payload, stored: hash)
+                time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace, hash, key) }
+                offset = keyStart + keySize
                 from = sequence + 1
                 remaining -= 1
                 bytes += size

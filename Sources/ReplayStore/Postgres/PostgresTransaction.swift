@@ -269,9 +269,10 @@ final class PostgresTransaction: LogTransaction {
     /// (daemons share the rows, and one daemon's stamps would be another's to read back).
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
-        hash: EventHash
+        key: EventKey?, hash: EventHash
     ) throws {
-        pending.append(stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace, hash: hash)
+        pending.append(
+            stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace, key: key, hash: hash)
         if pending.bytes > 4 << 20 { try flush() }
     }
 
@@ -292,14 +293,15 @@ final class PostgresTransaction: LogTransaction {
                 """)
             return
         }
-        // A derivation's outputs and traced events: '' is a plain event's origin and trace.
+        // A derivation's outputs, traced and keyed events: '' is a plain event's origin, trace
+        // and key.
         session.send(
             """
-            INSERT INTO event_log (stream_id, seq, time, payload, hash, origin, traceparent)
-            SELECT s, q, t, p, h, NULLIF(o, ''), NULLIF(c, '') FROM unnest(\(events.streams)::bigint[], \(events.sequences)::bigint[],
-                \(events.times)::bigint[], \(events.payloads)::bytea[], \(events.hashes)::bytea[], \(events.filledOrigins)::text[],
-                \(events.filledTraces)::text[])
-                AS e (s, q, t, p, h, o, c)
+            INSERT INTO event_log (stream_id, seq, time, payload, hash, origin, traceparent, event_key)
+            SELECT s, q, t, p, h, NULLIF(o, ''), NULLIF(c, ''), NULLIF(k, '') FROM unnest(\(events.streams)::bigint[],
+                \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[], \(events.hashes)::bytea[],
+                \(events.filledOrigins)::text[], \(events.filledTraces)::text[], \(events.filledKeys)::text[])
+                AS e (s, q, t, p, h, o, c, k)
             """)
     }
 
@@ -549,18 +551,24 @@ struct PendingEvents: Sendable {
     var origins: [String] = []
     /// Filled only once an event has a trace context: '' for the others.
     var traces: [String] = []
+    /// Filled only once an event has a key: '' for the others (a key is never empty).
+    var keys: [String] = []
     var bytes = 0
 
     var isEmpty: Bool { streams.isEmpty }
-    /// Whether an event has an origin or a trace context (the plain INSERT has neither).
-    var isAnnotated: Bool { !origins.isEmpty || !traces.isEmpty }
-    /// One per event, '' for none: for the INSERT that takes both.
+    /// Whether an event has an origin, a trace context or a key (the plain INSERT has none).
+    var isAnnotated: Bool { !origins.isEmpty || !traces.isEmpty || !keys.isEmpty }
+    /// One per event, '' for none: for the INSERT that takes them all.
     var filledOrigins: [String] { origins.isEmpty ? Array(repeating: "", count: streams.count) : origins }
     var filledTraces: [String] { traces.isEmpty ? Array(repeating: "", count: streams.count) : traces }
+    var filledKeys: [String] { keys.isEmpty ? Array(repeating: "", count: streams.count) : keys }
 
-    mutating func append(stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?, hash: EventHash) {
+    mutating func append(
+        stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?, key: EventKey?, hash: EventHash
+    ) {
         Self.note(origin, in: &origins, before: streams.count)
         Self.note(trace?.text, in: &traces, before: streams.count)
+        Self.note(key?.text, in: &keys, before: streams.count)
         streams.append(stream)
         sequences.append(sequence)
         times.append(millis)

@@ -15,7 +15,7 @@ import ReplayModel
 /// (`SQLiteTransaction.db` writes them first), so every statement of the batch still sees
 /// every event inserted before it, and nothing changes for the batch's rules: a failed
 /// insert fails the whole batch, as it did. The rows' bytes (payloads, hashes, stamps,
-/// trace contexts) are copied into one buffer for the statement, bound in place.
+/// trace contexts, keys) are copied into one buffer for the statement, bound in place.
 struct EventInserts {
     struct Row {
         let key: Int64
@@ -26,6 +26,8 @@ struct EventInserts {
         let trace: TraceParent?
         /// The input event a derivation's output came from (`stream:seq`).
         let origin: String?
+        /// The event's own key (`key=`); `key` above is the row's.
+        let eventKey: EventKey?
     }
 
     /// The most rows one statement carries; fewer go in chunks of 16, 8, 4, 2 and 1.
@@ -57,7 +59,7 @@ struct EventInserts {
         let insert = try RawStatement(db.cachedStatement(sql: Self.sql(rows: rows.count)), in: db)
         let bytes = rows.reduce(0) { total, row in
             total + row.payload.count + Self.hashBytes + (row.stamp == nil ? 0 : EventStamp.maxBytes) + (row.trace?.bytes.count ?? 0)
-                + (row.origin?.utf8.count ?? 0)
+                + (row.origin?.utf8.count ?? 0) + (row.eventKey?.bytes.count ?? 0)
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes, 1), alignment: 8)
         defer { buffer.deallocate() }
@@ -92,14 +94,19 @@ struct EventInserts {
             } else {
                 insert.bindNull(at: column + 7)
             }
+            if let key = row.eventKey {
+                insert.bind(text: key.bytes.withUnsafeBytes(place), at: column + 8)
+            } else {
+                insert.bindNull(at: column + 8)
+            }
         }
         try insert.execute()
     }
 
-    private static let columns = 7
+    private static let columns = 8
     private static let statements = [1, 2, 4, 8, 16, 32].map { count in
-        "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin) VALUES "
-            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
+        "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin, event_key) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
     }
 
     private static func sql(rows: Int) -> String {

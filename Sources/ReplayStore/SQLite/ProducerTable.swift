@@ -107,12 +107,12 @@ final class ProducerTable: @unchecked Sendable {
         let statement = RawStatement(
             try db.cachedStatement(sql: "SELECT key, time, stamp FROM event_log WHERE key BETWEEN ? AND ? AND stamp IS NOT NULL ORDER BY key"),
             in: db)
-        statement.bind(EventKey.key(stream: key.stream, sequence: UInt64(snapshot) + 1), at: 1)
-        statement.bind(EventKey.range(of: key.stream).upperBound, at: 2)
+        statement.bind(LogRowKey.key(stream: key.stream, sequence: UInt64(snapshot) + 1), at: 1)
+        statement.bind(LogRowKey.range(of: key.stream).upperBound, at: 2)
         try statement.forEachRow { row in
             guard let stamp = EventStamp(row.bytes(2)), stamp.ref == ref else { return true }
             state.record(
-                ProducerStamp(id: key.producer, epoch: stamp.epoch, sequence: stamp.pseq), sequence: EventKey.sequence(of: row.int64(0)),
+                ProducerStamp(id: key.producer, epoch: stamp.epoch, sequence: stamp.pseq), sequence: LogRowKey.sequence(of: row.int64(0)),
                 now: row.int64(1))
             return true
         }
@@ -253,7 +253,7 @@ final class ProducerTable: @unchecked Sendable {
                     ON CONFLICT (stream_id) DO UPDATE SET through_seq = excluded.through_seq
                     """), in: db)
         for stream in streams {
-            let range = EventKey.range(of: stream)
+            let range = LogRowKey.range(of: stream)
             snapshot.bind(stream, at: 1)
             snapshot.bind(range.lowerBound, at: 2)
             snapshot.bind(range.upperBound, at: 3)

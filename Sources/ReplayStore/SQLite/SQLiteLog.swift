@@ -129,6 +129,31 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func latestEvent(withKey key: EventKey, in segments: LogSegments) throws(StoreError) -> StoredEvent? {
+        do {
+            // The lookup and the read in one read transaction: the event found is the one read.
+            return try pool.read { db in
+                let lookup = try db.cachedStatement(
+                    sql: "SELECT key FROM event_log WHERE event_key = ? AND key BETWEEN ? AND ? ORDER BY key DESC LIMIT 1")
+                for segment in segments.segments.reversed() {
+                    let range = [
+                        LogRowKey.key(stream: segment.streamID, sequence: segment.from), LogRowKey.key(stream: segment.streamID, sequence: segment.through),
+                    ]
+                    guard let row = try Int64.fetchOne(lookup, arguments: [key.text, range[0], range[1]]) else { continue }
+                    var found: StoredEvent?
+                    try SQLiteTransaction.forEachEvent(.single(LogRowKey.sequence(of: row), of: segment), limit: 1, byteBudget: .max, db) {
+                        sequence, time, payload, trace, hash, key in
+                        found = StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key)
+                    }
+                    return found
+                }
+                return nil
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
         do {
             return try pool.read { db in try SQLiteTransaction.subscriptions(id: id, db) }

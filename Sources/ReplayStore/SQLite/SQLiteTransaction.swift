@@ -4,7 +4,7 @@ import ReplayModel
 
 /// The SQLite side of `LogTransaction`: one process writes the file (`ProcessLock`), so the
 /// catalog is the truth and nothing needs locking; events live in `event_log` under one
-/// integer key per (stream, seq) (`EventKey`).
+/// integer key per (stream, seq) (`LogRowKey`).
 ///
 /// The transaction begins (`BEGIN IMMEDIATE`) at the batch's first statement, not before
 /// the batch: a batch that needs no statement at all (a group member asking again for
@@ -101,9 +101,9 @@ final class SQLiteTransaction: LogTransaction {
     /// the event key.
     func roomForAStream() throws -> StoreError? {
         let next = try Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(id), 0) + 1 FROM streams")) ?? 1
-        guard next > EventKey.maxStreamID else { return nil }
+        guard next > LogRowKey.maxStreamID else { return nil }
         return .limitReached(
-            "replay has room for stream ids up to \(EventKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database"
+            "replay has room for stream ids up to \(LogRowKey.maxStreamID) and the highest is in use; delete the stream with the highest id, or use another database"
         )
     }
 
@@ -136,11 +136,11 @@ final class SQLiteTransaction: LogTransaction {
 
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
-        hash: EventHash
+        key: EventKey?, hash: EventHash
     ) throws {
         let row = EventInserts.Row(
-            key: EventKey.key(stream: stream, sequence: sequence), millis: millis, payload: payload,
-            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace, origin: origin)
+            key: LogRowKey.key(stream: stream, sequence: sequence), millis: millis, payload: payload,
+            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace, origin: origin, eventKey: key)
         if inserts.add(row) { try writeInserts() }
     }
 
@@ -163,7 +163,7 @@ final class SQLiteTransaction: LogTransaction {
     /// began); `nil` if there is no such row.
     static func storedHash(stream: Int64, sequence: UInt64, _ db: Database) throws -> EventHash? {
         let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT hash FROM event_log WHERE key = ?"), arguments: [EventKey.key(stream: stream, sequence: sequence)])
+            db.cachedStatement(sql: "SELECT hash FROM event_log WHERE key = ?"), arguments: [LogRowKey.key(stream: stream, sequence: sequence)])
         return row.map { StreamRow.hash($0[0]) }
     }
 
@@ -198,8 +198,8 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     func deleteEvents(of stream: Int64) throws {
-        try producers.eventsWillGo(of: stream, through: EventKey.maxSequence, &producerWrites, db)
-        let range = EventKey.range(of: stream)
+        try producers.eventsWillGo(of: stream, through: LogRowKey.maxSequence, &producerWrites, db)
+        let range = LogRowKey.range(of: stream)
         try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
     }
 
@@ -207,15 +207,15 @@ final class SQLiteTransaction: LogTransaction {
         try producers.eventsWillGo(of: stream, through: through, &producerWrites, db)
         let freed = try Int.fetchAll(
             db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload)"),
-            arguments: [EventKey.key(stream: stream, sequence: from), EventKey.key(stream: stream, sequence: through)])
+            arguments: [LogRowKey.key(stream: stream, sequence: from), LogRowKey.key(stream: stream, sequence: through)])
         return freed.reduce(0, +)
     }
 
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
         let rows = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT key, length(payload) FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key"),
-            arguments: [EventKey.key(stream: stream, sequence: from), EventKey.range(of: stream).upperBound])
-        while let row = try rows.next(), body(EventKey.sequence(of: row[0]), row[1]) {}
+            arguments: [LogRowKey.key(stream: stream, sequence: from), LogRowKey.range(of: stream).upperBound])
+        while let row = try rows.next(), body(LogRowKey.sequence(of: row[0]), row[1]) {}
     }
 
     func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64) throws -> UInt64 {
@@ -225,7 +225,7 @@ final class SQLiteTransaction: LogTransaction {
     static func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64, _ db: Database) throws -> UInt64 {
         let lookup = try db.cachedStatement(sql: "SELECT time FROM event_log WHERE key = ?")
         return try TimeSearch.firstSequence(in: window, atOrAfter: millis) { sequence in
-            try Int64.fetchOne(lookup, arguments: [EventKey.key(stream: stream, sequence: sequence)])
+            try Int64.fetchOne(lookup, arguments: [LogRowKey.key(stream: stream, sequence: sequence)])
         }
     }
 
@@ -257,28 +257,29 @@ final class SQLiteTransaction: LogTransaction {
         for segment in segments.segments where remaining > 0 && bytes < byteBudget {
             let statement = RawStatement(
                 try db.cachedStatement(
-                    sql: "SELECT key, time, payload, traceparent, hash FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
+                    sql: "SELECT key, time, payload, traceparent, hash, event_key FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
                 in: db)
-            statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
-            statement.bind(EventKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
+            statement.bind(LogRowKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
+            statement.bind(LogRowKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
             statement.bind(Int64(remaining), at: 3)
             var chain = ChainCheck(stream: segment.stream)
             var failure: Error?
             try statement.forEachRow { row in
-                let sequence = EventKey.sequence(of: row.int64(0))
+                let sequence = LogRowKey.sequence(of: row.int64(0))
                 let millis = row.int64(1)
                 let payload = row.bytes(2)
                 let hash = row.optionalBytes(4)
+                let key = row.optionalBytes(5)
                 do {
                     if !chain.started { chain.start(after: try base(segment, sequence, db)) }
-                    try chain.check(sequence: sequence, millis: millis, payload: payload, stored: hash)
+                    try chain.check(sequence: sequence, millis: millis, key: key, payload: payload, stored: hash)
                 } catch {
                     failure = error
                     return false
                 }
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 time.text.withUnsafeBytes { text in
-                    body(sequence, text, payload, row.optionalBytes(3), hash)
+                    body(sequence, text, payload, row.optionalBytes(3), hash, key)
                 }
                 remaining -= 1
                 bytes += payload.count

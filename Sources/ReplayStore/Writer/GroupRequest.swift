@@ -90,8 +90,8 @@ public struct WaitTicket: Hashable, Sendable {
 
 /// Takes a hand-out's events as the writer reads them, on the writer's thread, before the
 /// commit (a failed commit answers the hand-out with its error: what was read then goes
-/// nowhere): each event's sequence number, time text, payload, trace context and hash-chain
-/// link, in sequence order, up to `byteBudget` bytes of payload (at least one event). A
+/// nowhere): each event's sequence number, time text, payload, trace context, hash-chain
+/// link and key, in sequence order, up to `byteBudget` bytes of payload (at least one event). A
 /// member then sends events from the pages its hand-out's own commit just wrote, where
 /// reading them again was a read transaction on a reader thread and two more thread hops
 /// per hand-out.
@@ -100,7 +100,7 @@ public struct HandoutReader: Sendable {
     public typealias Take =
         @Sendable (
             _ sequence: UInt64, _ time: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer, _ traceParent: UnsafeRawBufferPointer?,
-            _ hash: UnsafeRawBufferPointer?
+            _ hash: UnsafeRawBufferPointer?, _ key: UnsafeRawBufferPointer?
         ) -> Void
     public let take: Take
 

@@ -51,7 +51,7 @@ protocol LogTransaction: AnyObject {
     /// publisher's trace context. `hash`: its link in the stream's chain (`HashChain`).
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
-        hash: EventHash
+        key: EventKey?, hash: EventHash
     ) throws
     /// The stored hash of one of the stream's own events; `nil` if there is no such row
     /// (or it was stored before chaining began).

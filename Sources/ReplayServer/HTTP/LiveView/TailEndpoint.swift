@@ -72,7 +72,7 @@ struct TailFeed: SSEFeed {
             var page = TailFrames.Page()
             for entry in entries {
                 entry.payload.withUnsafeBytes { payload in
-                    TailFrames.write(sequence: entry.sequence, time: entry.timestamp, payload: payload, into: &page)
+                    TailFrames.write(sequence: entry.sequence, time: entry.timestamp, key: entry.key?.text, payload: payload, into: &page)
                 }
             }
             page.finish(into: &buffer)
@@ -113,14 +113,20 @@ struct TailFrames: LogFraming {
 
     func append(
         sequence: UInt64, time: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, trace: UnsafeRawBufferPointer?,
-        hash: UnsafeRawBufferPointer?, to page: inout Page
+        hash: UnsafeRawBufferPointer?, key: UnsafeRawBufferPointer?, to page: inout Page
     ) {
-        Self.write(sequence: sequence, time: String(decoding: time, as: UTF8.self), payload: payload, into: &page)
+        Self.write(
+            sequence: sequence, time: String(decoding: time, as: UTF8.self), key: key.map { String(decoding: $0, as: UTF8.self) },
+            payload: payload, into: &page)
     }
 
-    static func write(sequence: UInt64, time: String, payload: UnsafeRawBufferPointer, into page: inout Page) {
+    /// `key`: the event's key, if it has one, shown beside its time.
+    static func write(sequence: UInt64, time: String, key: String?, payload: UnsafeRawBufferPointer, into page: inout Page) {
         if page.json.count > 1 { page.json += "," }
         page.json += "{\"seq\":\(sequence),\"time\":\"\(time)\","
+        if let key, let quoted = try? JSONSerialization.data(withJSONObject: key, options: .fragmentsAllowed) {
+            page.json += "\"key\":" + String(decoding: quoted, as: UTF8.self) + ","
+        }
         // One JSON string per event: JSONSerialization escapes what SSE and JSON need
         // (line breaks included, so an event stays on one data line).
         if let text = String(validating: payload, as: UTF8.self), let quoted = try? JSONSerialization.data(withJSONObject: text, options: .fragmentsAllowed) {

@@ -42,7 +42,7 @@ extension WriterRules {
             index = try insertStream(name, autoCreate)
         }
         if let full = sequenceNumbersLeft(for: 1, in: index) { return .failure(full) }
-        guard let event = try append(payload, to: index, stamp: conditions.producer, trace: conditions.traceParent) else {
+        guard let event = try append(payload, to: index, stamp: conditions.producer, trace: conditions.traceParent, key: conditions.key) else {
             return .failure(.terminated(stream: name))
         }
         if let stamp = conditions.producer {
@@ -63,13 +63,13 @@ extension WriterRules {
     }
 
     /// `limitReached` if `count` more events would pass the last sequence number a
-    /// stream's key can hold (`EventKey`); `nil` if they fit.
+    /// stream's key can hold (`LogRowKey`); `nil` if they fit.
     /// Runs once per event: it reads the one field in place, since a copy of the stream's
     /// `StreamInfo` (strings, dates, settings) costs retains and releases on the writer.
     func sequenceNumbersLeft(for count: Int, in index: Int) -> StoreError? {
-        guard streams[index].record.info.lastSequence + UInt64(count) > EventKey.maxSequence else { return nil }
+        guard streams[index].record.info.lastSequence + UInt64(count) > LogRowKey.maxSequence else { return nil }
         let name = streams[index].record.info.name
-        return .limitReached("stream '\(name)' has used every sequence number (\(EventKey.maxSequence)); append to a new stream")
+        return .limitReached("stream '\(name)' has used every sequence number (\(LogRowKey.maxSequence)); append to a new stream")
     }
 
     /// A checked write (see `StreamWrite`): its checks in a fixed order (a producer's retry
@@ -126,7 +126,8 @@ extension WriterRules {
         if let full = sequenceNumbersLeft(for: write.payloads.count, in: index) { return .failure(full) }
         // The producer's stamp goes on the publish's first event, which its runs map its pseq to.
         for (offset, payload) in write.payloads.enumerated() {
-            _ = try append(payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil, trace: write.traceParent)
+            _ = try append(
+                payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil, trace: write.traceParent, key: write.key)
         }
         if let stamp = write.producer, let producerKey {
             if write.payloads.isEmpty { db.publishedWithoutEvent(producerKey) }
@@ -153,7 +154,7 @@ extension WriterRules {
         for event in events {
             let result = try appendResult(
                 event.payload, to: event.stream, autoCreate: autoCreate,
-                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence, traceParent: event.traceParent))
+                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence, traceParent: event.traceParent, key: event.key))
             switch result {
             case .success(let appended):
                 sequences.append(appended.sequence)
@@ -171,22 +172,23 @@ extension WriterRules {
     }
 
     /// Numbers and inserts one event, with the producer's stamp if it is a publish's first,
-    /// the input event it came from if a derivation computed it, and its publisher's trace
-    /// context; `nil` if the stream has ended.
+    /// the input event it came from if a derivation computed it, its publisher's trace
+    /// context and its key; `nil` if the stream has ended.
     mutating func append(
-        _ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil, trace: TraceParent? = nil
+        _ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil, trace: TraceParent? = nil, key: EventKey? = nil
     ) throws -> StoredEvent? {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
         let sequence = record.info.lastSequence + 1
         let (eventMillis, eventText) = record.lastTime > millis ? (record.lastTime, Timestamp.format(millis: record.lastTime)) : (millis, timeText)
-        let hash = HashChain.link(after: record.chainHead, stream: record.info.name, sequence: sequence, millis: eventMillis, payload: payload)
+        let hash = HashChain.link(
+            after: record.chainHead, stream: record.info.name, sequence: sequence, millis: eventMillis, key: key, payload: payload)
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live (its chain goes on, with nothing retained before its base).
         if record.info.config.capacity != 0 {
             try db.insertEvent(
                 stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin, trace: trace,
-                hash: hash)
+                key: key, hash: hash)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
@@ -198,7 +200,7 @@ extension WriterRules {
         streams[index].record.lastTime = eventMillis
         appendedEvents += 1
         appendedBytes += payload.count
-        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace, hash: hash)
+        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace, hash: hash, key: key)
         streams[index].appended.append(event)
         return event
     }

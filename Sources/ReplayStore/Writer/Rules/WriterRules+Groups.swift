@@ -124,9 +124,9 @@ extension WriterRules {
             guard bytes < reader.byteBudget else { break }
             var expected = run.lowerBound
             let segments = LogSegments(of: record, from: run.lowerBound, through: run.upperBound) { catalog[$0] }
-            try forEachIntactEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace, hash in
+            try forEachIntactEvent(segments, limit: run.count, byteBudget: reader.byteBudget - bytes) { sequence, time, payload, trace, hash, key in
                 guard sequence == expected else { return }
-                reader.take(sequence, time, payload, trace, hash)
+                reader.take(sequence, time, payload, trace, hash, key)
                 expected += 1
                 bytes += payload.count
             }
@@ -206,15 +206,18 @@ extension WriterRules {
         let record = streams[index].record
         var payload: Data?
         var trace: TraceParent?
+        var key: EventKey?
         let segments = LogSegments(of: record, from: sequence, through: sequence) { catalog[$0] }
-        try forEachIntactEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes, traceBytes, _ in
+        try forEachIntactEvent(segments, limit: 1, byteBudget: .max) { _, _, bytes, traceBytes, _, keyBytes in
             payload = Data(bytes)
             trace = traceBytes.flatMap(TraceParent.init(bytes:))
+            key = keyBytes.flatMap(EventKey.init(bytes:))
         }
         guard let payload else { return }
         // The dead-letter stream is created on first use with the daemon's defaults; the
-        // copy keeps the event's trace context, so whoever looks into it finds the trace.
-        switch try appendResult(payload, to: target, autoCreate: config, conditions: AppendConditions(traceParent: trace)) {
+        // copy keeps the event's key and trace context, so whoever looks into it finds what
+        // the event was about and its trace.
+        switch try appendResult(payload, to: target, autoCreate: config, conditions: AppendConditions(traceParent: trace, key: key)) {
         case .success(let appended):
             try db.insertDeadLetter(
                 DeadLetter(

@@ -36,8 +36,8 @@ extension WriterRules {
         else { return }
         let segments = LogSegments(of: record, from: known.info.lastSequence + 1, through: record.info.lastSequence) { catalog[$0] }
         var events: [StoredEvent] = []
-        try forEachIntactEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload, trace, hash in
-            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash))
+        try forEachIntactEvent(segments, limit: Self.refreshEventLimit, byteBudget: 1 << 20) { sequence, time, payload, trace, hash, key in
+            events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key))
         }
         // Only a complete, contiguous run can go to the ring (retention may have
         // trimmed some already, or the byte budget stopped the read).

@@ -1,7 +1,7 @@
 /// The `event_log` key: one integer, `(stream id << 40) | seq` (see migration 0003). A
 /// stream's events are one contiguous range of keys, in sequence order, so every read,
 /// trim and delete of a stream is a rowid range.
-enum EventKey {
+enum LogRowKey {
     static let sequenceBits: Int64 = 40
     /// The highest sequence number a stream can reach.
     static let maxSequence: UInt64 = (1 << UInt64(sequenceBits)) - 1

@@ -1,0 +1,81 @@
+import Foundation
+import ReplayTesting
+import Testing
+
+/// The HTTP door's part of event keys: a POST's `Replay-Key` header is stored with each of
+/// its events, and a reader that asks (`?keys=on`) is told which events of a response have
+/// which key (`Replay-Key` on catch-up and long-poll, a `keys` event in SSE).
+@Suite("Event keys over HTTP", .timeLimit(.minutes(3)))
+struct EventKeyHTTPTests {
+    static let json = [("Content-Type", "application/json")]
+
+    @Test func aPostsKeyIsStoredWithEachEventAndNamedForAReaderThatAsks() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/prices", headers: Self.json).status == 201)
+            #expect(try await http.request("POST", "/v1/stream/prices", headers: Self.json + [("Replay-Key", "AAPL")], body: "[1,2]").status == 204)
+            #expect(try await http.request("POST", "/v1/stream/prices", headers: Self.json, body: "3").status == 204)
+            #expect(try await http.request("POST", "/v1/stream/prices", headers: Self.json + [("Replay-Key", "a\"b")], body: "4").status == 204)
+
+            let plain = try await http.request("GET", "/v1/stream/prices?offset=-1")
+            #expect(plain.text == "[1,2,3,4]")
+            #expect(plain.headers["Replay-Key"].isEmpty, "a reader that did not ask is not told")
+
+            let keyed = try await http.request("GET", "/v1/stream/prices?offset=-1&keys=on")
+            #expect(keyed.text == "[1,2,3,4]")
+            #expect(keyed.headers["Replay-Key"].first == #""AAPL";index=0;seq=1, "AAPL";index=1;seq=2, "a\"b";index=3;seq=4"#)
+
+            let polled = try await http.request("GET", "/v1/stream/prices?offset=0000000000000002_0000000000000000&live=long-poll&keys=on")
+            #expect(polled.text == "[3,4]")
+            #expect(polled.headers["Replay-Key"].first == #""a\"b";index=1;seq=4"#, "indices count from the response's start")
+
+            let refused = try await http.request("GET", "/v1/stream/prices?offset=-1&keys=maybe")
+            #expect(refused.status == 400)
+        }
+    }
+
+    /// A key beyond printable ASCII is a Structured Field Display String (RFC 9651).
+    @Test func aKeyBeyondASCIIIsADisplayString() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/cafes", headers: Self.json).status == 201)
+            #expect(try await http.request("POST", "/v1/stream/cafes", headers: Self.json + [("Replay-Key", "café")], body: "1").status == 204)
+            let read = try await http.request("GET", "/v1/stream/cafes?offset=-1&keys=on")
+            #expect(read.headers["Replay-Key"].first == #"%"caf%c3%a9";index=0;seq=1"#)
+        }
+    }
+
+    @Test func aMalformedKeyIsRefusedAndNothingIsStored() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/k", headers: Self.json).status == 201)
+            let bad = String(repeating: "k", count: 257)
+            let refused = try await http.request("POST", "/v1/stream/k", headers: Self.json + [("Replay-Key", bad)], body: "1")
+            #expect(refused.status == 400 && refused.text.contains("Replay-Key"), "\(refused.text)")
+            #expect(try await http.request("GET", "/v1/stream/k?offset=-1").text == "[]")
+        }
+    }
+
+    /// Keyed events count against a response's 64 named events only for a reader that asks.
+    @Test func aKeyedStreamsResponsesAreCutOnlyForAReaderThatAsks() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/many", headers: Self.json).status == 201)
+            let body = "[" + (1...70).map(String.init).joined(separator: ",") + "]"
+            #expect(try await http.request("POST", "/v1/stream/many", headers: Self.json + [("Replay-Key", "k")], body: body).status == 204)
+            #expect(try await http.request("GET", "/v1/stream/many?offset=-1").text == body)
+            let keyed = try await http.request("GET", "/v1/stream/many?offset=-1&keys=on")
+            #expect(keyed.text == "[" + (1...64).map(String.init).joined(separator: ",") + "]")
+            #expect(keyed.headers["Replay-Key"].first?.components(separatedBy: ", ").count == 64)
+        }
+    }
+
+    @Test func sseSaysWhichEventsOfADataEventHaveWhichKey() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/live", headers: Self.json).status == 201)
+            #expect(try await http.request("POST", "/v1/stream/live", headers: Self.json, body: "1").status == 204)
+            #expect(try await http.request("POST", "/v1/stream/live", headers: Self.json + [("Replay-Key", "k2")], body: "2").status == 204)
+            #expect(try await http.request("POST", "/v1/stream/live", headers: [("Stream-Closed", "true")]).status == 204)
+            let sse = try await http.request("GET", "/v1/stream/live?offset=-1&live=sse&keys=on").text
+            #expect(sse.contains("event: keys\ndata:[{\"index\":1,\"seq\":2,\"key\":\"k2\"}]\n\n"), "\(sse)")
+            let unasked = try await http.request("GET", "/v1/stream/live?offset=-1&live=sse").text
+            #expect(!unasked.contains("event: keys"), "\(unasked)")
+        }
+    }
+}
