@@ -126,6 +126,7 @@ extension StartPosition {
         case .from(let sequence): "from=\(sequence)"
         case .last(let count): "last=\(count)"
         case .since(let seconds): "since=\(seconds)"
+        case .snapshot: "snapshot"
         }
     }
 }

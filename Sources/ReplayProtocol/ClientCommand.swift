@@ -13,6 +13,9 @@ public enum StartPosition: Sendable, Equatable {
     case last(UInt64)
     /// The first retained event stored at or after this time (seconds since 1970), then live.
     case since(Double)
+    /// The current event of every key (the newest retained event of each, tombstones left
+    /// out), in sequence order, then live: a plain SUB of one stream only.
+    case snapshot
 }
 
 /// DERIVE's words beside its definition: the derived stream's capacity if it is new, and

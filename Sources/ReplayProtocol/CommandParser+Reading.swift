@@ -58,7 +58,7 @@ extension CommandParser {
     }
 
     static let subscribeUsage =
-        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>] [durable=<name>] [window=<n>] [filter=<bytes>]"
+        "usage: SUB <stream|pattern> <sid> [all|new|from=<seq>|last=<n>|since=<time>|snapshot] [durable=<name>] [window=<n>] [filter=<bytes>]"
         + " | [group=<name> [member=<id>] [ack_wait=<seconds>] [max_deliver=<n> dead_letter=<stream>] [max_pending=<n>]] [hash=on]"
 
     /// SUB's words: the target, the id, a start, and either `durable=` or a group's options;
@@ -99,6 +99,9 @@ extension CommandParser {
             }
         }
         if consumer != nil, group != nil { throw bad("a SUB is durable=<name> or group=<name>, not both") }
+        if start == .snapshot, consumer != nil || group != nil || StreamPattern.isPattern(args[0]) {
+            throw bad("a snapshot start is for a plain SUB of one stream, not a durable consumer, a group or a pattern")
+        }
         if let window {
             // A group member is bounded by max_pending already; a pattern is many streams.
             guard group == nil, !StreamPattern.isPattern(args[0]) else {
@@ -162,8 +165,9 @@ extension CommandParser {
         let lower = word.lowercased()
         if lower == "all" { return .all }
         if lower == "new" { return .new }
+        if lower == "snapshot" { return .snapshot }
         let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw bad("start must be all, new, from=<seq>, last=<n> or since=<time>") }
+        guard parts.count == 2 else { throw bad("start must be all, new, from=<seq>, last=<n>, since=<time> or snapshot") }
         switch parts[0].lowercased() {
         case "from": return .from(try number(parts[1], "from"))
         case "last": return .last(try number(parts[1], "last"))
@@ -172,7 +176,7 @@ extension CommandParser {
                 throw bad("since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
             }
             return .since(time)
-        default: throw bad("start must be all, new, from=<seq>, last=<n> or since=<time>")
+        default: throw bad("start must be all, new, from=<seq>, last=<n>, since=<time> or snapshot")
         }
     }
 

@@ -324,6 +324,31 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// The sequence numbers of the current event of every key of `stream` up to `through`:
+    /// each key's newest retained event, unless it is the key's tombstone; ascending.
+    public func currentEvents(of stream: String, through: UInt64) throws(StoreError) -> [UInt64] {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        let segments = LogSegments(of: record, from: record.info.firstSequence, through: min(through, record.info.lastSequence)) { catalog[$0] }
+        return try log.currentEvents(in: segments)
+    }
+
+    /// Visits the events `sequences` of `stream` (ascending), in order, each checked against
+    /// its chain; one no longer retained is passed over. Stops before the event that would
+    /// start past `byteBudget` payload bytes (after one at least). Returns how many of
+    /// `sequences` it has done, visited or passed over.
+    public func forEachEvent(
+        in stream: String, at sequences: some Collection<UInt64>, byteBudget: Int = .max, _ body: EventVisitor
+    ) throws(StoreError) -> Int {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        let reads = sequences.map { sequence in LogSegments(of: record, from: sequence, through: sequence) { catalog[$0] } }
+        do {
+            return try log.forEachEvent(eachOf: reads, byteBudget: byteBudget, body)
+        } catch {
+            CorruptionReports.note(error)
+            throw error
+        }
+    }
+
     /// The last `count` retained events (fewer if fewer are retained), oldest first.
     public func readLast(_ stream: String, count: Int) throws(StoreError) -> [StoredEvent] {
         guard let info = info(stream) else { throw .unknownStream(stream) }

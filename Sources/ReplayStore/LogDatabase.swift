@@ -29,6 +29,16 @@ protocol LogDatabase: Sendable {
     /// newest segment first.
     func latestEvent(withKey key: EventKey, in segments: LogSegments) throws(StoreError) -> StoredEvent?
 
+    /// The sequence numbers of the current event of every key in `segments` (each key's
+    /// newest; a key whose newest is a tombstone, an empty payload, has none), ascending,
+    /// as one read sees them (`CurrentEvents`).
+    func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64]
+
+    /// Visits the events of each of `reads` in turn (each whole), checked as every read's
+    /// are, in one read transaction where the database has them; stops before the read
+    /// that would start past `byteBudget` payload bytes. Returns how many reads it did.
+    func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int
+
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
 

@@ -341,7 +341,7 @@ final class Connection: Sendable {
             stream: stream, sid: sid, hub: hub, log: log, phase: phase, output: output, credit: credit, filter: filter, hashes: hashes,
             tracer: context.tracer
         )
-        .run(from: start.next, liveAfter: start.liveAfter)
+        .run(from: start.next, liveAfter: start.liveAfter, snapshot: start.snapshot)
         lease.dispose()
     }
 

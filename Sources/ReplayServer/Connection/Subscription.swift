@@ -44,9 +44,21 @@ struct Subscription: Sendable {
 
     /// Delivers from `start` until the stream ends or is deleted, the task is cancelled,
     /// or the connection fails. Events after `liveAfter` are live (see `StreamHub.start`).
-    func run(from start: UInt64, liveAfter: UInt64) async {
+    /// `snapshot`: first the current event of every key up to `liveAfter` (`start` is then
+    /// `liveAfter + 1`, so the switch to the cursor has no gap and no duplicate).
+    func run(from start: UInt64, liveAfter: UInt64, snapshot: Bool = false) async {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
+        if snapshot {
+            do {
+                try await sendSnapshot(through: liveAfter)
+            } catch let error as StoreError {
+                if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
+                return
+            } catch {
+                return
+            }
+        }
         var cursor = LogCursor(
             hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery, hashes: hashes), from: start,
             liveAfter: liveAfter,
@@ -114,6 +126,31 @@ struct Subscription: Sendable {
             if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
         } catch {
             // The connection is gone or the store closed: nothing more can be delivered.
+        }
+    }
+
+    /// The current event of every key up to `last`, in sequence order, a page at a time
+    /// (its window's credit taken as a cursor's pages take it). An event that retention
+    /// removed since the SUB is passed over: it is no longer any key's retained value.
+    private func sendSnapshot(through last: UInt64) async throws {
+        let sequences = try await log.snapshot(stream, through: last)
+        let framing = EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery, hashes: hashes)
+        var index = sequences.startIndex
+        while index < sequences.endIndex, !Task.isCancelled {
+            var limit = Self.pageEvents
+            if let credit {
+                if credit.available == 0 { phase.enter(.waitingForCredit(after: index == 0 ? 0 : sequences[index - 1])) }
+                limit = await credit.take(upTo: limit)
+                if limit == 0 { continue }
+                phase.enter(.delivering)
+            }
+            let end = min(index + limit, sequences.endIndex)
+            let (page, taken) = try await log.read(stream, at: sequences[index..<end], byteBudget: Self.pageBytes, framing: framing)
+            credit?.give(limit - page.events)
+            index += max(taken, 1)
+            guard page.events > 0 else { continue }
+            hub.delivered(events: page.events, bytes: page.payloadBytes)
+            try await output.write(page.body)
         }
     }
 

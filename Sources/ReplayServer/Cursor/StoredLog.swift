@@ -61,4 +61,30 @@ struct PooledStore: StoredLog {
             return page
         }
     }
+
+    /// The current event of every key of `stream` up to `through` (`SUB … snapshot`).
+    func snapshot(_ stream: String, through: UInt64) async throws -> [UInt64] {
+        let store = self.store
+        return try await reads.run { try store.currentEvents(of: stream, through: through) }
+    }
+
+    /// The events `sequences` of `stream` as `framing` builds them, up to about
+    /// `byteBudget` bytes of payload, and how many of `sequences` that took (an event no
+    /// longer retained is passed over).
+    func read<Framing: LogFraming>(
+        _ stream: String, at sequences: ArraySlice<UInt64>, byteBudget: Int, framing: Framing
+    ) async throws -> (page: StoredPage<Framing.Page>, taken: Int) {
+        let store = self.store
+        return try await reads.run {
+            var page = StoredPage(body: framing.emptyPage())
+            let taken = try store.forEachEvent(in: stream, at: sequences, byteBudget: byteBudget) { sequence, time, payload, trace, hash, key in
+                if page.first == nil { page.first = sequence }
+                page.last = sequence
+                page.events += 1
+                page.payloadBytes += payload.count
+                framing.append(sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, key: key, to: &page.body)
+            }
+            return (page, taken)
+        }
+    }
 }

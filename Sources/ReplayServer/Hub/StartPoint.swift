@@ -4,9 +4,12 @@ import ReplayStore
 /// Where a new subscription begins: `next`, the first sequence number it wants, and
 /// `liveAfter`, the stream's last sequence number when it subscribed. Events up to
 /// `liveAfter` are history, replayed only while retained; later ones are live.
+/// `snapshot`: before `next` (then `liveAfter + 1`), the current event of every key up to
+/// `liveAfter` (`SUB … snapshot`).
 struct StartPoint: Sendable, Equatable {
     var next: UInt64
     var liveAfter: UInt64
+    var snapshot = false
 }
 
 extension StartPosition {
@@ -19,6 +22,7 @@ extension StartPosition {
         case .from(let sequence): max(1, sequence)
         case .last(let count): info.firstSequence(ofLast: count)
         case .since: nil
+        case .snapshot: info.lastSequence + 1
         }
     }
 }

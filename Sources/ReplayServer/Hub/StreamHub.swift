@@ -88,7 +88,7 @@ final class StreamHub: Sendable {
     /// `nil` for `since`, which needs the store to find its first sequence number.
     func start(_ start: StartPosition) -> StartPoint? {
         state.withLock { state in
-            start.next(in: state.info).map { StartPoint(next: $0, liveAfter: state.info.lastSequence) }
+            start.next(in: state.info).map { StartPoint(next: $0, liveAfter: state.info.lastSequence, snapshot: start == .snapshot) }
         }
     }
 

@@ -364,6 +364,40 @@ final class PostgresLog: LogDatabase {
         }
     }
 
+    func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64] {
+        try withReader { session in
+            var current = CurrentEvents()
+            for segment in segments.segments.reversed() {
+                let rows = try session.query(
+                    """
+                    SELECT DISTINCT ON (event_key) event_key, seq, octet_length(payload)::bigint FROM event_log
+                    WHERE stream_id = \(segment.streamID) AND seq BETWEEN \(Int64(segment.from)) AND \(Int64(min(segment.through, UInt64(Int64.max))))
+                        AND event_key IS NOT NULL
+                    ORDER BY event_key, seq DESC
+                    """)
+                for row in rows.rows {
+                    let (key, sequence, bytes) = try row.decode((String, Int64, Int64).self)
+                    current.add(key: key, sequence: UInt64(sequence), payloadBytes: Int(bytes))
+                }
+            }
+            return current.ordered
+        }
+    }
+
+    func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
+        try withReader { session in
+            var bytes = 0
+            for (index, read) in reads.enumerated() {
+                if bytes >= byteBudget { return index }
+                try PostgresTransaction.forEachEvent(read, limit: .max, byteBudget: .max, session) { sequence, time, payload, trace, hash, key in
+                    bytes += payload.count
+                    body(sequence, time, payload, trace, hash, key)
+                }
+            }
+            return reads.count
+        }
+    }
+
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
         try withReader { session in try PostgresTransaction.subscriptions(id: id, session) }
     }

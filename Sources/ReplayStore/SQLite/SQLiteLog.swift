@@ -154,6 +154,50 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64] {
+        do {
+            return try pool.read { db in
+                // SQLite takes a bare column of an aggregate query from the row `max()` chose.
+                let newest = try db.cachedStatement(
+                    sql: """
+                        SELECT event_key, max(key), length(payload) FROM event_log
+                        WHERE key BETWEEN ? AND ? AND event_key IS NOT NULL GROUP BY event_key
+                        """)
+                var current = CurrentEvents()
+                for segment in segments.segments.reversed() {
+                    let range = [
+                        LogRowKey.key(stream: segment.streamID, sequence: segment.from), LogRowKey.key(stream: segment.streamID, sequence: segment.through),
+                    ]
+                    let rows = try Row.fetchCursor(newest, arguments: StatementArguments(range))
+                    while let row = try rows.next() {
+                        current.add(key: row[0], sequence: LogRowKey.sequence(of: row[1]), payloadBytes: row[2])
+                    }
+                }
+                return current.ordered
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
+        do {
+            return try pool.read { db in
+                var bytes = 0
+                for (index, read) in reads.enumerated() {
+                    if bytes >= byteBudget { return index }
+                    try SQLiteTransaction.forEachEvent(read, limit: .max, byteBudget: .max, db) { sequence, time, payload, trace, hash, key in
+                        bytes += payload.count
+                        body(sequence, time, payload, trace, hash, key)
+                    }
+                }
+                return reads.count
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
         do {
             return try pool.read { db in try SQLiteTransaction.subscriptions(id: id, db) }
