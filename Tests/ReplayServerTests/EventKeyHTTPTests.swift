@@ -66,6 +66,61 @@ struct EventKeyHTTPTests {
         }
     }
 
+    /// `offset=snapshot`: each key's current event, then the tail's offset, from which
+    /// the reader goes on with what comes after, once.
+    @Test func aSnapshotReadGivesEachKeysCurrentEventThenTheTailsOffset() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/t", headers: Self.json).status == 201)
+            for (key, body) in [("a", "1"), ("b", "2"), (nil, "3"), ("a", "4"), ("c", "5")] {
+                let headers = Self.json + (key.map { [("Replay-Key", $0)] } ?? [])
+                #expect(try await http.request("POST", "/v1/stream/t", headers: headers, body: body).status == 204)
+            }
+            // An empty POST with a key is the key's tombstone; a JSON stream reads it as null.
+            #expect(try await http.request("PUT", "/v1/stream/gone", headers: Self.json).status == 201)
+            for (key, body) in [("a", "1"), ("b", "2"), ("b", "")] {
+                let headers = Self.json + [("Replay-Key", key)]
+                #expect(try await http.request("POST", "/v1/stream/gone", headers: headers, body: body).status == 204, "\(key)=\(body)")
+            }
+            #expect(try await http.request("POST", "/v1/stream/gone", headers: Self.json, body: "").status == 400, "without a key, an empty POST is refused")
+            #expect(try await http.request("GET", "/v1/stream/gone?offset=-1").text == "[1,2,null]")
+            #expect(try await http.request("GET", "/v1/stream/gone?offset=snapshot").text == "[1]", "b's tombstone leaves b out")
+
+            let snapshot = try await http.request("GET", "/v1/stream/t?offset=snapshot&keys=on")
+            #expect(snapshot.status == 200 && snapshot.text == "[2,4,5]")
+            #expect(snapshot.headers["Replay-Key"].first == #""b";index=0;seq=2, "a";index=1;seq=4, "c";index=2;seq=5"#)
+            #expect(snapshot.headers["Stream-Next-Offset"].first == "0000000000000005_0000000000000000")
+            #expect(snapshot.headers["Stream-Up-To-Date"].first == "true")
+            #expect(try await http.request("POST", "/v1/stream/t", headers: Self.json + [("Replay-Key", "b")], body: "6").status == 204)
+            let next = try await http.request("GET", "/v1/stream/t?offset=0000000000000005_0000000000000000")
+            #expect(next.text == "[6]", "then what came after the snapshot's point, once")
+
+            let polled = try await http.request("GET", "/v1/stream/t?offset=snapshot&live=long-poll")
+            #expect(polled.status == 400 && polled.text.contains("catch-up"))
+        }
+    }
+
+    /// A snapshot larger than one response goes on from an offset of its own, and ends at
+    /// the point it was taken at, whatever was published since.
+    @Test func aLargeSnapshotGoesOnFromItsOwnOffset() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/big", headers: Self.json).status == 201)
+            for index in 1...70 {
+                let headers = Self.json + [("Replay-Key", "k\(index)")]
+                #expect(try await http.request("POST", "/v1/stream/big", headers: headers, body: "\(index)").status == 204)
+            }
+            // Named keys cut a response at 64.
+            let first = try await http.request("GET", "/v1/stream/big?offset=snapshot&keys=on")
+            #expect(first.text == "[" + (1...64).map(String.init).joined(separator: ",") + "]")
+            let onward = try #require(first.headers["Stream-Next-Offset"].first)
+            #expect(onward == "snapshot-70-64" && first.headers["Stream-Up-To-Date"].isEmpty)
+            #expect(try await http.request("POST", "/v1/stream/big", headers: Self.json + [("Replay-Key", "k1")], body: "71").status == 204)
+            let rest = try await http.request("GET", "/v1/stream/big?offset=\(onward)&keys=on")
+            #expect(rest.text == "[65,66,67,68,69,70]", "the snapshot at its point, not after the later event")
+            #expect(rest.headers["Stream-Next-Offset"].first == "0000000000000070_0000000000000000")
+            #expect(try await http.request("GET", "/v1/stream/big?offset=0000000000000070_0000000000000000").text == "[71]")
+        }
+    }
+
     @Test func sseSaysWhichEventsOfADataEventHaveWhichKey() async throws {
         try await withDoor { http in
             #expect(try await http.request("PUT", "/v1/stream/live", headers: Self.json).status == 201)

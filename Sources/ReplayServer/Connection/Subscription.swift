@@ -49,16 +49,7 @@ struct Subscription: Sendable {
     func run(from start: UInt64, liveAfter: UInt64, snapshot: Bool = false) async {
         hub.subscriberJoined()
         defer { hub.subscriberLeft() }
-        if snapshot {
-            do {
-                try await sendSnapshot(through: liveAfter)
-            } catch let error as StoreError {
-                if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
-                return
-            } catch {
-                return
-            }
-        }
+        if snapshot, await !sentSnapshot(through: liveAfter) { return }
         var cursor = LogCursor(
             hub: hub, log: log, framing: EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery, hashes: hashes), from: start,
             liveAfter: liveAfter,
@@ -126,6 +117,20 @@ struct Subscription: Sendable {
             if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
         } catch {
             // The connection is gone or the store closed: nothing more can be delivered.
+        }
+    }
+
+    /// `sendSnapshot`, and whether the subscription goes on: a corrupt event stops it with
+    /// the frame that names it, as the cursor's reads do.
+    private func sentSnapshot(through last: UInt64) async -> Bool {
+        do {
+            try await sendSnapshot(through: last)
+            return true
+        } catch let error as StoreError {
+            if let frame = error.subscriptionFrame(stream: stream, sid: sid) { try? await output.write(frame.bytes) }
+            return false
+        } catch {
+            return false
         }
     }
 

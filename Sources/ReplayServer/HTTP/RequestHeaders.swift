@@ -145,7 +145,7 @@ struct RequestHeaders {
             case .start: sequence = 0
             case .now: sequence = nil
             case .after(let value): sequence = value
-            case nil: throw HTTPProblem.invalid("Stream-Fork-Offset takes an offset this server returned")
+            case nil, .snapshot: throw HTTPProblem.invalid("Stream-Fork-Offset takes an offset this server returned")
             }
         }
         var subOffset: UInt64 = 0

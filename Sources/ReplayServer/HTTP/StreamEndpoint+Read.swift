@@ -32,7 +32,7 @@ extension StreamEndpoint {
                 return found.first
             }
             guard let offset = StreamOffset.parse(try single("offset")) else {
-                throw HTTPProblem.invalid("offset takes -1, now, or a Stream-Next-Offset this server returned")
+                throw HTTPProblem.invalid("offset takes -1, now, snapshot, or a Stream-Next-Offset this server returned")
             }
             self.offset = offset
             switch try single("live") {
@@ -43,6 +43,9 @@ extension StreamEndpoint {
             }
             if live != .catchUp, query["offset"] == nil {
                 throw HTTPProblem.invalid("a live read needs an offset (-1 for the beginning, now for the tail)")
+            }
+            if live != .catchUp, case .snapshot = offset {
+                throw HTTPProblem.invalid("read a snapshot with a catch-up GET, then follow the stream from its Stream-Next-Offset")
             }
             cursor = try single("cursor").flatMap { UInt64($0) }
             switch try single("keys") {
@@ -68,7 +71,11 @@ extension StreamEndpoint {
         switch try start(stream.name, request, closed: closed) {
         case .answered(let response): return response
         case .expired: try await expire(stream.name)
-        case .read(let hub, let query): return try await readChunk(hub, query, stream.headers)
+        case .read(let hub, let query):
+            if case .snapshot(let point, let after) = query.offset {
+                return try await readSnapshot(hub, query, point: point ?? hub.info.lastSequence, after: after)
+            }
+            return try await readChunk(hub, query, stream.headers)
         }
     }
 
@@ -101,6 +108,7 @@ extension StreamEndpoint {
             }
             guard sequence + 1 >= info.firstSequence else { throw gone(info) }
             return sequence
+        case .snapshot: throw HTTPProblem.invalid("a snapshot is read with a catch-up GET")
         }
     }
 
@@ -247,6 +255,8 @@ extension StreamEndpoint {
         buffer.writeStaticString("[")
         for (index, var payload) in chunk.payloads.enumerated() {
             if index > 0 { buffer.writeStaticString(",") }
+            // An empty message (a key's tombstone) has no JSON form: it reads as null.
+            if payload.readableBytes == 0 { buffer.writeStaticString("null") }
             buffer.writeBuffer(&payload)
         }
         buffer.writeStaticString("]")

@@ -89,7 +89,8 @@ enum SSEFrame {
             buffer.writeStaticString("data:[\n")
             let payloads = chunk.payloads
             for (index, payload) in payloads.enumerated() {
-                writeLines(payload, suffix: index < payloads.count - 1 ? "," : "", into: &buffer)
+                // An empty message (a key's tombstone) has no JSON form: it reads as null.
+                writeLines(payload.readableBytes == 0 ? ByteBuffer(string: "null") : payload, suffix: index < payloads.count - 1 ? "," : "", into: &buffer)
             }
             buffer.writeStaticString("data:]\n")
         case .text:

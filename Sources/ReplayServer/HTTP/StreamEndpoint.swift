@@ -226,9 +226,12 @@ struct StreamEndpoint: Sendable {
     /// The write a POST asks for, or why it is refused.
     func appendWrite(_ name: String, headers: RequestHeaders, producer: ProducerStamp?, body: Data, info: StreamInfo) throws -> StreamWrite {
         let closes = headers.closes
-        if body.isEmpty, !closes {
-            throw HTTPProblem.invalid("an append needs a body (an empty one only with Stream-Closed: true)")
+        let key = try headers.key()
+        // An empty body with a key is that key's tombstone: one empty event.
+        if body.isEmpty, !closes, key == nil {
+            throw HTTPProblem.invalid("an append needs a body (an empty one only with Stream-Closed: true, or with Replay-Key: a tombstone)")
         }
+        if body.isEmpty, !closes, info.terminal != nil { throw appendError(.terminated(stream: name), info: info) }
         if !body.isEmpty {
             // A closed stream is said first, so the client sees Stream-Closed (§5.2).
             if info.terminal != nil, producer == nil { throw appendError(.terminated(stream: name), info: info) }
@@ -239,10 +242,10 @@ struct StreamEndpoint: Sendable {
                 throw HTTPProblem(.conflict, .contentTypeMismatch, "stream '\(name)' holds \(declared), not \(RequestHeaders.mediaType(contentType))")
             }
         }
-        let payloads = try messages(body, json: info.isJSON, creating: false)
+        let payloads = body.isEmpty && !closes ? [Data()] : try messages(body, json: info.isJSON, creating: false)
         var write = StreamWrite(stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
         write.traceParent = headers.traceParent
-        write.key = try headers.key()
+        write.key = key
         return write
     }
 

@@ -14,6 +14,16 @@ enum StreamOffset {
         case now
         /// After this sequence number.
         case after(UInt64)
+        /// `snapshot` (replay's extension): the current event of every key as of the
+        /// stream's tail, then the tail's offset. A snapshot too large for one response goes
+        /// on from `snapshot-<point>-<after>`, the rest of the snapshot at `point` after
+        /// event `after`, which only this server's responses give.
+        case snapshot(point: UInt64?, after: UInt64)
+    }
+
+    /// Where a snapshot too large for one response goes on.
+    static func snapshotText(point: UInt64, after: UInt64) -> String {
+        "snapshot-\(point)-\(after)"
     }
 
     static let digits = 16
@@ -45,6 +55,11 @@ enum StreamOffset {
         switch text {
         case "-1": return .start
         case "now": return .now
+        case "snapshot": return .snapshot(point: nil, after: 0)
+        case _ where text.hasPrefix("snapshot-"):
+            let parts = text.dropFirst("snapshot-".count).split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, let point = UInt64(parts[0]), let after = UInt64(parts[1]), after <= point else { return nil }
+            return .snapshot(point: point, after: after)
         default:
             let parts = text.split(separator: "_", omittingEmptySubsequences: false)
             guard parts.count == 2, parts.allSatisfy({ $0.utf8.count == digits && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
