@@ -28,6 +28,26 @@ struct LogSegments {
         self.segments = segments
     }
 
+    /// Each of `reads` whole through `read`, its events handed to `body`, until the reads
+    /// have passed `byteBudget` payload bytes: how many reads were done (`LogDatabase.forEachEvent(eachOf:)`).
+    static func readEach(
+        _ reads: [LogSegments], byteBudget: Int, _ body: EventVisitor, _ read: (LogSegments, EventVisitor) throws -> Void
+    ) rethrows -> Int {
+        // Each read's visitor wraps `body` to count its bytes, which Swift allows a
+        // non-escaping closure only through `withoutActuallyEscaping`.
+        try withoutActuallyEscaping(body) { body in
+            var bytes = 0
+            for (index, segments) in reads.enumerated() {
+                if bytes >= byteBudget { return index }
+                try read(segments) { sequence, time, payload, trace, hash, key in
+                    bytes += payload.count
+                    body(sequence, time, payload, trace, hash, key)
+                }
+            }
+            return reads.count
+        }
+    }
+
     /// Event `sequence` of `segment` alone, as a read of its own.
     static func single(_ sequence: UInt64, of segment: Segment) -> LogSegments {
         LogSegments([Segment(streamID: segment.streamID, stream: segment.stream, from: sequence, through: sequence, base: segment.base)])

@@ -386,15 +386,9 @@ final class PostgresLog: LogDatabase {
 
     func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
         try withReader { session in
-            var bytes = 0
-            for (index, read) in reads.enumerated() {
-                if bytes >= byteBudget { return index }
-                try PostgresTransaction.forEachEvent(read, limit: .max, byteBudget: .max, session) { sequence, time, payload, trace, hash, key in
-                    bytes += payload.count
-                    body(sequence, time, payload, trace, hash, key)
-                }
+            try LogSegments.readEach(reads, byteBudget: byteBudget, body) { read, visit in
+                try PostgresTransaction.forEachEvent(read, limit: .max, byteBudget: .max, session, visit)
             }
-            return reads.count
         }
     }
 

@@ -183,15 +183,9 @@ final class SQLiteLog: LogDatabase {
     func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
         do {
             return try pool.read { db in
-                var bytes = 0
-                for (index, read) in reads.enumerated() {
-                    if bytes >= byteBudget { return index }
-                    try SQLiteTransaction.forEachEvent(read, limit: .max, byteBudget: .max, db) { sequence, time, payload, trace, hash, key in
-                        bytes += payload.count
-                        body(sequence, time, payload, trace, hash, key)
-                    }
+                try LogSegments.readEach(reads, byteBudget: byteBudget, body) { read, visit in
+                    try SQLiteTransaction.forEachEvent(read, limit: .max, byteBudget: .max, db, visit)
                 }
-                return reads.count
             }
         } catch {
             throw StoreError(error, path: path)
