@@ -26,12 +26,12 @@ public struct AppendConditions: Sendable, Equatable {
     /// The publisher's trace context, stored with the event.
     public var traceParent: TraceParent? {
         get { annotations?.traceParent }
-        set { annotations = Annotations(traceParent: newValue, key: key) }
+        set { annotations = Annotations.of(traceParent: newValue, key: key) }
     }
     /// The event's key, stored with it.
     public var key: EventKey? {
         get { annotations?.key }
-        set { annotations = Annotations(traceParent: traceParent, key: newValue) }
+        set { annotations = Annotations.of(traceParent: traceParent, key: newValue) }
     }
     /// The trace context and the key in one reference, `nil` when there are neither: each
     /// alone took 8 bytes, and with both the decoder's command passed a plain publish's size
@@ -42,9 +42,14 @@ public struct AppendConditions: Sendable, Equatable {
         let traceParent: TraceParent?
         let key: EventKey?
 
-        /// `nil` for neither.
-        init?(traceParent: TraceParent?, key: EventKey?) {
+        /// `nil` for neither. (Not a failable initializer: a class's allocates its object
+        /// before it can return `nil`, and every PUB builds empty conditions.)
+        static func of(traceParent: TraceParent?, key: EventKey?) -> Annotations? {
             guard traceParent != nil || key != nil else { return nil }
+            return Annotations(traceParent: traceParent, key: key)
+        }
+
+        private init(traceParent: TraceParent?, key: EventKey?) {
             self.traceParent = traceParent
             self.key = key
         }
@@ -61,7 +66,7 @@ public struct AppendConditions: Sendable, Equatable {
     ) {
         self.expectedLastSequence = expectedLastSequence
         self.producer = producer
-        self.annotations = Annotations(traceParent: traceParent, key: key)
+        self.annotations = Annotations.of(traceParent: traceParent, key: key)
     }
 }
 
