@@ -3,10 +3,12 @@
 -- (SQLite stores a trailing NULL in no bytes at all).
 ALTER TABLE event_log ADD COLUMN event_key TEXT;
 
--- The latest event of a key in a stream is one descent of this index: a stream's events
--- are one range of `key` (stream id << 40 | seq), so `event_key = ? AND key BETWEEN …`
--- ordered by `key` DESC LIMIT 1. Partial: events without a key cost it nothing.
-CREATE INDEX event_log_by_event_key ON event_log (event_key, key) WHERE event_key IS NOT NULL;
+-- By stream (the id, `key >> 40`), then key, then sequence: the latest event of a key is
+-- one descent (`… AND event_key = ? ORDER BY key DESC LIMIT 1`), and a stream's distinct
+-- keys are one descent each (`min(event_key) … WHERE event_key > ?`), so a snapshot of K
+-- keys costs K lookups however many events the stream holds. Partial: events without a
+-- key cost it nothing.
+CREATE INDEX event_log_by_event_key ON event_log (key >> 40, event_key, key) WHERE event_key IS NOT NULL;
 
 -- The view people query shows it.
 DROP VIEW events;

@@ -368,12 +368,26 @@ final class PostgresLog: LogDatabase {
         try withReader { session in
             var current = CurrentEvents()
             for segment in segments.segments.reversed() {
+                // The stream's keys one index descent each (a loose index scan), then each
+                // one's newest event: K lookups for K keys, not a read of every event.
+                let (id, from, through) = (segment.streamID, Int64(segment.from), Int64(min(segment.through, UInt64(Int64.max))))
                 let rows = try session.query(
                     """
-                    SELECT DISTINCT ON (event_key) event_key, seq, octet_length(payload)::bigint FROM event_log
-                    WHERE stream_id = \(segment.streamID) AND seq BETWEEN \(Int64(segment.from)) AND \(Int64(min(segment.through, UInt64(Int64.max))))
-                        AND event_key IS NOT NULL
-                    ORDER BY event_key, seq DESC
+                    WITH RECURSIVE keys(name) AS (
+                        SELECT (SELECT min(event_key) FROM event_log
+                                WHERE stream_id = \(id) AND event_key IS NOT NULL AND seq BETWEEN \(from) AND \(through))
+                        UNION ALL
+                        SELECT (SELECT min(event_key) FROM event_log
+                                WHERE stream_id = \(id) AND event_key > keys.name AND seq BETWEEN \(from) AND \(through))
+                        FROM keys WHERE keys.name IS NOT NULL
+                    ),
+                    newest AS (
+                        SELECT name, (SELECT max(seq) FROM event_log
+                                      WHERE stream_id = \(id) AND event_key = keys.name AND seq BETWEEN \(from) AND \(through)) AS seq
+                        FROM keys WHERE name IS NOT NULL
+                    )
+                    SELECT name, seq, (SELECT octet_length(payload) FROM event_log WHERE stream_id = \(id) AND seq = newest.seq)::bigint
+                    FROM newest
                     """)
                 for row in rows.rows {
                     let (key, sequence, bytes) = try row.decode((String, Int64, Int64).self)

@@ -134,12 +134,13 @@ final class SQLiteLog: LogDatabase {
             // The lookup and the read in one read transaction: the event found is the one read.
             return try pool.read { db in
                 let lookup = try db.cachedStatement(
-                    sql: "SELECT key FROM event_log WHERE event_key = ? AND key BETWEEN ? AND ? ORDER BY key DESC LIMIT 1")
+                    sql: "SELECT key FROM event_log WHERE key >> 40 = ? AND event_key = ? AND key BETWEEN ? AND ? ORDER BY key DESC LIMIT 1")
                 for segment in segments.segments.reversed() {
                     let range = [
                         LogRowKey.key(stream: segment.streamID, sequence: segment.from), LogRowKey.key(stream: segment.streamID, sequence: segment.through),
                     ]
-                    guard let row = try Int64.fetchOne(lookup, arguments: [key.text, range[0], range[1]]) else { continue }
+                    let arguments: StatementArguments = [segment.streamID, key.text, range[0], range[1]]
+                    guard let row = try Int64.fetchOne(lookup, arguments: arguments) else { continue }
                     var found: StoredEvent?
                     try SQLiteTransaction.forEachEvent(.single(LogRowKey.sequence(of: row), of: segment), limit: 1, byteBudget: .max, db) {
                         sequence, time, payload, trace, hash, key in
@@ -157,18 +158,14 @@ final class SQLiteLog: LogDatabase {
     func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64] {
         do {
             return try pool.read { db in
-                // SQLite takes a bare column of an aggregate query from the row `max()` chose.
-                let newest = try db.cachedStatement(
-                    sql: """
-                        SELECT event_key, max(key), length(payload) FROM event_log
-                        WHERE key BETWEEN ? AND ? AND event_key IS NOT NULL GROUP BY event_key
-                        """)
+                let newest = try db.cachedStatement(sql: Self.currentEventsSQL)
                 var current = CurrentEvents()
                 for segment in segments.segments.reversed() {
-                    let range = [
-                        LogRowKey.key(stream: segment.streamID, sequence: segment.from), LogRowKey.key(stream: segment.streamID, sequence: segment.through),
+                    let arguments: StatementArguments = [
+                        segment.streamID, LogRowKey.key(stream: segment.streamID, sequence: segment.from),
+                        LogRowKey.key(stream: segment.streamID, sequence: segment.through),
                     ]
-                    let rows = try Row.fetchCursor(newest, arguments: StatementArguments(range))
+                    let rows = try Row.fetchCursor(newest, arguments: arguments)
                     while let row = try rows.next() {
                         current.add(key: row[0], sequence: LogRowKey.sequence(of: row[1]), payloadBytes: row[2])
                     }
@@ -179,6 +176,25 @@ final class SQLiteLog: LogDatabase {
             throw StoreError(error, path: path)
         }
     }
+
+    /// Each key of a segment (stream id `?1`, keys `?2...?3`) with its newest event's key and
+    /// payload size: the stream's keys walked one index descent each (the next key after
+    /// the last, a loose index scan SQLite does not do by itself), then each one's newest.
+    /// A `GROUP BY` over the range read every event of the stream: 0.43 s for 1,000 keys
+    /// in 1,000,000 events, where this takes milliseconds.
+    private static let currentEventsSQL = """
+        WITH RECURSIVE keys(name) AS (
+            SELECT (SELECT min(event_key) FROM event_log WHERE key >> 40 = ?1 AND event_key IS NOT NULL AND key BETWEEN ?2 AND ?3)
+            UNION ALL
+            SELECT (SELECT min(event_key) FROM event_log WHERE key >> 40 = ?1 AND event_key > keys.name AND key BETWEEN ?2 AND ?3)
+            FROM keys WHERE keys.name IS NOT NULL
+        ),
+        newest(name, row) AS (
+            SELECT name, (SELECT max(key) FROM event_log WHERE key >> 40 = ?1 AND event_key = keys.name AND key BETWEEN ?2 AND ?3)
+            FROM keys WHERE name IS NOT NULL
+        )
+        SELECT name, row, (SELECT length(payload) FROM event_log WHERE key = newest.row) FROM newest
+        """
 
     func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
         do {
