@@ -16,6 +16,10 @@ struct Subscribe: DaemonCommand {
             failure message on standard error when it fails. Gaps (history removed by \
             retention) are reported on standard error. Ctrl-C ends it.
 
+            --snapshot starts with the current event of every key (each key's newest retained \
+            event, published with `send --key`; an empty one deletes its key), then follows \
+            the stream live, with nothing missed or repeated between the two.
+
             --durable NAME reads as that durable consumer of the stream: it starts after the \
             consumer's acknowledged position (from the start option on its first use), \
             acknowledges each event after printing it, and waits for those acknowledgements \
@@ -40,6 +44,7 @@ struct Subscribe: DaemonCommand {
     @Option(help: "Start at this sequence number.") var from: UInt64?
     @Option(help: "Start with the last N retained events.") var last: UInt64?
     @Flag(help: "Only events published from now on.") var new = false
+    @Flag(help: "First the current event of every key (each key's newest), then live.") var snapshot = false
     @Option(help: ArgumentHelp("Start at the first event stored at or after TIME (ISO-8601 UTC or Unix seconds).", valueName: "time"))
     var since: String?
     @Option(help: "Exit after this many events.") var count: Int?
@@ -53,8 +58,11 @@ struct Subscribe: DaemonCommand {
     var filter: String?
 
     func validate() throws {
-        let starts = [from != nil, last != nil, new, since != nil].filter { $0 }.count
-        guard starts <= 1 else { throw ValidationError("choose one of --from, --last, --new, --since") }
+        let starts = [from != nil, last != nil, new, since != nil, snapshot].filter { $0 }.count
+        guard starts <= 1 else { throw ValidationError("choose one of --from, --last, --new, --since, --snapshot") }
+        if snapshot, durable != nil || groupArguments.group != nil || StreamPattern.isPattern(target.stream) {
+            throw ValidationError("--snapshot reads one stream, not as a durable consumer, a group or a pattern")
+        }
         if let since, Timestamp.parseLenient(since) == nil {
             throw ValidationError("--since takes an ISO-8601 UTC time (2026-11-22T03:00:00Z) or Unix seconds")
         }
@@ -73,6 +81,7 @@ struct Subscribe: DaemonCommand {
         if let from { return .from(from) }
         if let last { return .last(last) }
         if new { return .new }
+        if snapshot { return .snapshot }
         if let since, let seconds = Timestamp.parseLenient(since) { return .since(seconds) }
         return .all
     }

@@ -76,6 +76,13 @@ struct ReplayClientTests {
             #expect(try await client.latest("customers", key: EventKey("nobody")!) == nil)
             #expect(try await client.publish("customers", Data(), key: key) == 4)
             #expect(try await client.latest("customers", key: key) == nil, "an empty payload is the key's tombstone")
+            #expect(try await client.publish("customers", "other", key: EventKey("customer-8")) == 5)
+            var snapshot: [UInt64] = []
+            for try await event in try await client.subscribe("customers", from: .snapshot) {
+                snapshot.append(event.sequence)
+                if snapshot.count == 1 { break }
+            }
+            #expect(snapshot == [5], "customer-7 was deleted; the unkeyed event is no key's")
             await client.close()
         }
     }

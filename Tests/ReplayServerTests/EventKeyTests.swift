@@ -164,6 +164,9 @@ struct EventKeyTests {
             #expect(try await replayctl("send", "prices", "--key", "bad key", "1").status != 0, "a key is one word")
             let lines = try await replayctl("subscribe", "prices", "--json", "--count", "3").stdout.split(separator: "\n")
             #expect(lines.count == 3 && lines[0].contains(#""key":"AAPL""#) && lines[2].contains(#""key":"MSFT""#), "\(lines)")
+            // A snapshot: AAPL's newest and MSFT's, not AAPL's first.
+            #expect(try await replayctl("subscribe", "prices", "--snapshot", "--count", "2").stdout == "191\n420\n")
+            #expect(try await replayctl("subscribe", "prices", "--snapshot", "--group", "g").status != 0, "not for a group")
         }
     }
 
