@@ -11,13 +11,16 @@ public struct InputEvent: Sendable {
     public let payload: Data
     /// Its publisher's trace context: the outputs it makes continue that trace.
     public let traceParent: TraceParent?
+    /// Its key, if its publisher gave one.
+    public let key: EventKey?
 
-    public init(stream: String, sequence: UInt64, millis: Int64, payload: Data, traceParent: TraceParent? = nil) {
+    public init(stream: String, sequence: UInt64, millis: Int64, payload: Data, traceParent: TraceParent? = nil, key: EventKey? = nil) {
         self.stream = stream
         self.sequence = sequence
         self.millis = millis
         self.payload = payload
         self.traceParent = traceParent
+        self.key = key
     }
 }
 
@@ -82,18 +85,22 @@ public final class DerivationEngine {
     public func feed(_ event: InputEvent) throws(JQProgram.Failure) -> [DerivedOutput] {
         guard takes(event) else { return [] }
         let produced: [Data]
+        // The outputs' key: the input's through a map or filter, the scan key's through a
+        // keyed scan; a fold of many events (scan, window, combineLatest) is no one key's.
+        var key: EventKey?
         if spec.combineLatest {
             produced = try combine(event)
         } else if keyProgram != nil {
-            produced = try keyedScan(event)
+            (produced, key) = try keyedScan(event)
         } else if spec.window != nil {
             produced = try windowed(event)
         } else if spec.scan != nil {
             produced = try scan(event)
         } else {
             produced = try program.run(json: event.payload)
+            key = event.key
         }
-        return limit(produced, origin: event)
+        return limit(produced, origin: event, key: key)
     }
 
     /// Whether each event's outputs depend on that event alone (map, filter, flattenMap):
@@ -113,7 +120,7 @@ public final class DerivationEngine {
     public func feed(_ event: InputEvent, computed: Result<[Data], JQProgram.Failure>) throws(JQProgram.Failure) -> [DerivedOutput] {
         precondition(isStateless, "only a stateless program's events are computed apart")
         guard takes(event) else { return [] }
-        return limit(try computed.get(), origin: event)
+        return limit(try computed.get(), origin: event, key: event.key)
     }
 
     /// Whether `event` is computed at all: not once the stream completed, nor the
@@ -145,8 +152,9 @@ public final class DerivationEngine {
     }
 
     /// `{state, key, event, stream, seq}` in, with the event's key's state; the key's new
-    /// state out (emitted as `{key, state}`), or `{state, emit}`.
-    private func keyedScan(_ event: InputEvent) throws(JQProgram.Failure) -> [Data] {
+    /// state out (emitted as `{key, state}`), or `{state, emit}`; and the key as the
+    /// outputs' key, when it is one (`EventKey`'s rule).
+    private func keyedScan(_ event: InputEvent) throws(JQProgram.Failure) -> ([Data], EventKey?) {
         let value = try JQProgram.parse(event.payload)
         guard let keyValue = try keyProgram!.single(value.copy()) else { throw JQProgram.Failure("the scan key's program gave no key") }
         guard let key = keyValue.withValue(Self.keyText) else {
@@ -162,16 +170,16 @@ public final class DerivationEngine {
         input.set("event", value)
         input.set("stream", .string(event.stream))
         input.set("seq", .number(Double(event.sequence)))
-        guard let output = try program.single(input) else { return [] }
+        guard let output = try program.single(input) else { return ([], nil) }
         if let emit = output.withValue(Self.emitted) {
             keyed[key] = output.withValue { JQValue(jv_object_get(jv_copy($0), jv_string("state"))) }
-            return emit
+            return (emit, EventKey(key))
         }
         keyed[key] = output
         let emitted = JQValue.object()
         emitted.set("key", keyValue)
         emitted.set("state", output.copy())
-        return [emitted.json]
+        return ([emitted.json], EventKey(key))
     }
 
     /// A key's text: a string's own, a number's JSON.
@@ -295,7 +303,7 @@ public final class DerivationEngine {
     }
 
     /// skip, distinctUntilChanged and take, in that order, on the program's outputs.
-    private func limit(_ produced: [Data], origin event: InputEvent) -> [DerivedOutput] {
+    private func limit(_ produced: [Data], origin event: InputEvent, key: EventKey?) -> [DerivedOutput] {
         var outputs: [DerivedOutput] = []
         for payload in produced {
             guard !stored.completed else { break }
@@ -309,7 +317,8 @@ public final class DerivationEngine {
                 stored.last = text
             }
             outputs.append(
-                DerivedOutput(payload: payload, originStream: event.stream, originSequence: event.sequence, traceParent: event.traceParent))
+                DerivedOutput(
+                    payload: payload, originStream: event.stream, originSequence: event.sequence, traceParent: event.traceParent, key: key))
             stored.emitted += 1
             if let take = spec.take, stored.emitted >= take { stored.completed = true }
         }

@@ -148,6 +148,42 @@ struct EventKeyTests {
         }
     }
 
+    /// A derived stream is keyed as its events are about: a filter's outputs keep their
+    /// input's key, a keyed scan's carry the scan key, so `GET` and a snapshot read a
+    /// running total per customer as a table.
+    @Test func derivedStreamsCarryKeys() async throws {
+        try await withDaemon { daemon in
+            try await withWireClient(daemon.socketPath) { client in
+                let filter = #"{"inputs": ["orders"], "program": "select(.amount > 100)"}"#
+                let totals = #"{"inputs": ["orders"], "program": ".state + .event.amount", "scan": "0", "scan_key": ".customer"}"#
+                try await client.send("DERIVE big \(filter.utf8.count)\r\n\(filter)\r\nDERIVE totals \(totals.utf8.count)\r\n\(totals)\r\n")
+                #expect(try await client.frames(2) == [.ok, .ok])
+                let orders = [("ada", 120), ("bob", 40), ("ada", 300)]
+                for (customer, amount) in orders {
+                    let body = #"{"customer":"\#(customer)","amount":\#(amount)}"#
+                    try await client.send("PUB orders key=\(customer) \(body.utf8.count)\r\n\(body)\r\n")
+                }
+                _ = try await client.frames(3)
+                try await client.send(.subscribe(stream: "big", sid: "b", start: .all))
+                #expect(try await client.frames(3).keyedEvents.map(\.key) == ["ada", "ada"])
+            }
+            // Once the derivation has computed all three (it runs beside the publishers).
+            try await withWireClient(daemon.socketPath) { client in
+                try await client.send(.subscribe(stream: "totals", sid: "all", start: .all))
+                #expect(try await client.frames(4).keyedEvents.map(\.key) == ["ada", "bob", "ada"])
+            }
+            try await withWireClient(daemon.socketPath) { client in
+                try await client.send(.subscribe(stream: "totals", sid: "t", start: .snapshot))
+                let snapshot = try await client.frames(3)
+                #expect(snapshot.keyedEvents.map(\.key) == ["bob", "ada"], "each customer's latest total, in sequence order")
+                try await client.send("GET totals ada\r\n")
+                guard case .info(let json) = try await client.expectFrame() else { throw TestFailure("no GET answer") }
+                let value = try JSONDecoder().decode(KeyedValue.self, from: Data(buffer: json))
+                #expect(value.text == #"{"key":"ada","state":420}"#, "\(value)")
+            }
+        }
+    }
+
     /// replayctl: `send --key`, `get` (and `--json`), `subscribe --json`.
     @Test func replayctlSendsGetsAndShowsKeys() async throws {
         try await withDaemon { daemon in

@@ -53,11 +53,11 @@ struct InputReader {
             guard from <= info.lastSequence else { continue }
             var events: [InputEvent] = []
             events.reserveCapacity(min(page, Int(info.lastSequence - from + 1)))
-            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, trace, _, _ in
+            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, trace, _, key in
                 events.append(
                     InputEvent(
                         stream: info.name, sequence: sequence, millis: CommitTime.millis(time), payload: Data(payload),
-                        traceParent: trace.flatMap(TraceParent.init(bytes:))))
+                        traceParent: trace.flatMap(TraceParent.init(bytes:)), key: key.flatMap(EventKey.init(bytes:))))
             }
             if !events.isEmpty { pages.append((order, events, events.count == page)) }
         }

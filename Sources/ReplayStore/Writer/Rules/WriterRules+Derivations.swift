@@ -114,7 +114,7 @@ extension WriterRules {
         for output in step.outputs {
             // A derived stream that ended (take) keeps its terminal event: later outputs
             // of the same step are not stored.
-            guard try append(output.payload, to: index, origin: output.origin, trace: output.traceParent) != nil else { break }
+            guard try append(output.payload, to: index, origin: output.origin, trace: output.traceParent, key: output.key) != nil else { break }
         }
         if let terminal = step.terminal, streams[index].record.info.terminal == nil {
             streams[index].record.info.terminal = terminal
