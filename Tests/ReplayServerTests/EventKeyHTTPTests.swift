@@ -121,6 +121,21 @@ struct EventKeyHTTPTests {
         }
     }
 
+    /// Long keys cut a response before 64 of them: its headers stay within about 6 KB.
+    @Test func longKeysCutAResponseBySize() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/long", headers: Self.json).status == 201)
+            let key = String(repeating: "k", count: 200)
+            let body = "[" + (1...20).map(String.init).joined(separator: ",") + "]"
+            #expect(try await http.request("POST", "/v1/stream/long", headers: Self.json + [("Replay-Key", key)], body: body).status == 204)
+            let first = try await http.request("GET", "/v1/stream/long?offset=-1&keys=on")
+            #expect(first.text == "[" + (1...9).map(String.init).joined(separator: ",") + "]")
+            #expect((first.headers["Replay-Key"].first?.utf8.count ?? 0) < 6 << 10)
+            let rest = try await http.request("GET", "/v1/stream/long?offset=0000000000000009_0000000000000000&keys=on")
+            #expect(rest.text.hasPrefix("[10,"))
+        }
+    }
+
     @Test func sseSaysWhichEventsOfADataEventHaveWhichKey() async throws {
         try await withDoor { http in
             #expect(try await http.request("PUT", "/v1/stream/live", headers: Self.json).status == 201)

@@ -117,6 +117,12 @@ struct EventKeyTests {
                 try await client.send("GET c z\r\n")
                 guard case .error(let error) = try await client.expectFrame() else { throw TestFailure("a corrupt event was answered") }
                 #expect(error.code == .corruptEvent, "\(error)")
+                // A snapshot sends the good events before the corrupt one, then stops on it.
+                try await client.send("SUB c s snapshot\r\n")
+                let frames = try await client.frames(3)
+                #expect(frames[0] == .ok && frames.keyedEvents == [KeyedEvent(1, "1", "a")], "\(frames)")
+                guard case .subscriptionError(_, "s", let stopped) = frames[2] else { throw TestFailure("no ERROR frame: \(frames)") }
+                #expect(stopped.code == .corruptEvent)
             }
         }
     }

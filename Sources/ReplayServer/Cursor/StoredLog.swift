@@ -77,14 +77,21 @@ struct PooledStore: StoredLog {
         let store = self.store
         return try await reads.run {
             var page = StoredPage(body: framing.emptyPage())
-            let taken = try store.forEachEvent(in: stream, at: sequences, byteBudget: byteBudget) { sequence, time, payload, trace, hash, key in
-                if page.first == nil { page.first = sequence }
-                page.last = sequence
-                page.events += 1
-                page.payloadBytes += payload.count
-                framing.append(sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, key: key, to: &page.body)
+            do {
+                let taken = try store.forEachEvent(in: stream, at: sequences, byteBudget: byteBudget) { sequence, time, payload, trace, hash, key in
+                    if page.first == nil { page.first = sequence }
+                    page.last = sequence
+                    page.events += 1
+                    page.payloadBytes += payload.count
+                    framing.append(sequence: sequence, time: time, payload: payload, trace: trace, hash: hash, key: key, to: &page.body)
+                }
+                return (page, taken)
+            } catch {
+                // As `read`: the events before a corrupt one go out; the next read starts
+                // at the corrupt one and fails with nothing before it.
+                guard case StoreError.corruptEvent = error, page.events > 0, let index = sequences.firstIndex(of: page.last) else { throw error }
+                return (page, index - sequences.startIndex + 1)
             }
-            return (page, taken)
         }
     }
 }

@@ -93,22 +93,39 @@ struct HTTPCursor: Sendable {
             }
         }
 
-        /// Ends the chunk before its `limit + 1`th traced or keyed event, so that a
+        /// Ends the chunk before its `limit + 1`th traced or keyed event, or before the one
+        /// that takes the headers past `headerBytes` (the first is always kept), so that a
         /// response's headers of trace contexts and keys stay small; the last sequence
-        /// number kept, or `nil` when it has no more than `limit`.
-        mutating func keepAnnotated(atMost limit: Int) -> UInt64? {
-            guard annotated.count > limit else { return nil }
-            let first = annotated[limit]
+        /// number kept, or `nil` when nothing needs cutting.
+        mutating func keepAnnotated(atMost limit: Int, headerBytes: Int = HTTPCursor.annotationHeaderBytes) -> UInt64? {
+            guard let cut = cut(atMost: limit, headerBytes: headerBytes) else { return nil }
+            let first = annotated[cut]
             let kept = sizes[..<first.index].reduce(0, +)
             bytes = bytes.getSlice(at: bytes.readerIndex, length: kept) ?? ByteBuffer()
             sizes.removeSubrange(first.index...)
-            annotated.removeSubrange(limit...)
+            annotated.removeSubrange(cut...)
             lastHash = nil
             upToDate = false
             terminal = nil
             return first.sequence - 1
         }
+
+        /// The index in `annotated` of the first event a response leaves to the next one.
+        private func cut(atMost limit: Int, headerBytes: Int) -> Int? {
+            var used = 0
+            for (index, message) in annotated.enumerated() {
+                // A trace context's item is about 80 bytes; a key's its length (up to three
+                // times that percent-encoded) and its parameters.
+                used += (message.traceParent == nil ? 0 : 80) + (message.key.map { 3 * $0.utf8.count + 30 } ?? 0)
+                if index >= limit || (index > 0 && used > headerBytes) { return index }
+            }
+            return nil
+        }
     }
+
+    /// About what a response's headers of trace contexts and keys may take: long keys (up
+    /// to 256 bytes, three times that as a Display String) reach it before 64 events do.
+    static let annotationHeaderBytes = 6 << 10
 
     /// A traced or keyed event of a chunk: the index of its (first) message, its sequence
     /// number, its publisher's trace context and its key.
