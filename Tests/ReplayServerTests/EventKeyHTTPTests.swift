@@ -33,6 +33,25 @@ struct EventKeyHTTPTests {
         }
     }
 
+    /// `?key=`: a key's current value over HTTP, as `GET` on the socket.
+    @Test func aKeysCurrentValueIsOneGET() async throws {
+        try await withDoor { http in
+            #expect(try await http.request("PUT", "/v1/stream/kv", headers: Self.json).status == 201)
+            for (key, body) in [("a", #"{"v":1}"#), ("b", #"{"v":2}"#), ("a", #"{"v":3}"#), ("b", "")] {
+                #expect(try await http.request("POST", "/v1/stream/kv", headers: Self.json + [("Replay-Key", key)], body: body).status == 204)
+            }
+            let value = try await http.request("GET", "/v1/stream/kv?key=a")
+            #expect(value.status == 200 && value.text == #"{"v":3}"# && value.headers["Replay-Seq"].first == "3")
+            #expect(value.headers["Content-Type"].first == "application/json")
+            let deleted = try await http.request("GET", "/v1/stream/kv?key=b")
+            #expect(deleted.status == 404 && deleted.text.contains("UNKNOWN_KEY") && deleted.text.contains("tombstone"), "\(deleted.text)")
+            #expect(try await http.request("GET", "/v1/stream/kv?key=nobody").status == 404)
+            #expect(try await http.request("GET", "/v1/stream/kv?key=a&offset=-1").status == 400)
+            #expect(try await http.request("GET", "/v1/stream/kv?key=%20").status == 400)
+            #expect(try await http.request("GET", "/v1/stream/missing?key=a").status == 404)
+        }
+    }
+
     /// A key beyond printable ASCII is a Structured Field Display String (RFC 9651).
     @Test func aKeyBeyondASCIIIsADisplayString() async throws {
         try await withDoor { http in

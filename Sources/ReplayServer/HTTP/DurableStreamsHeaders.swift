@@ -30,6 +30,8 @@ extension HTTPField.Name {
     /// replay's extension: the hash-chain link of a read's last event (the one its
     /// `Stream-Next-Offset` is after), to compare with a signed checkpoint of it.
     static let replayChainHash = Self("Replay-Chain-Hash")!
+    /// A key's current value (`?key=`): the sequence number of the event it is.
+    static let replaySeq = Self("Replay-Seq")!
     /// W3C Trace Context: a POST's, stored with its events; a webhook's, sent with it.
     static let traceparent = Self("traceparent")!
     /// replay's extension: how many streams a `GET /v1/streams` query matched in all.

@@ -42,7 +42,8 @@ struct FrontDoorResponder: HTTPResponder {
         [
             "Stream-Next-Offset", "Stream-Up-To-Date", "Stream-Closed", "Stream-Cursor", "Stream-TTL", "Stream-Expires-At",
             "Stream-SSE-Data-Encoding", "Producer-Epoch", "Producer-Seq", "Producer-Expected-Seq", "Producer-Received-Seq",
-            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "Replay-Traceparent", "Replay-Key", "Replay-Chain-Hash", "ETag", "Location",
+            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "Replay-Traceparent", "Replay-Key", "Replay-Seq", "Replay-Chain-Hash", "ETag",
+            "Location",
         ]
     }
 

@@ -9,14 +9,16 @@ import ReplayStore
 /// GET: catch-up (§5.6), long-poll (§5.7) and SSE (§5.8), all over an `HTTPCursor`.
 extension StreamEndpoint {
     /// A GET's query: `offset`, `live`, `cursor`, `filter` (replay's extension: a jq
-    /// program each event passes through for this reader) and `keys` (replay's extension:
-    /// `on` names each keyed event's key), each at most once.
+    /// program each event passes through for this reader), `keys` (replay's extension:
+    /// `on` names each keyed event's key) and `key` (replay's extension: that key's current
+    /// value alone), each at most once.
     struct ReadQuery {
         var offset: StreamOffset.Request
         var live: Live
         var cursor: UInt64?
         var filter: EventFilter?
         var keys = false
+        var key: EventKey?
 
         enum Live: Equatable {
             case catchUp
@@ -48,6 +50,13 @@ extension StreamEndpoint {
                 throw HTTPProblem.invalid("read a snapshot with a catch-up GET, then follow the stream from its Stream-Next-Offset")
             }
             cursor = try single("cursor").flatMap { UInt64($0) }
+            if let text = try single("key") {
+                guard let key = EventKey(text) else { throw HTTPProblem.invalid("key takes \(EventKey.format)") }
+                guard query["offset"] == nil, live == .catchUp else {
+                    throw HTTPProblem.invalid("key= reads one key's current value: it takes no offset and no live mode")
+                }
+                self.key = key
+            }
             switch try single("keys") {
             case nil, "off": keys = false
             case "on": keys = true
@@ -72,6 +81,7 @@ extension StreamEndpoint {
         case .answered(let response): return response
         case .expired: try await expire(stream.name)
         case .read(let hub, let query):
+            if let key = query.key { return try await readValue(of: key, in: hub) }
             if case .snapshot(let point, let after) = query.offset {
                 return try await readSnapshot(hub, query, point: point ?? hub.info.lastSequence, after: after)
             }

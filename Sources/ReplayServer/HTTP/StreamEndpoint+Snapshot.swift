@@ -1,4 +1,7 @@
+import Foundation
 import Hummingbird
+import NIOCore
+import ReplayModel
 import ReplayStore
 
 /// `GET …?offset=snapshot` (replay's extension): the current event of every key as of the
@@ -42,5 +45,30 @@ extension StreamEndpoint {
         fields[.cacheControl] = "no-store"
         addAnnotations(chunk.annotated, of: info.name, to: &fields)
         return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: body(chunk, info)))
+    }
+}
+
+extension StreamEndpoint {
+    /// `GET …?key=<key>` (replay's extension): the key's current value, the payload of its
+    /// newest retained event, with its sequence number in `Replay-Seq`; `404 UNKNOWN_KEY`
+    /// when there is none or it is the key's tombstone, as the socket's `GET` answers.
+    func readValue(of key: EventKey, in hub: StreamHub) async throws -> Response {
+        let (store, name) = (self.store, hub.name)
+        let event: StoredEvent?
+        do {
+            event = try await reads.run { try store.latest(name, key: key) }
+        } catch let error as StoreError {
+            throw HTTPProblem(error)
+        }
+        guard let event, !event.payload.isEmpty else {
+            let why = event == nil ? "no retained event has key '\(key)'" : "key '\(key)' was deleted (a tombstone at seq \(event!.sequence))"
+            throw HTTPProblem(.notFound, HTTPProblem.Code(.unknownKey), "stream '\(name)': \(why)")
+        }
+        var fields = HTTPFields()
+        fields[.contentType] = hub.info.httpContentType
+        fields[.replaySeq] = String(event.sequence)
+        fields[.cacheControl] = "no-store"
+        if let hash = event.hash { fields[.replayChainHash] = hash.hex }
+        return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(data: event.payload)))
     }
 }
