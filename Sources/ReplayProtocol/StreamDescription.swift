@@ -25,6 +25,13 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     public var delivered: Int?
     /// A derived stream's derivation: inputs, lag, rate, errors, status.
     public var derivation: DerivationDescription?
+    /// INFO only: how many keys have a current value (a retained newest event that is not
+    /// a tombstone), counted up to `keysCounted`; `nil` in LIST.
+    public var keys: Int?
+
+    /// The most keys INFO counts: one index lookup or three each, so an INFO of a stream
+    /// of millions of keys stays quick.
+    public static let keysCounted = 100_000
 
     public init(
         name: String, capacity: Int?, maxBytes: Int?, maxAge: Double?, createdAt: String,
@@ -51,7 +58,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation
+        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation, keys
         case maxBytes = "max_bytes"
         case maxAge = "max_age"
         case createdAt = "created_at"
@@ -80,6 +87,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(keepUnacked, forKey: .keepUnacked)
         try container.encode(delivered, forKey: .delivered)
         try container.encodeIfPresent(derivation, forKey: .derivation)
+        try container.encodeIfPresent(keys, forKey: .keys)
     }
 }
 

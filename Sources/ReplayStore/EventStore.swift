@@ -329,7 +329,15 @@ public final class EventStore: Sendable {
     public func currentEvents(of stream: String, through: UInt64) throws(StoreError) -> [UInt64] {
         guard let record = catalog[stream] else { throw .unknownStream(stream) }
         let segments = LogSegments(of: record, from: record.info.firstSequence, through: min(through, record.info.lastSequence)) { catalog[$0] }
-        return try log.currentEvents(in: segments)
+        return try log.currentEvents(in: segments, limit: .max)
+    }
+
+    /// How many keys of `stream` have a current value (a retained newest event that is
+    /// not a tombstone), counted up to `limit`.
+    public func keyCount(of stream: String, upTo limit: Int) throws(StoreError) -> Int {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        let segments = LogSegments(of: record, from: record.info.firstSequence, through: record.info.lastSequence) { catalog[$0] }
+        return min(try log.currentEvents(in: segments, limit: limit).count, limit)
     }
 
     /// Visits the events `sequences` of `stream` (ascending), in order, each checked against

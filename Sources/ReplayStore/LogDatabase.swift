@@ -31,8 +31,9 @@ protocol LogDatabase: Sendable {
 
     /// The sequence numbers of the current event of every key in `segments` (each key's
     /// newest; a key whose newest is a tombstone, an empty payload, has none), ascending,
-    /// as one read sees them (`CurrentEvents`).
-    func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64]
+    /// as one read sees them (`CurrentEvents`); of the first `limit` keys of each segment
+    /// (in the keys' order), for a count that must stay quick.
+    func currentEvents(in segments: LogSegments, limit: Int) throws(StoreError) -> [UInt64]
 
     /// Visits the events of each of `reads` in turn (each whole), checked as every read's
     /// are, in one read transaction where the database has them; stops before the read

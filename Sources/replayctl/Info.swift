@@ -62,6 +62,7 @@ enum StreamTable {
             ("events", "\(info.count) retained, seq \(info.count == 0 ? "-" : "\(info.firstSeq)...\(info.lastSeq)"), last seq \(info.lastSeq)"),
             ("bytes", "\(info.bytes)"),
             ("subscribers", "\(info.subscribers)"),
+            ("keys", info.keys.map { $0 >= StreamDescription.keysCounted ? "\($0) or more" : "\($0)" } ?? "-"),
             ("created", info.createdAt),
         ]
         if let source = info.source {

@@ -58,6 +58,12 @@ struct EventKeyTests {
                 try await client.send("PUB c key=a 2\r\na3\r\nGET c a\r\n")
                 let back = try await client.frames(2)
                 #expect(try Self.value(back[1]).seq == 6 && Self.value(back[1]).text == "a3")
+                // INFO counts the keys that have a value; LIST does not count.
+                try await client.send("PUB c key=b 0\r\n\r\nINFO c\r\nLIST\r\n")
+                let described = try await client.frames(3)
+                guard case .info(let info) = described[1], case .list(let list) = described[2] else { throw TestFailure("\(described)") }
+                #expect(try JSONDecoder().decode(StreamDescription.self, from: Data(buffer: info)).keys == 1, "a; b was deleted")
+                #expect(try JSONDecoder().decode([StreamDescription].self, from: Data(buffer: list)).first?.keys == nil)
             }
         }
     }
@@ -145,6 +151,9 @@ struct EventKeyTests {
                     let frames = try await client.frames(3)
                     #expect(try Self.value(frames[0]).seq == 3 && Self.value(frames[0]).text == "c")
                     #expect(Self.code(frames[2]) == .unknownKey, "\(frames[2])")
+                    try await client.send(.info(stream: "c"))
+                    guard case .info(let info) = try await client.expectFrame() else { throw TestFailure("no INFO") }
+                    #expect(try JSONDecoder().decode(StreamDescription.self, from: Data(buffer: info)).keys == 1, "k; j was deleted")
                     try await client.send(.verify(streams: ["c"]))
                     guard case .list(let json) = try await client.expectFrame() else { throw TestFailure("no VERIFY report") }
                     #expect(try JSONDecoder().decode([ChainReport].self, from: Data(buffer: json)).first?.broken == nil)
@@ -201,6 +210,7 @@ struct EventKeyTests {
             #expect(try await replayctl("get", "prices", "AAPL").stdout == "191\n")
             let json = try await replayctl("get", "prices", "MSFT", "--json").stdout
             #expect(json.contains(#""key":"MSFT""#) && json.contains(#""payload":"420""#) && json.contains(#""seq":3"#), "\(json)")
+            #expect(try await replayctl("info", "prices").stdout.contains("keys         2\n"))
             let missing = try await replayctl("get", "prices", "GOOG")
             #expect(missing.status == 1 && missing.stdout.isEmpty && missing.stderr.contains("no current value"))
             #expect(try await replayctl("send", "prices", "--key", "bad key", "1").status != 0, "a key is one word")

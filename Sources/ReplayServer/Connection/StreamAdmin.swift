@@ -55,7 +55,13 @@ struct StreamAdmin: Sendable {
                 case .failure(let error): reply(.error(error))
                 }
             }
-        case .info(let stream): afterWrites(reply) { () throws(ReplayError) in try json(describe(stream), ServerFrame.info) }
+        case .info(let stream):
+            // Its keys counted on the read pool.
+            afterWrites(onReadPool: reply) { [self] in
+                var description = try describe(stream)
+                description.keys = try store.keyCount(of: stream, upTo: StreamDescription.keysCounted)
+                return json(description, ServerFrame.info)
+            }
         case .list:
             afterWrites(reply) { json(store.streams.filter { !$0.isSoftDeleted && principal.may(.read, on: $0.name) }.map(views.describe), ServerFrame.list) }
         case .consumers(let stream): afterWrites(reply) { () throws(ReplayError) in try json(consumers(of: stream), ServerFrame.list) }
@@ -64,38 +70,36 @@ struct StreamAdmin: Sendable {
             afterWrites(reply) { () throws(ReplayError) in try json(pending(of: name, in: stream), ServerFrame.list) }
         case .derivations: afterWrites(reply) { json(derivations.all.filter { principal.may(.read, on: $0.stream) }, ServerFrame.list) }
         case .latest(let stream, let key):
-            // After this connection's earlier writes, on the read pool (an index lookup and
-            // one event's read).
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                Task {
-                    do {
-                        let found = try await reads.run { [store] in try store.latest(stream, key: key) }
-                        reply(try json(KeyedValue.answer(found, stream: stream, key: key), ServerFrame.info))
-                    } catch let error as ReplayError {
-                        reply(.error(error))
-                    } catch {
-                        reply(.error(ReplayError((error as? StoreError) ?? .unavailable("\(error)"))))
-                    }
-                }
+            // An index lookup and one event's read.
+            afterWrites(onReadPool: reply) { [self] in
+                try json(KeyedValue.answer(store.latest(stream, key: key), stream: stream, key: key), ServerFrame.info)
             }
         case .subscriptions:
             // The rows as the database has them (written by this daemon's HTTP door or
-            // another's), read on the read pool; the positions as this daemon knows them.
-            store.barrier { [self] result in
-                guard case .success = result else { return answer(result) }
-                Task {
-                    do {
-                        let rows = try await reads.run { [store] in try store.subscriptions() }
-                        reply(json(rows.compactMap(WakeSubscription.init).map { $0.described(in: store) }, ServerFrame.list))
-                    } catch {
-                        reply(.error(ReplayError((error as? StoreError) ?? .unavailable("\(error)"))))
-                    }
-                }
+            // another's); the positions as this daemon knows them.
+            afterWrites(onReadPool: reply) { [self] in
+                json(try store.subscriptions().compactMap(WakeSubscription.init).map { $0.described(in: store) }, ServerFrame.list)
             }
         case .publish, .publishChecked, .atomic, .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .unsubscribe, .ack,
             .nack, .subscribePatternGroup, .ping, .windowed, .filtered, .hashed, .more, .backup, .verify:
             reply(.error(ReplayError(.internal, "\(command.verb) is not an administration command")))
+        }
+    }
+
+    /// `afterWrites` for a read that waits on the database: run on the read pool, never on
+    /// the writer's thread that passes the barrier.
+    private func afterWrites(onReadPool reply: @escaping @Sendable (ServerFrame) -> Void, _ read: @escaping @Sendable () throws -> ServerFrame) {
+        store.barrier { [reads] result in
+            if case .failure(let error) = result { return reply(.error(ReplayError(error))) }
+            Task {
+                do {
+                    reply(try await reads.run(read))
+                } catch let error as ReplayError {
+                    reply(.error(error))
+                } catch {
+                    reply(.error(ReplayError((error as? StoreError) ?? .unavailable("\(error)"))))
+                }
+            }
         }
     }
 

@@ -136,9 +136,11 @@ struct Subscription: Sendable {
 
     /// The current event of every key up to `last`, in sequence order, a page at a time
     /// (its window's credit taken as a cursor's pages take it). An event that retention
-    /// removed since the SUB is passed over: it is no longer any key's retained value.
+    /// removed since the SUB is passed over: it is no longer any key's retained value. A
+    /// store that is away is waited for, as the cursor waits for it.
     private func sendSnapshot(through last: UInt64) async throws {
-        let sequences = try await log.snapshot(stream, through: last)
+        let retry = CursorRetry.untilCancelled
+        let sequences = try await retry.attempts { try await log.snapshot(stream, through: last) }
         let framing = EventFrames(stream: stream, sid: sid, filter: filter, delivery: delivery, hashes: hashes)
         var index = sequences.startIndex
         while index < sequences.endIndex, !Task.isCancelled {
@@ -150,7 +152,9 @@ struct Subscription: Sendable {
                 phase.enter(.delivering)
             }
             let end = min(index + limit, sequences.endIndex)
-            let (page, taken) = try await log.read(stream, at: sequences[index..<end], byteBudget: Self.pageBytes, framing: framing)
+            let (page, taken) = try await retry.attempts {
+                try await log.read(stream, at: sequences[index..<end], byteBudget: Self.pageBytes, framing: framing)
+            }
             credit?.give(limit - page.events)
             index += max(taken, 1)
             guard page.events > 0 else { continue }

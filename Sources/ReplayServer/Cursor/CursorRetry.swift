@@ -1,3 +1,5 @@
+import ReplayStore
+
 /// How long a cursor waits for a store that is away (PostgreSQL restarting), between
 /// attempts that double from `first` to `longest`. The position is kept throughout: the
 /// store reconnects on the next read, and the reader goes on where it was.
@@ -16,6 +18,21 @@ struct CursorRetry: Sendable {
     /// An HTTP read answers within seconds: about 3 s of waiting (50 ms doubling, six
     /// times), then 503, which a Durable Streams client retries on its own.
     static let briefly = CursorRetry(attempts: 6)
+
+    /// `body`, again after each wait while the store is away (`unavailable`), as a cursor's
+    /// reads are retried; any other error at once.
+    func attempts<T>(_ body: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch let error as StoreError {
+                guard case .unavailable = error, let delay = delay(before: attempt) else { throw error }
+                try await sleep(delay)
+                attempt += 1
+            }
+        }
+    }
 
     /// The wait before attempt `number` (0-based), or `nil` once the attempts are spent.
     func delay(before number: Int) -> Duration? {

@@ -22,10 +22,14 @@ extension StreamEndpoint {
         let chunk: HTTPCursor.Chunk
         var next: String
         do {
-            let rest = try await log.snapshot(hub.name, through: point).drop { $0 <= after }
-            let (page, taken) = try await log.read(
-                hub.name, at: rest.prefix(HTTPCursor.chunkEvents), byteBudget: HTTPCursor.chunkBytes,
-                framing: Payloads(filter: query.filter, keys: query.keys))
+            // A store that is away is waited for briefly, then 503, as any read.
+            let retry = CursorRetry.briefly
+            let rest = try await retry.attempts { try await log.snapshot(hub.name, through: point) }.drop { $0 <= after }
+            let (page, taken) = try await retry.attempts {
+                try await log.read(
+                    hub.name, at: rest.prefix(HTTPCursor.chunkEvents), byteBudget: HTTPCursor.chunkBytes,
+                    framing: Payloads(filter: query.filter, keys: query.keys))
+            }
             var kept = page.body
             if let last = kept.keepAnnotated(atMost: Self.annotatedPerResponse) {
                 next = StreamOffset.snapshotText(point: point, after: last)

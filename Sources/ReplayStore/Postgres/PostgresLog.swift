@@ -364,12 +364,14 @@ final class PostgresLog: LogDatabase {
         }
     }
 
-    func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64] {
+    func currentEvents(in segments: LogSegments, limit: Int) throws(StoreError) -> [UInt64] {
         try withReader { session in
             var current = CurrentEvents()
             for segment in segments.segments.reversed() {
                 // The stream's keys one index descent each (a loose index scan), then each
-                // one's newest event: K lookups for K keys, not a read of every event.
+                // one's newest event: K lookups for K keys, not a read of every event. (The
+                // limit goes on the outer query: PostgreSQL refuses one inside a recursive
+                // term, and evaluates the recursion only as far as the outer query reads.)
                 let (id, from, through) = (segment.streamID, Int64(segment.from), Int64(min(segment.through, UInt64(Int64.max))))
                 let rows = try session.query(
                     """
@@ -384,7 +386,7 @@ final class PostgresLog: LogDatabase {
                     newest AS (
                         SELECT name, (SELECT max(seq) FROM event_log
                                       WHERE stream_id = \(id) AND event_key = keys.name AND seq BETWEEN \(from) AND \(through)) AS seq
-                        FROM keys WHERE name IS NOT NULL
+                        FROM keys WHERE name IS NOT NULL LIMIT \(Int64(clamping: limit))
                     )
                     SELECT name, seq, (SELECT octet_length(payload) FROM event_log WHERE stream_id = \(id) AND seq = newest.seq)::bigint
                     FROM newest

@@ -155,7 +155,7 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
-    func currentEvents(in segments: LogSegments) throws(StoreError) -> [UInt64] {
+    func currentEvents(in segments: LogSegments, limit: Int) throws(StoreError) -> [UInt64] {
         do {
             return try pool.read { db in
                 let newest = try db.cachedStatement(sql: Self.currentEventsSQL)
@@ -163,7 +163,7 @@ final class SQLiteLog: LogDatabase {
                 for segment in segments.segments.reversed() {
                     let arguments: StatementArguments = [
                         segment.streamID, LogRowKey.key(stream: segment.streamID, sequence: segment.from),
-                        LogRowKey.key(stream: segment.streamID, sequence: segment.through),
+                        LogRowKey.key(stream: segment.streamID, sequence: segment.through), Int64(clamping: limit),
                     ]
                     let rows = try Row.fetchCursor(newest, arguments: arguments)
                     while let row = try rows.next() {
@@ -187,7 +187,7 @@ final class SQLiteLog: LogDatabase {
             SELECT (SELECT min(event_key) FROM event_log WHERE key >> 40 = ?1 AND event_key IS NOT NULL AND key BETWEEN ?2 AND ?3)
             UNION ALL
             SELECT (SELECT min(event_key) FROM event_log WHERE key >> 40 = ?1 AND event_key > keys.name AND key BETWEEN ?2 AND ?3)
-            FROM keys WHERE keys.name IS NOT NULL
+            FROM keys WHERE keys.name IS NOT NULL LIMIT ?4
         ),
         newest(name, row) AS (
             SELECT name, (SELECT max(key) FROM event_log WHERE key >> 40 = ?1 AND event_key = keys.name AND key BETWEEN ?2 AND ?3)
