@@ -31,6 +31,9 @@ public struct ReplayError: Error, Equatable, Sendable, CustomStringConvertible {
         case derivationConflict = "derivation_conflict"
         /// `GET`: no retained event of the stream has the key, or its newest is a tombstone.
         case unknownKey = "unknown_key"
+        /// `UNSCHEDULE`: the stream has no pending scheduled event of that id (it was
+        /// appended, cancelled, or never was).
+        case unknownScheduled = "unknown_scheduled"
         // The server.
         case storageFull = "storage_full"
         /// The shared database (PostgreSQL) cannot be reached: nothing was committed; retry.

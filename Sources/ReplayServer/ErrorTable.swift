@@ -46,6 +46,7 @@ extension StoreError {
         case .unknownConsumer: Meaning(code: .unknownConsumer, status: .notFound)
         case .invalidAck: Meaning(code: .invalidAck, status: .badRequest)
         case .unknownGroup: Meaning(code: .unknownGroup, status: .notFound)
+        case .unknownScheduled: Meaning(code: .unknownScheduled, status: .notFound)
         case .groupConflict: Meaning(code: .groupConflict, status: .conflict)
         case .derivationConflict: Meaning(code: .derivationConflict, status: .conflict)
         case .storageFull: Meaning(code: .storageFull, status: .insufficientStorage)
@@ -78,7 +79,7 @@ extension ReplayError.Code {
         switch self {
         case .badCommand, .unknownCommand, .lineTooLong, .badFrame, .invalidName, .invalidConfig, .invalidAck: .badRequest
         case .payloadTooLarge: .contentTooLarge
-        case .unknownStream, .unknownSubscription, .unknownConsumer, .unknownGroup, .unknownKey: .notFound
+        case .unknownStream, .unknownSubscription, .unknownConsumer, .unknownGroup, .unknownKey, .unknownScheduled: .notFound
         case .streamExists, .terminated, .duplicateSubscription, .wrongLastSeq, .pseqGap, .groupConflict, .derivationConflict: .conflict
         case .forbidden, .staleEpoch: .forbidden
         case .duplicatePseq: .noContent

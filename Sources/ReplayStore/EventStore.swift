@@ -42,7 +42,7 @@ public final class EventStore: Sendable {
     private let sqlite: SQLiteLog?
     let catalog: Catalog
     private let listeners: CommitListeners
-    private let writer: WriteQueue
+    let writer: WriteQueue
     private let clock: @Sendable () -> Date
     /// Whether `close` has run: the database is released once (a second SQLite close
     /// reached its checkpoint with the connection already closed, and crashed).

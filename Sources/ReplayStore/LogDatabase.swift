@@ -46,6 +46,11 @@ protocol LogDatabase: Sendable {
     /// Every subscription's row as last committed (`id`: that one only).
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow]
 
+    /// The stream's pending scheduled events, earliest due first, up to `limit`.
+    func scheduledEvents(of stream: Int64, name: String, limit: Int) throws(StoreError) -> [ScheduledEvent]
+    /// How many of the stream's scheduled events are pending, and the earliest one's time.
+    func scheduledSummary(of stream: Int64) throws(StoreError) -> ScheduledSummary
+
     /// Every derivation as last committed, by derived stream.
     func derivations() throws(StoreError) -> [Derivation]
 

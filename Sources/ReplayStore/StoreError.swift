@@ -51,6 +51,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidAck(String)
     /// The stream has no consumer group of that name.
     case unknownGroup(stream: String, name: String)
+    /// The stream has no pending scheduled event of that id.
+    case unknownScheduled(stream: String, id: Int64)
     /// A SUB that joins a group asked for a setting other than the group's.
     case groupConflict(stream: String, group: String, setting: String, current: String, asked: String)
     /// A derivation's definition or step that does not match the stored one: redefined
@@ -115,6 +117,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "invalid acknowledgement: \(reason); nothing changed"
         case .unknownGroup(let stream, let name):
             "stream '\(stream)' has no consumer group named '\(name)'"
+        case .unknownScheduled(let stream, let id):
+            "stream '\(stream)' has no pending scheduled event \(id) (it was appended, or cancelled)"
         case .groupConflict(let stream, let group, let setting, let current, let asked):
             "group '\(group)' of stream '\(stream)' has \(setting)=\(current), not \(asked); join it with its settings or use another group"
         case .derivationConflict(let stream, let reason):

@@ -10,6 +10,10 @@ enum StoreMetrics {
     static let commitDuration = Metrics.Timer(label: "replay_commit_duration_seconds")
     static let eventsPublished = Counter(label: "replay_events_published_total")
     static let bytesPublished = Counter(label: "replay_bytes_published_total")
+    /// Scheduled events appended when they fell due, and dropped then because their stream
+    /// was gone, ended or derived.
+    static let scheduledAppended = Counter(label: "replay_scheduled_appended_total")
+    static let scheduledDropped = Counter(label: "replay_scheduled_dropped_total")
 
     /// PostgreSQL batches committed on the rows as the daemon last saw them, without the
     /// locks (`rows="cached"`), and under the locks (`rows="locked"`).
@@ -30,7 +34,7 @@ enum StoreMetrics {
     /// The writer's counters and histograms, made now at zero (the PostgreSQL ones appear
     /// when a PostgreSQL store first uses them).
     static func register() {
-        _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished)
+        _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished, scheduledAppended, scheduledDropped)
         CorruptionReports.register()
     }
 }

@@ -30,6 +30,7 @@ final class PostgresLog: LogDatabase {
     private let listeners: CommitListeners
     private let producerExpiry = ProducerExpiry()
     private let waiting: WaitingMembers
+    private let alarm: ScheduledAlarm
     private let now: @Sendable () -> Date
     /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
     private let autoCreate: StreamConfig?
@@ -68,6 +69,8 @@ final class PostgresLog: LogDatabase {
         self.now = now
         autoCreate = options.autoCreate
         waiting = WaitingMembers(now: now)
+        // Other daemons' scheduled events are found within a second (see `ScheduledAlarm`).
+        alarm = ScheduledAlarm(now: now, pollMillis: 1_000)
         var logger = Logger(label: "replay.postgres")
         logger.logLevel = .warning
         self.logger = logger
@@ -220,7 +223,8 @@ final class PostgresLog: LogDatabase {
     /// what failed (nothing: committed).
     private func run(_ batch: [WriteRequest], in transaction: PostgresTransaction) -> (WriterRules<PostgresTransaction>, (any Error)?) {
         var rules = WriterRules(
-            catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting)
+            catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producerExpiry, waiting: waiting,
+            alarm: alarm)
         rules.liveReaders = listeners.haveLiveReaders
         do {
             try rules.run(batch)
@@ -265,6 +269,7 @@ final class PostgresLog: LogDatabase {
     func start(writer: WriteQueue) {
         waiting.start(writer: writer)
         self.writer.withLock { $0 = writer }
+        alarm.start(writer: writer)
         let location = location
         let origin = origin
         let logger = logger
@@ -412,6 +417,14 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.subscriptions(id: id, session) }
     }
 
+    func scheduledEvents(of stream: Int64, name: String, limit: Int) throws(StoreError) -> [ScheduledEvent] {
+        try withReader { session in try PostgresTransaction.scheduledEvents(of: stream, name: name, limit: limit, session) }
+    }
+
+    func scheduledSummary(of stream: Int64) throws(StoreError) -> ScheduledSummary {
+        try withReader { session in try PostgresTransaction.scheduledSummary(of: stream, session) }
+    }
+
     func derivations() throws(StoreError) -> [Derivation] {
         try withReader { session in try PostgresTransaction.derivations(session) }
     }
@@ -476,6 +489,7 @@ final class PostgresLog: LogDatabase {
 
     func close() {
         waiting.close()
+        alarm.close()
         writer.withLock { $0 = nil }
         listening.withLock { $0 }?.cancel()
         sourceSession.close()

@@ -13,6 +13,7 @@ final class SQLiteLog: LogDatabase {
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
+    private let alarm: ScheduledAlarm
     private let now: @Sendable () -> Date
     /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
     private let autoCreate: StreamConfig?
@@ -39,6 +40,7 @@ final class SQLiteLog: LogDatabase {
         self.now = now
         autoCreate = options.autoCreate
         waiting = WaitingMembers(now: now)
+        alarm = ScheduledAlarm(now: now)
         try Self.checkWritable(path)
         lock = try ProcessLock(databasePath: path)
 
@@ -94,7 +96,7 @@ final class SQLiteLog: LogDatabase {
                     let transaction = SQLiteTransaction(db, producers: producers)
                     var rules = WriterRules(
                         catalog: catalog, db: transaction, time: now(), autoCreate: autoCreate, producerExpiry: producers.expiry,
-                        waiting: waiting)
+                        waiting: waiting, alarm: alarm)
                     try rules.run(batch)
                     try transaction.finishWrites()
                     if transaction.began { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() }
@@ -216,6 +218,22 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func scheduledEvents(of stream: Int64, name: String, limit: Int) throws(StoreError) -> [ScheduledEvent] {
+        do {
+            return try pool.read { db in try SQLiteTransaction.scheduledEvents(of: stream, name: name, limit: limit, db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    func scheduledSummary(of stream: Int64) throws(StoreError) -> ScheduledSummary {
+        do {
+            return try pool.read { db in try SQLiteTransaction.scheduledSummary(of: stream, db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     func derivations() throws(StoreError) -> [Derivation] {
         do {
             return try pool.read { db in try SQLiteTransaction.derivations(db) }
@@ -241,9 +259,10 @@ final class SQLiteLog: LogDatabase {
     }
 
     /// One daemon per file (`ProcessLock`): no other daemon's commits to follow; only the
-    /// waiting group members' alarm asks the writer for work.
+    /// waiting group members' alarm and the scheduled events' ask the writer for work.
     func start(writer: WriteQueue) {
         waiting.start(writer: writer)
+        alarm.start(writer: writer)
     }
 
     func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
@@ -262,6 +281,7 @@ final class SQLiteLog: LogDatabase {
     /// in this one).
     func close() {
         waiting.close()
+        alarm.close()
         // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
         _ = try? pool.write { db in try producers.writeBehind(db) }
         _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db, path: path, bytes: Self.walBytes) }

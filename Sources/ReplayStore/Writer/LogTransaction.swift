@@ -108,6 +108,20 @@ protocol LogTransaction: AnyObject {
     /// Writes (inserts or replaces) the derived stream's derivation.
     func writeDerivation(stream: Int64, _ derivation: Derivation) throws
 
+    /// A scheduled event stored (`ScheduleRequest`); its id.
+    func insertScheduled(stream: Int64, _ request: ScheduleRequest, createdAt: Int64) throws -> Int64
+    /// Removes the stream's pending scheduled event `id`; whether there was one.
+    func deleteScheduled(stream: Int64, id: Int64) throws -> Bool
+    /// The streams of (up to `limit` of) the events due by `millis`, for a database shared
+    /// by several writers to lock up front; empty where nothing is locked.
+    func streamsWithDueEvents(by millis: Int64, limit: Int) throws -> [String]
+    /// Takes up to `limit` events due by `millis` out of the table, earliest first (of
+    /// `streams` only, when given: the ones locked up front); another writer's taken
+    /// rows are passed over.
+    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [DueEvent]
+    /// The earliest due time of any pending scheduled event.
+    func nextScheduledDue() throws -> Int64?
+
     /// An atomic send's undo point inside the batch.
     func savepoint() throws
     func rollbackToSavepoint() throws

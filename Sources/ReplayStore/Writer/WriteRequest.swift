@@ -49,6 +49,12 @@ enum WriteRequest: Sendable {
     indirect case defineDerivation(DerivationDefinition, Completion<Derivation>)
     /// A derivation's outputs, state and positions, all or none.
     indirect case derivationStep(DerivationStep, Completion<Derivation>)
+    /// An event stored now and appended to its stream when it falls due.
+    indirect case schedule(ScheduleRequest, Completion<ScheduledEvent>)
+    /// A scheduled event cancelled before it fell due.
+    case unschedule(stream: String, id: Int64, Completion<Void>)
+    /// Appends the scheduled events whose time came (`ScheduledAlarm`).
+    case appendDueEvents
     /// The daemon's signing key: `candidate` is kept if there is none yet; answered with
     /// the one kept (another daemon's, on a shared database, if it came first).
     case signingKey(candidate: SigningKey, Completion<SigningKey>)
@@ -58,14 +64,16 @@ enum WriteRequest: Sendable {
         switch self {
         case .appendWithCompletion(let stream, _, _), .appendToSink(let stream, _, _, _, _), .openConsumer(let stream, _, _, _),
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
-            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _):
+            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _), .unschedule(let stream, _, _):
             [stream]
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
         case .atomic(let events, _, _): events.map(\.stream)
         case .streamWrite(let write, _): [write.stream] + (write.fork.map { [$0.source] } ?? [])
         case .defineDerivation(let definition, _): [definition.stream]
+        case .schedule(let request, _): [request.stream]
         case .derivationStep(let step, _): [step.stream] + (step.deadLetterStream.map { [$0] } ?? [])
-        case .enforceRetention, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey: []
+        // The due events' streams are found in the table as the batch begins (`lockUpFront`).
+        case .enforceRetention, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey, .appendDueEvents: []
         }
     }
 
@@ -74,6 +82,7 @@ enum WriteRequest: Sendable {
         case .appendWithCompletion(_, let payload, _), .appendToSink(_, let payload, _, _, _): payload.count
         case .atomic(let events, _, _): events.reduce(0) { $0 + $1.payload.count }
         case .streamWrite(let write, _): write.payloads.reduce(0) { $0 + $1.count }
+        case .schedule(let request, _): request.payload.count
         default: 0
         }
     }
@@ -109,7 +118,9 @@ enum WriteRequest: Sendable {
         case .signingKey(_, let done): done(.failure(error))
         case .defineDerivation(_, let done): done(.failure(error))
         case .derivationStep(_, let done): done(.failure(error))
-        case .refresh, .serveDueWaiters: break
+        case .schedule(_, let done): done(.failure(error))
+        case .unschedule(_, _, let done): done(.failure(error))
+        case .refresh, .serveDueWaiters, .appendDueEvents: break
         }
     }
 }

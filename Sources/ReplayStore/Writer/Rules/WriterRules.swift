@@ -12,7 +12,8 @@ import ReplayModel
 /// This file holds the batch's working state and its life (run, finish, commit); the
 /// handlers are in files by concern beside it: appends (`+Appends`), streams' lifecycle
 /// and admission (`+Streams`), durable consumers (`+Consumers`), retention and another
-/// daemon's commits (`+Retention`, `+Refresh`), forks (`+Forks`), derivations (`+Derivations`).
+/// daemon's commits (`+Retention`, `+Refresh`), forks (`+Forks`), derivations (`+Derivations`),
+/// scheduled events (`+Scheduling`).
 struct WriterRules<DB: LogTransaction> {
     /// A stream this transaction changed: its record as of now, and its new events.
     struct Touched {
@@ -84,6 +85,25 @@ struct WriterRules<DB: LogTransaction> {
     /// Whether this batch serves the waiters whose time came (`serveDueWaiters`).
     var servesDueWaiters = false
 
+    /// Scheduled events: the alarm that asks for the next drain (`ScheduledAlarm`); the
+    /// earliest due time this batch scheduled; whether it drained due events, and all of
+    /// them; the streams with due events, locked up front on a shared database; what it
+    /// appended and dropped; and what the alarm is told once it committed.
+    let alarm: ScheduledAlarm
+    var earliestScheduled: Int64?
+    var drainedSchedule: DrainOutcome?
+    var dueStreams: [String] = []
+    var appendedDueEvents = 0
+    var droppedDueEvents = 0
+    var alarmChange: ScheduledAlarm.Change?
+
+    enum DrainOutcome {
+        /// Every event due by the batch's time was appended.
+        case drained
+        /// A batch's worth was; more are due.
+        case more
+    }
+
     /// Streams read again because another writer changed them (`refresh`): told to the
     /// catalog and listeners without being written.
     var refreshed: [String: Catalog.Record?] = [:]
@@ -101,8 +121,12 @@ struct WriterRules<DB: LogTransaction> {
     /// `Options.autoCreate`); `nil`: the append is refused.
     let autoCreate: StreamConfig?
 
-    init(catalog: Catalog, db: DB, time: Date, autoCreate: StreamConfig?, producerExpiry: ProducerExpiry, waiting: WaitingMembers) {
+    init(
+        catalog: Catalog, db: DB, time: Date, autoCreate: StreamConfig?, producerExpiry: ProducerExpiry, waiting: WaitingMembers,
+        alarm: ScheduledAlarm
+    ) {
         self.catalog = catalog
+        self.alarm = alarm
         self.autoCreate = autoCreate
         self.db = db
         self.producerExpiry = producerExpiry
@@ -133,6 +157,12 @@ struct WriterRules<DB: LogTransaction> {
         answeredWaiters = []
         retriedWaiters = []
         servesDueWaiters = false
+        earliestScheduled = nil
+        drainedSchedule = nil
+        dueStreams = []
+        appendedDueEvents = 0
+        droppedDueEvents = 0
+        alarmChange = nil
     }
 
     // MARK: The working copies
@@ -181,7 +211,7 @@ struct WriterRules<DB: LogTransaction> {
 
     /// On a database several daemons share, the rows a batch touches are locked first, in
     /// name order, so that daemons number each stream contiguously and never deadlock.
-    private func lockUpFront(_ batch: [WriteRequest]) throws {
+    private mutating func lockUpFront(_ batch: [WriteRequest]) throws {
         var names = Set<String>()
         for request in batch {
             names.formUnion(request.streamNames)
@@ -189,6 +219,10 @@ struct WriterRules<DB: LogTransaction> {
             // them with the rest, in the one order.
             if case .enforceRetention = request { names.formUnion(retentionCandidates.map(\.info.name)) }
             if case .serveDueWaiters = request { names.formUnion(waiting.streams(dueBy: millis)) }
+            if case .appendDueEvents = request, dueStreams.isEmpty {
+                dueStreams = try db.streamsWithDueEvents(by: millis, limit: Self.dueEventsPerBatch)
+                names.formUnion(dueStreams)
+            }
         }
         // Group members waiting on these streams may be handed work, and dead letters made.
         names.formUnion(waiting.deadLetters(of: names))
@@ -247,6 +281,13 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try define(definition))
         case .derivationStep(let step, let done):
             complete(done, try perform(step))
+        case .schedule(let request, let done):
+            complete(done, try schedule(request))
+        case .unschedule(let name, let id, let done):
+            complete(done, try unschedule(id, of: name))
+        case .appendDueEvents:
+            // Once per batch: a second request queued behind the first finds nothing more.
+            if drainedSchedule == nil { try appendDueEvents() }
         }
     }
 
@@ -281,6 +322,7 @@ struct WriterRules<DB: LogTransaction> {
         let producers = deletedIDs.isEmpty ? producerChanges : producerChanges.filter { !deletedIDs.contains($0.key.stream) }
         try db.writeProducers(producers, millis: millis)
         try writeDerivations()
+        alarmChange = try scheduleAlarmChange()
     }
 
     /// What retention removed leaves the stream's groups' pending sets.
@@ -312,10 +354,13 @@ struct WriterRules<DB: LogTransaction> {
         StoreMetrics.batchSize.record(batch.count)
         StoreMetrics.eventsPublished.increment(by: appendedEvents)
         StoreMetrics.bytesPublished.increment(by: appendedBytes)
+        if appendedDueEvents > 0 { StoreMetrics.scheduledAppended.increment(by: appendedDueEvents) }
+        if droppedDueEvents > 0 { StoreMetrics.scheduledDropped.increment(by: droppedDueEvents) }
         catalog.apply(changedRecords)
         listeners.notify(commitBatch)
         sinks.deliver()
         waiting.settle(answered: answeredWaiters, waiting: retriedWaiters + newWaiters)
+        if let alarmChange { alarm.settle(alarmChange) }
         for write in streamWrites { write.done(write.result) }
         for completion in completions { completion() }
     }

@@ -1,0 +1,61 @@
+import Foundation
+import ReplayModel
+
+/// Scheduled events: stored now, appended to their stream when they fall due (see
+/// `WriterRules+Scheduling`).
+extension EventStore {
+    /// Stores `payload` to be appended to `stream` at `due` (ms since 1970; a time already
+    /// past falls due at once); completes once the event is committed, as durable as any
+    /// append. The stream must exist (or is created as an append creates it) and take
+    /// appends: not ended, not derived.
+    public func schedule(
+        _ payload: Data, to stream: String, due: Int64, key: EventKey? = nil, traceParent: TraceParent? = nil,
+        completion: @escaping @Sendable (Result<ScheduledEvent, StoreError>) -> Void
+    ) {
+        let request = ScheduleRequest(stream: stream, payload: payload, due: due, key: key, traceParent: traceParent)
+        writer.submit(.schedule(request, completion))
+    }
+
+    public func schedule(
+        _ payload: Data, to stream: String, due: Int64, key: EventKey? = nil, traceParent: TraceParent? = nil
+    ) async throws(StoreError) -> ScheduledEvent {
+        let result = await withCheckedContinuation { continuation in
+            schedule(payload, to: stream, due: due, key: key, traceParent: traceParent) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Cancels a pending scheduled event of `stream`: `.unknownScheduled` if it was
+    /// already appended, cancelled, or is another stream's.
+    public func unschedule(_ id: Int64, of stream: String, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        writer.submit(.unschedule(stream: stream, id: id, completion))
+    }
+
+    public func unschedule(_ id: Int64, of stream: String) async throws(StoreError) {
+        let result = await withCheckedContinuation { continuation in
+            unschedule(id, of: stream) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+
+    /// Appends what is due by the store's clock now, then completes. The store's own alarm
+    /// does this at each due time; this is for a clock that is moved by hand (tests, on
+    /// virtual time).
+    public func appendDueEvents() async throws(StoreError) {
+        writer.submit(.appendDueEvents)
+        try await barrier()
+    }
+
+    /// The stream's pending scheduled events, earliest due first, up to `limit`. Blocking.
+    public func scheduled(_ stream: String, limit: Int) throws(StoreError) -> [ScheduledEvent] {
+        guard let record = catalog[stream], !record.info.isSoftDeleted else { throw .unknownStream(stream) }
+        return try log.scheduledEvents(of: record.id, name: stream, limit: limit)
+    }
+
+    /// How many of the stream's scheduled events are pending, and the next one's time.
+    /// Blocking.
+    public func scheduledSummary(of stream: String) throws(StoreError) -> ScheduledSummary {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        return try log.scheduledSummary(of: record.id)
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+import ReplayModel
+
+/// An event waiting for its time (`EventStore.schedule`): stored, acknowledged, and
+/// appended to its stream when it falls due (`WriterRules.appendDueEvents`).
+public struct ScheduledEvent: Sendable, Equatable {
+    /// Its id among every stream's scheduled events, never given again.
+    public let id: Int64
+    public let stream: String
+    /// When it falls due, and when it was scheduled: ms since 1970.
+    public let due: Int64
+    public let created: Int64
+    public let key: EventKey?
+    public let traceParent: TraceParent?
+    public let payload: Data
+
+    public init(id: Int64, stream: String, due: Int64, created: Int64, key: EventKey?, traceParent: TraceParent?, payload: Data) {
+        self.id = id
+        self.stream = stream
+        self.due = due
+        self.created = created
+        self.key = key
+        self.traceParent = traceParent
+        self.payload = payload
+    }
+}
+
+/// A stream's scheduled events at a glance (INFO): how many, and the next one's time.
+public struct ScheduledSummary: Sendable, Equatable {
+    public let pending: Int
+    /// ms since 1970; `nil` when none is pending.
+    public let nextDue: Int64?
+
+    public static let none = ScheduledSummary(pending: 0, nextDue: nil)
+}

@@ -1,0 +1,22 @@
+import Foundation
+import ReplayModel
+
+/// An event to append when it falls due: what `WriteRequest.schedule` carries.
+struct ScheduleRequest: Sendable {
+    let stream: String
+    let payload: Data
+    /// ms since 1970.
+    let due: Int64
+    let key: EventKey?
+    let traceParent: TraceParent?
+}
+
+/// A due event as the writer takes it out of the table, with its stream's name.
+struct DueEvent {
+    let id: Int64
+    let stream: String
+    let due: Int64
+    let key: EventKey?
+    let traceParent: TraceParent?
+    let payload: Data
+}
