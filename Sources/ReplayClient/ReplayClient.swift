@@ -83,7 +83,7 @@ public final class ReplayClient: Sendable {
         return EventLoopFuture.whenAllSucceed(replies.map(\.futureResult), on: channel.eventLoop)
     }
 
-    private func expectOK(_ command: ClientCommand) async throws {
+    func expectOK(_ command: ClientCommand) async throws {
         let reply = try await send([command])[0]
         switch reply {
         case .ok: return
@@ -424,7 +424,7 @@ public final class ReplayClient: Sendable {
         try await expectOK(.deleteGroup(stream: stream, group: group))
     }
 
-    private func decode<T: Decodable>(_ reply: ServerFrame) async throws -> T {
+    func decode<T: Decodable>(_ reply: ServerFrame) async throws -> T {
         switch reply {
         case .info(let json), .list(let json):
             return try JSONDecoder().decode(T.self, from: Data(json.readableBytesView))

@@ -61,6 +61,10 @@ extension ClientCommand {
         switch self {
         case .publish(let stream, let payload): ["PUB", stream, "\(payload.readableBytes)"]
         case .publishChecked(let stream, let payload, let checks): ["PUB", stream] + checks.words + ["\(payload.readableBytes)"]
+        case .schedule(let stream, let payload, let due, let annotations):
+            ["PUB", stream] + annotations.words + [due.word, "\(payload.readableBytes)"]
+        case .scheduled(let stream, let limit): ["SCHEDULED", stream, "\(limit)"]
+        case .unschedule(let stream, let id): ["UNSCHEDULE", stream, "\(id)"]
         case .atomic(let events): ["ATOMIC", "\(events.count)"]
         case .subscribe(let stream, let sid, let start): ["SUB", stream, sid, start.wireText]
         case .subscribePattern(let pattern, let sid, let start): ["SUB", pattern.description, sid, start.wireText]
@@ -101,7 +105,7 @@ extension ClientCommand {
     /// The bytes after the control line, for the commands that have them.
     var payload: ByteBuffer? {
         switch self {
-        case .publish(_, let payload), .publishChecked(_, let payload, _): payload
+        case .publish(_, let payload), .publishChecked(_, let payload, _), .schedule(_, let payload, _, _): payload
         case .filtered(_, let program): ByteBuffer(string: program)
         case .create(_, let options): options.source.map { ByteBuffer(string: $0) }
         case .fail(_, let message): ByteBuffer(string: message)
@@ -153,6 +157,16 @@ extension AppendConditions {
         if let key { words.append("key=\(key.text)") }
         if let traceParent { words.append("trace=\(traceParent.text)") }
         return words
+    }
+}
+
+extension DueTime {
+    /// PUB's word for it: `delay=<seconds>`, or `at=<time>` with milliseconds.
+    var word: String {
+        switch self {
+        case .after(let seconds): "delay=\(seconds)"
+        case .at(let millis): "at=\(Timestamp.format(millis: millis))"
+        }
     }
 }
 

@@ -141,6 +141,14 @@ public enum ClientCommand: Sendable, Equatable {
     case publish(stream: String, payload: ByteBuffer)
     /// A PUB with `expect=` or producer fields.
     case publishChecked(stream: String, payload: ByteBuffer, checks: AppendConditions)
+    /// A PUB with `delay=` or `at=`: stored now, appended when it falls due. `annotations`
+    /// holds its key and trace context (a scheduled PUB takes no checks). Boxed: rare, and
+    /// larger than a plain PUB.
+    indirect case schedule(stream: String, payload: ByteBuffer, due: DueTime, annotations: AppendConditions)
+    /// A stream's pending scheduled events, earliest due first, as JSON.
+    case scheduled(stream: String, limit: Int)
+    /// Cancels a pending scheduled event.
+    case unschedule(stream: String, id: Int64)
     /// `ATOMIC <n>` and the n PUBs after it: all commit or none.
     case atomic([AtomicEvent])
     case subscribe(stream: String, sid: String, start: StartPosition)
@@ -208,7 +216,9 @@ public enum ClientCommand: Sendable, Equatable {
     /// The verb, as written on the wire.
     public var verb: String {
         switch self {
-        case .publish, .publishChecked: "PUB"
+        case .publish, .publishChecked, .schedule: "PUB"
+        case .scheduled: "SCHEDULED"
+        case .unschedule: "UNSCHEDULE"
         case .atomic: "ATOMIC"
         case .subscribe, .subscribePattern, .subscribeDurable, .subscribeGroup, .subscribePatternGroup: "SUB"
         case .windowed, .filtered, .hashed: "SUB"
@@ -241,7 +251,7 @@ public enum ClientCommand: Sendable, Equatable {
     /// The bytes of the events it carries (what a byte rate counts).
     public var payloadBytes: Int {
         switch self {
-        case .publish(_, let payload), .publishChecked(_, let payload, _): payload.readableBytes
+        case .publish(_, let payload), .publishChecked(_, let payload, _), .schedule(_, let payload, _, _): payload.readableBytes
         case .atomic(let events): events.reduce(0) { $0 + $1.payload.readableBytes }
         default: 0
         }

@@ -57,6 +57,8 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
                 send.add(
                     AtomicEvent(
                         stream: stream, payload: payload, expect: checks.expectedLastSequence, traceParent: checks.traceParent, key: checks.key))
+            case .command(.schedule):
+                send.refuse(CommandParser.bad("an ATOMIC send's PUBs are appended now: delay= and at= are refused in it"))
             case .command(let command):
                 send.refuse(CommandParser.bad("an ATOMIC send holds only PUB commands (without producer fields), not \(command.verb)"))
             case .invalid(let error):

@@ -9,6 +9,7 @@ enum CommandParser {
     enum AwaitingPayload: Equatable {
         case publish(stream: String)
         case publishChecked(stream: String, checks: AppendConditions)
+        case schedule(stream: String, due: DueTime, annotations: AppendConditions)
         case fail(stream: String)
         case create(stream: String, options: CreateOptions)
         case derive(stream: String, options: DeriveOptions)
@@ -20,6 +21,8 @@ enum CommandParser {
                 return ClientCommand.publish(stream: stream, payload: payload)
             case .publishChecked(let stream, let checks):
                 return ClientCommand.publishChecked(stream: stream, payload: payload, checks: checks)
+            case .schedule(let stream, let due, let annotations):
+                return ClientCommand.schedule(stream: stream, payload: payload, due: due, annotations: annotations)
             case .fail(let stream):
                 return ClientCommand.fail(stream: stream, message: String(decoding: payload.readableBytesView, as: UTF8.self))
             case .create(let stream, var options):
@@ -83,6 +86,11 @@ enum CommandParser {
             return .latest(stream: args[0], key: key)
         },
         "LIST": fixed("LIST") { _ in .list },
+        "SCHEDULED": scheduled,
+        "UNSCHEDULE": fixed("UNSCHEDULE <stream> <id>") { args throws(ReplayError) in
+            guard let id = Int64(args[1]), id > 0 else { throw bad("UNSCHEDULE takes the event's id, a positive integer") }
+            return .unschedule(stream: args[0], id: id)
+        },
         "BACKUP": fixed("BACKUP <path>") { .backup(path: $0[0]) },
         "VERIFY": verify,
         "PING": { _ in .command(.ping) },
@@ -101,17 +109,41 @@ enum CommandParser {
 
     private static func publish(_ args: [String]) throws(ReplayError) -> Parsed {
         guard args.count >= 2 else {
-            throw bad("usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] <bytes>")
+            throw bad(
+                "usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] [delay=<s>|at=<time>] <bytes>"
+            )
         }
         let size = try size(args[args.count - 1])
         guard args.count > 2 else { return .needsPayload(.publish(stream: args[0]), size: size) }
         do throws(ReplayError) {
-            return .needsPayload(.publishChecked(stream: args[0], checks: try publishChecks(args[1..<(args.count - 1)])), size: size)
+            let (checks, due) = try publishChecks(args[1..<(args.count - 1)])
+            guard let due else { return .needsPayload(.publishChecked(stream: args[0], checks: checks), size: size) }
+            // The checks hold when the event is appended, which is later: they would judge
+            // a stream the publisher has not seen.
+            if checks.expectedLastSequence != nil || checks.producer != nil {
+                throw bad("a scheduled PUB (delay=, at=) takes key= and trace=, not expect= or producer fields")
+            }
+            return .needsPayload(.schedule(stream: args[0], due: due, annotations: checks), size: size)
         } catch {
             // The byte count was readable: the payload comes, and must not be taken for
             // commands (a payload may well read as one).
             return .refusedPayload(error, size: size)
         }
+    }
+
+    /// `SCHEDULED <stream> [<limit>]`: the first `limit` (100 unless given, at most
+    /// `ProtocolLimits.maxScheduledListed`) pending events.
+    private static func scheduled(_ args: [String]) throws(ReplayError) -> Parsed {
+        guard (1...2).contains(args.count) else { throw bad("usage: SCHEDULED <stream> [<limit>]") }
+        if StreamPattern.isPattern(args[0]) { throw bad("SCHEDULED takes one stream's name, not a pattern ('\(args[0].prefix(64))')") }
+        var limit = 100
+        if args.count == 2 {
+            guard let given = Int(args[1]), (1...ProtocolLimits.maxScheduledListed).contains(given) else {
+                throw bad("SCHEDULED lists 1 to \(ProtocolLimits.maxScheduledListed) events")
+            }
+            limit = given
+        }
+        return .command(.scheduled(stream: args[0], limit: limit))
     }
 
     private static func atomic(_ args: [String]) throws(ReplayError) -> Parsed {
@@ -190,10 +222,11 @@ enum CommandParser {
         }
     }
 
-    /// `expect=<seq>`, `producer=<id> epoch=<n> pseq=<n>` (the three together), `key=<key>`
-    /// and `trace=<traceparent>`, in any order.
-    private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> AppendConditions {
+    /// `expect=<seq>`, `producer=<id> epoch=<n> pseq=<n>` (the three together), `key=<key>`,
+    /// `trace=<traceparent>`, and `delay=<seconds>` or `at=<time>`, in any order.
+    private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> (AppendConditions, DueTime?) {
         var checks = AppendConditions()
+        var due: DueTime?
         var producer: String?
         var epoch: UInt64?
         var pseq: UInt64?
@@ -211,7 +244,14 @@ enum CommandParser {
             case "key":
                 guard let key = EventKey(parts[1]) else { throw bad("key= takes \(EventKey.format), got '\(parts[1].prefix(64))'") }
                 checks.key = key
-            default: throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq=, key= and trace=")
+            case "delay", "at":
+                guard due == nil else { throw bad("a PUB takes one of delay= and at=") }
+                guard let time = parts[0].lowercased() == "delay" ? DueTime.delay(parts[1]) : DueTime.time(parts[1]) else {
+                    throw bad("a scheduled PUB takes \(DueTime.format), got '\(word.prefix(64))'")
+                }
+                due = time
+            default:
+                throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq=, key=, trace=, delay= and at=")
             }
         }
         switch (producer, epoch, pseq) {
@@ -219,7 +259,7 @@ enum CommandParser {
         case (let id?, let epoch?, let pseq?): checks.producer = ProducerStamp(id: id, epoch: epoch, sequence: pseq)
         default: throw bad("producer=, epoch= and pseq= go together")
         }
-        return checks
+        return (checks, due)
     }
 
     /// A producer id or a consumer name: 1 to 200 bytes of one word.

@@ -28,6 +28,10 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     /// INFO only: how many keys have a current value (a retained newest event that is not
     /// a tombstone), counted up to `keysCounted`; `nil` in LIST.
     public var keys: Int?
+    /// INFO only: how many scheduled events wait for their time, and the next one's
+    /// (`nil` in LIST; `nextDue` also when none waits).
+    public var scheduled: Int?
+    public var nextDue: String?
 
     /// The most keys INFO counts: one index lookup or three each, so an INFO of a stream
     /// of millions of keys stays quick.
@@ -58,7 +62,8 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation, keys
+        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation, keys, scheduled
+        case nextDue = "next_due"
         case maxBytes = "max_bytes"
         case maxAge = "max_age"
         case createdAt = "created_at"
@@ -88,6 +93,8 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(delivered, forKey: .delivered)
         try container.encodeIfPresent(derivation, forKey: .derivation)
         try container.encodeIfPresent(keys, forKey: .keys)
+        try container.encodeIfPresent(scheduled, forKey: .scheduled)
+        try container.encodeIfPresent(nextDue, forKey: .nextDue)
     }
 }
 

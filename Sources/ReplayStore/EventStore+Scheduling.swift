@@ -4,23 +4,26 @@ import ReplayModel
 /// Scheduled events: stored now, appended to their stream when they fall due (see
 /// `WriterRules+Scheduling`).
 extension EventStore {
-    /// Stores `payload` to be appended to `stream` at `due` (ms since 1970; a time already
-    /// past falls due at once); completes once the event is committed, as durable as any
-    /// append. The stream must exist (or is created as an append creates it) and take
-    /// appends: not ended, not derived.
+    /// Stores `payload` to be appended to `stream` when `due` comes (a delay counts from
+    /// now, by the store's clock; a time already past falls due at once); completes once
+    /// the event is committed, as durable as any append. The stream must exist (or is
+    /// created as an append creates it) and take appends: not ended, not derived.
     public func schedule(
-        _ payload: Data, to stream: String, due: Int64, key: EventKey? = nil, traceParent: TraceParent? = nil,
+        _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil,
         completion: @escaping @Sendable (Result<ScheduledEvent, StoreError>) -> Void
     ) {
+        guard let due = due.millis(now: Timestamp.millis(clock())) else {
+            return completion(.failure(.invalidConfig("an event is scheduled at most a year ahead")))
+        }
         let request = ScheduleRequest(stream: stream, payload: payload, due: due, key: key, traceParent: traceParent)
         writer.submit(.schedule(request, completion))
     }
 
     public func schedule(
-        _ payload: Data, to stream: String, due: Int64, key: EventKey? = nil, traceParent: TraceParent? = nil
+        _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil
     ) async throws(StoreError) -> ScheduledEvent {
         let result = await withCheckedContinuation { continuation in
-            schedule(payload, to: stream, due: due, key: key, traceParent: traceParent) { continuation.resume(returning: $0) }
+            schedule(payload, to: stream, at: due, key: key, traceParent: traceParent) { continuation.resume(returning: $0) }
         }
         return try result.get()
     }

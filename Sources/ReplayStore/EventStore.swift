@@ -43,7 +43,7 @@ public final class EventStore: Sendable {
     let catalog: Catalog
     private let listeners: CommitListeners
     let writer: WriteQueue
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
     /// Whether `close` has run: the database is released once (a second SQLite close
     /// reached its checkpoint with the connection already closed, and crashed).
     private let closed = Locked(false)

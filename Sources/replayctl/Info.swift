@@ -63,6 +63,7 @@ enum StreamTable {
             ("bytes", "\(info.bytes)"),
             ("subscribers", "\(info.subscribers)"),
             ("keys", info.keys.map { $0 >= StreamDescription.keysCounted ? "\($0) or more" : "\($0)" } ?? "-"),
+            ("scheduled", info.scheduled.map { count in count == 0 ? "0" : "\(count), next due \(info.nextDue ?? "-")" } ?? "-"),
             ("created", info.createdAt),
         ]
         if let source = info.source {

@@ -21,7 +21,7 @@ struct Replayctl: AsyncParsableCommand {
             """,
         version: ReplayVersion.current,
         subcommands: [
-            Send.self, Subscribe.self, Get.self, Create.self, Derive.self, Derivations.self, Info.self, List.self, Delete.self,
+            Send.self, Subscribe.self, Get.self, Scheduled.self, Unschedule.self, Create.self, Derive.self, Derivations.self, Info.self, List.self, Delete.self,
             Complete.self, Fail.self, Reset.self, Consumers.self, Groups.self, Pending.self, Subscriptions.self, Ack.self, Nack.self, Work.self,
             Ping.self, Token.self, Top.self, Backup.self, Verify.self,
         ])

@@ -25,6 +25,13 @@ struct Send: DaemonCommand, StreamCommand {
             (customer-7), stored with them and given back on every read; `replayctl get` \
             finds a key's newest event, and an empty event is the key's tombstone.
 
+            --delay DURATION (30s, 5m, 1h) or --at TIME (2026-12-01T09:00:00Z) schedules the \
+            events instead: each is stored at once, as durably as any event, and appended to the \
+            stream, with its next sequence number, when its time comes (a time already past: at \
+            once). Prints each one's id and due time, one per line; `replayctl scheduled` lists \
+            the pending ones and `replayctl unschedule` cancels one. A scheduled event takes \
+            --key and --traceparent, not --atomic, --expect or --producer.
+
             --traceparent gives the events a W3C trace context (by default $TRACEPARENT, \
             the environment's carrier for it): stored with them and handed to whoever reads \
             them, so that their consumers continue the trace.
@@ -45,6 +52,14 @@ struct Send: DaemonCommand, StreamCommand {
     @Option(help: ArgumentHelp("The events' W3C trace context (default: $TRACEPARENT).", valueName: "traceparent"))
     var traceparent: String?
     @Option(help: ArgumentHelp("The events' key.", valueName: "key")) var key: String?
+    @Option(help: ArgumentHelp("Append the events this long from now: 30s, 5m, 1h.", valueName: "duration")) var delay: String?
+    @Option(help: ArgumentHelp("Append the events at this time (RFC 3339).", valueName: "time")) var at: String?
+
+    /// When the events fall due (`--delay`, `--at`, checked by `validate`); `nil`: now.
+    var due: DueTime? {
+        if let delay { return Duration.seconds(delay).flatMap { DueTime.delay(String($0)) } }
+        return at.flatMap(DueTime.time)
+    }
 
     /// The key the events carry (`--key`, checked by `validate`).
     var eventKey: EventKey? { key.flatMap { EventKey($0) } }
@@ -60,6 +75,16 @@ struct Send: DaemonCommand, StreamCommand {
         if producer == nil, epoch != nil || pseq != nil { throw ValidationError("--epoch and --pseq need --producer") }
         if let traceparent, TraceParent(traceparent) == nil { throw ValidationError("--traceparent takes \(TraceParent.format)") }
         if let key, EventKey(key) == nil { throw ValidationError("--key takes \(EventKey.format)") }
+        if delay != nil || at != nil {
+            guard delay == nil || at == nil else { throw ValidationError("give --delay or --at, not both") }
+            if let delay, Duration.seconds(delay).flatMap({ DueTime.delay(String($0)) }) == nil {
+                throw ValidationError("--delay takes a duration of up to a year: 30s, 5m, 1h")
+            }
+            if let at, DueTime.time(at) == nil { throw ValidationError("--at takes an RFC 3339 time: 2026-12-01T09:00:00Z") }
+            if atomic || expect != nil || producer != nil {
+                throw ValidationError("a scheduled event (--delay, --at) takes --key and --traceparent, not --atomic, --expect or --producer")
+            }
+        }
         if producer != nil, atomic || expect != nil {
             throw ValidationError("--producer publishes event by event: it does not combine with --atomic or --expect")
         }
@@ -70,6 +95,7 @@ struct Send: DaemonCommand, StreamCommand {
 
     func run(with client: ReplayClient) async throws {
         if atomic || expect != nil { return try await sendAtomically(with: client) }
+        if let due { return try await schedule(at: due, with: client) }
         var failures = 0
         var nextPseq = pseq ?? 0
         var pending: PublishBatch?
@@ -142,6 +168,24 @@ struct Send: DaemonCommand, StreamCommand {
             throw Exit.refused
         }
         if !quiet { printOut(Data(sequences.map { "\($0)\n" }.joined().utf8)) }
+    }
+
+    /// Every event scheduled for `due`, pipelined a chunk at a time: each one's id and due
+    /// time printed as it is stored.
+    private func schedule(at due: DueTime, with client: ReplayClient) async throws {
+        var input = payloads.isEmpty ? nil : payloads.map { Data($0.utf8) }
+        while true {
+            let batch = input ?? Self.readLines(max: Self.chunk)
+            input = []
+            if batch.isEmpty { break }
+            do {
+                let scheduled = try await client.schedule(stream, contentsOf: batch, at: due, key: eventKey)
+                if !quiet { printOut(Data(scheduled.map { "\($0.id) \($0.due)\n" }.joined().utf8)) }
+            } catch let error as ReplayClientError {
+                printError("replayctl: not scheduled: \(error)")
+                throw Exit.refused
+            }
+        }
     }
 
     static func readLines(max: Int) -> [Data] {

@@ -19,9 +19,9 @@ struct ScheduledEventTests {
             let store = try openStore(location, clock: { now.value })
             defer { store.close() }
             _ = try await store.create("jobs", config: StreamConfig(capacity: nil))
-            let late = try await store.schedule(Data("late".utf8), to: "jobs", due: Self.startMillis + 30_000)
-            let first = try await store.schedule(Data("first".utf8), to: "jobs", due: Self.startMillis + 10_000, key: EventKey("job-1"))
-            _ = try await store.schedule(Data("second".utf8), to: "jobs", due: Self.startMillis + 10_000)
+            let late = try await store.schedule(Data("late".utf8), to: "jobs", at: .at(millis: Self.startMillis + 30_000))
+            let first = try await store.schedule(Data("first".utf8), to: "jobs", at: .at(millis: Self.startMillis + 10_000), key: EventKey("job-1"))
+            _ = try await store.schedule(Data("second".utf8), to: "jobs", at: .at(millis: Self.startMillis + 10_000))
             #expect(first.id > late.id, "ids follow scheduling, not due time")
             #expect(try store.scheduledSummary(of: "jobs") == ScheduledSummary(pending: 3, nextDue: Self.startMillis + 10_000))
             #expect(try store.scheduled("jobs", limit: 10).map { String(decoding: $0.payload, as: UTF8.self) } == ["first", "second", "late"])
@@ -54,7 +54,7 @@ struct ScheduledEventTests {
                 defer { store.close() }
                 _ = try await store.create("jobs", config: StreamConfig(capacity: nil))
                 for index in 0..<5 {
-                    _ = try await store.schedule(Data("job \(index)".utf8), to: "jobs", due: Self.startMillis + Int64(index) * 1_000)
+                    _ = try await store.schedule(Data("job \(index)".utf8), to: "jobs", at: .at(millis: Self.startMillis + Int64(index) * 1_000))
                 }
                 try await store.appendDueEvents()
                 #expect(try store.texts("jobs") == ["job 0"])
@@ -79,8 +79,8 @@ struct ScheduledEventTests {
             defer { store.close() }
             _ = try await store.create("jobs", config: StreamConfig(capacity: nil))
             _ = try await store.create("other", config: StreamConfig(capacity: nil))
-            let cancelled = try await store.schedule(Data("cancelled".utf8), to: "jobs", due: Self.startMillis + 1_000)
-            _ = try await store.schedule(Data("kept".utf8), to: "jobs", due: Self.startMillis + 1_000)
+            let cancelled = try await store.schedule(Data("cancelled".utf8), to: "jobs", at: .at(millis: Self.startMillis + 1_000))
+            _ = try await store.schedule(Data("kept".utf8), to: "jobs", at: .at(millis: Self.startMillis + 1_000))
             await #expect(throws: StoreError.unknownScheduled(stream: "other", id: cancelled.id), "an id of another stream is not this one's") {
                 try await store.unschedule(cancelled.id, of: "other")
             }
@@ -89,18 +89,18 @@ struct ScheduledEventTests {
                 try await store.unschedule(cancelled.id, of: "jobs")
             }
             await #expect(throws: StoreError.unknownStream("nowhere")) {
-                try await store.schedule(Data("x".utf8), to: "nowhere", due: Self.startMillis)
+                try await store.schedule(Data("x".utf8), to: "nowhere", at: .at(millis: Self.startMillis))
             }
 
             // A stream that ends before its event's time drops it, and one deleted takes its
             // pending events with it.
-            _ = try await store.schedule(Data("after the end".utf8), to: "other", due: Self.startMillis + 1_000)
+            _ = try await store.schedule(Data("after the end".utf8), to: "other", at: .at(millis: Self.startMillis + 1_000))
             _ = try await store.create("gone", config: StreamConfig(capacity: nil))
-            _ = try await store.schedule(Data("never".utf8), to: "gone", due: Self.startMillis + 1_000)
+            _ = try await store.schedule(Data("never".utf8), to: "gone", at: .at(millis: Self.startMillis + 1_000))
             try await store.delete("gone")
             try await store.terminate("other", .completed)
             await #expect(throws: StoreError.terminated(stream: "other"), "an ended stream takes no new ones") {
-                try await store.schedule(Data("x".utf8), to: "other", due: Self.startMillis)
+                try await store.schedule(Data("x".utf8), to: "other", at: .at(millis: Self.startMillis))
             }
             now.withLock { $0 += 5 }
             try await store.appendDueEvents()
@@ -129,7 +129,7 @@ struct ScheduledEventTests {
                     let store = index.isMultiple(of: 2) ? first : second
                     group.addTask {
                         _ = try await store.schedule(
-                            Data("\(index)".utf8), to: index.isMultiple(of: 3) ? "a" : "b", due: Self.startMillis + Int64(index % 7))
+                            Data("\(index)".utf8), to: index.isMultiple(of: 3) ? "a" : "b", at: .at(millis: Self.startMillis + Int64(index % 7)))
                     }
                 }
                 try await group.waitForAll()

@@ -31,12 +31,12 @@ struct SocketRules: Sendable {
         switch command {
         case .windowed(let subscription, _), .filtered(let subscription, _), .hashed(let subscription):
             return refusal(of: subscription, by: principal)
-        case .publish(let stream, _), .publishChecked(let stream, _, _):
+        case .publish(let stream, _), .publishChecked(let stream, _, _), .schedule(let stream, _, _, _), .unschedule(let stream, _):
             needed = [(.write, stream)]
         case .atomic(let events):
             needed = events.map { (.write, $0.stream) }
         case .subscribe(let stream, _, _), .subscribeDurable(let stream, _, _, _), .subscribeGroup(let stream, _, _, _),
-            .info(let stream), .latest(let stream, _), .consumers(let stream), .pending(let stream, _):
+            .info(let stream), .latest(let stream, _), .consumers(let stream), .pending(let stream, _), .scheduled(let stream, _):
             needed = [(.read, stream)]
         case .groups(let target):
             if StreamPattern.isPattern(target), case .success(let pattern) = StreamPattern.parse(target) {

@@ -6,7 +6,8 @@ import ReplayProtocol
 import ReplayStore
 
 /// CREATE, DELETE, INFO, GET, LIST, COMPLETE, FAIL, RESET, CONSUMERS, DELCONSUMER, GROUPS,
-/// PENDING, DELGROUP, SUBSCRIPTIONS, DERIVE and DERIVATIONS.
+/// PENDING, DELGROUP, SUBSCRIPTIONS, DERIVE, DERIVATIONS, and the scheduled events: a PUB
+/// with `delay=` or `at=`, SCHEDULED and UNSCHEDULE.
 ///
 /// `submit` hands the command to the store's writer before it returns, so a connection's
 /// commands take effect in the order they were sent (a PUB after a COMPLETE is refused,
@@ -60,6 +61,9 @@ struct StreamAdmin: Sendable {
             afterWrites(onReadPool: reply) { [self] in
                 var description = try describe(stream)
                 description.keys = try store.keyCount(of: stream, upTo: StreamDescription.keysCounted)
+                let scheduled = try store.scheduledSummary(of: stream)
+                description.scheduled = scheduled.pending
+                description.nextDue = scheduled.nextDue.map { Timestamp.format(millis: $0) }
                 return json(description, ServerFrame.info)
             }
         case .list:
@@ -74,6 +78,27 @@ struct StreamAdmin: Sendable {
             afterWrites(onReadPool: reply) { [self] in
                 try json(KeyedValue.answer(store.latest(stream, key: key), stream: stream, key: key), ServerFrame.info)
             }
+        case .schedule(let stream, let payload, let due, let annotations):
+            let data = Data(payload.readableBytesView)
+            store.schedule(data, to: stream, at: due, key: annotations.key, traceParent: annotations.traceParent) { result in
+                switch result {
+                case .success(let event): reply(json(ScheduledDescription(event, withPayload: false), ServerFrame.info))
+                case .failure(let error): reply(.error(ReplayError(error)))
+                }
+            }
+        case .scheduled(let stream, let limit):
+            afterWrites(onReadPool: reply) { [self] in
+                let events = try store.scheduled(stream, limit: limit)
+                // Up to the listing's byte budget (one event at least).
+                var bytes = 0
+                let listed = events.prefix { event in
+                    defer { bytes += event.payload.count }
+                    return bytes == 0 || bytes + event.payload.count <= ProtocolLimits.maxScheduledListedBytes
+                }
+                return json(listed.map { ScheduledDescription($0, withPayload: true) }, ServerFrame.list)
+            }
+        case .unschedule(let stream, let id):
+            store.unschedule(id, of: stream, completion: answer)
         case .subscriptions:
             // The rows as the database has them (written by this daemon's HTTP door or
             // another's); the positions as this daemon knows them.
