@@ -101,6 +101,38 @@ struct CommandDecoderTests {
         #expect(decoded[3] == .command(.ping))
     }
 
+    /// `delay=` and `at=` make a PUB a scheduled one (never on the hot path); what cannot be
+    /// scheduled is refused with its payload skipped.
+    @Test func aScheduledPublishIsReadAndWhatCannotBeScheduledIsRefused() throws {
+        let decoded = try decodeAll(
+            "PUB jobs delay=30 key=k 1\r\na\r\nPUB jobs at=2026-12-01T09:00:00Z 1\r\nb\r\nPUB jobs at=2026-12-01T10:00:00+01:00 1\r\nc\r\n"
+                + "PUB jobs delay=5 expect=0 4\r\nPING\r\nPUB jobs delay=1 at=2026-12-01T09:00:00Z 4\r\nPING\r\nPUB jobs delay=-1 4\r\nPING\r\n"
+                + "PUB jobs delay=99999999 4\r\nPING\r\nATOMIC 1\r\nPUB jobs delay=1 1\r\nx\r\nSCHEDULED jobs 0\r\nUNSCHEDULE jobs x\r\nPING\r\n")
+        let nine = try #require(Timestamp.parseRFC3339("2026-12-01T09:00:00Z")).timeIntervalSince1970 * 1000
+        #expect(
+            decoded.prefix(3) == [
+                .command(.schedule(stream: "jobs", payload: ByteBuffer(string: "a"), due: .after(seconds: 30), annotations: AppendConditions(key: EventKey("k")))),
+                .command(.schedule(stream: "jobs", payload: ByteBuffer(string: "b"), due: .at(millis: Int64(nine)), annotations: AppendConditions())),
+                .command(.schedule(stream: "jobs", payload: ByteBuffer(string: "c"), due: .at(millis: Int64(nine)), annotations: AppendConditions())),
+            ])
+        let refusals = decoded.dropFirst(3).compactMap { inbound -> String? in
+            guard case .invalid(let error) = inbound else { return nil }
+            return error.message
+        }
+        #expect(
+            refusals == [
+                "a scheduled PUB (delay=, at=) takes key= and trace=, not expect= or producer fields",
+                "a PUB takes one of delay= and at=",
+                "a scheduled PUB takes \(DueTime.format), got 'delay=-1'",
+                "a scheduled PUB takes \(DueTime.format), got 'delay=99999999'",
+                "an ATOMIC send's PUBs are appended now: delay= and at= are refused in it",
+                "SCHEDULED lists 1 to \(ProtocolLimits.maxScheduledListed) events",
+                "UNSCHEDULE takes the event's id, a positive integer",
+            ])
+        #expect(decoded.last == .command(.ping), "every refused payload was skipped, never read as commands")
+        #expect(decoded.filter { $0 == .command(.ping) }.count == 1)
+    }
+
     @Test func oversizePayloadIsSkippedAcrossManyReadsWithoutBuffering() throws {
         var decoder = CommandDecoder(maxPayload: 4)
         var first = ByteBuffer(string: "PUB s 1000\r\n" + String(repeating: "x", count: 500))
