@@ -30,3 +30,8 @@ CREATE VIEW scheduled AS
            e.event_key AS key,
            e.payload AS payload
     FROM scheduled_events AS e JOIN streams AS s ON s.id = e.stream_id;
+
+-- Each stream's count of pending scheduled events and the earliest one's time, kept by the
+-- writer in the stream's row (INFO, LIST, the page and `replayctl top` read them there).
+ALTER TABLE streams ADD COLUMN scheduled_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE streams ADD COLUMN next_due INTEGER;

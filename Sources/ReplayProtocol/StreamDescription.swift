@@ -28,8 +28,8 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     /// INFO only: how many keys have a current value (a retained newest event that is not
     /// a tombstone), counted up to `keysCounted`; `nil` in LIST.
     public var keys: Int?
-    /// INFO only: how many scheduled events wait for their time, and the next one's
-    /// (`nil` in LIST; `nextDue` also when none waits).
+    /// How many scheduled events wait for their time, and the next one's (`nil` when none
+    /// waits; both `nil` from a daemon that does not say).
     public var scheduled: Int?
     public var nextDue: String?
 

@@ -149,6 +149,9 @@ struct StreamRow {
     /// `chain_head`, `chain_base`: 32 bytes, or NULL for none yet (`EventHash.zero`).
     var chainHead: EventHash = .zero
     var chainBase: EventHash = .zero
+    /// `scheduled_count`, `next_due`.
+    var scheduledCount = 0
+    var nextDue: Int64?
 
     /// The row as the catalog keeps it; a source's options that are not valid (a row
     /// written by hand) are an error that names the stream, not a silent default.
@@ -186,7 +189,7 @@ struct StreamRow {
                         source: forkSource ?? "", sequence: UInt64($0), requestedSequence: UInt64(forkOffset ?? $0),
                         requestedSubOffset: UInt64(forkSubOffset ?? 0))
                 },
-                deletedAt: deletedAt.flatMap(Timestamp.parse)),
+                deletedAt: deletedAt.flatMap(Timestamp.parse), scheduledCount: scheduledCount, nextDue: nextDue),
             lastTime: lastTime, chainHead: chainHead, chainBase: chainBase)
     }
 }
@@ -201,7 +204,8 @@ extension StreamRow {
             contentType: row["content_type"], ttlSeconds: row["ttl_seconds"], expiresAt: row["expires_at"],
             writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
             forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"],
-            forkSource: row["fork_source"], chainHead: Self.hash(row["chain_head"]), chainBase: Self.hash(row["chain_base"]))
+            forkSource: row["fork_source"], chainHead: Self.hash(row["chain_head"]), chainBase: Self.hash(row["chain_base"]),
+            scheduledCount: row["scheduled_count"], nextDue: row["next_due"])
     }
 
     /// A hash column's value; NULL (or anything not 32 bytes) is none.

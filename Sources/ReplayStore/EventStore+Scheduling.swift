@@ -54,11 +54,4 @@ extension EventStore {
         guard let record = catalog[stream], !record.info.isSoftDeleted else { throw .unknownStream(stream) }
         return try log.scheduledEvents(of: record.id, name: stream, limit: limit)
     }
-
-    /// How many of the stream's scheduled events are pending, and the next one's time.
-    /// Blocking.
-    public func scheduledSummary(of stream: String) throws(StoreError) -> ScheduledSummary {
-        guard let record = catalog[stream] else { throw .unknownStream(stream) }
-        return try log.scheduledSummary(of: record.id)
-    }
 }

@@ -48,9 +48,6 @@ protocol LogDatabase: Sendable {
 
     /// The stream's pending scheduled events, earliest due first, up to `limit`.
     func scheduledEvents(of stream: Int64, name: String, limit: Int) throws(StoreError) -> [ScheduledEvent]
-    /// How many of the stream's scheduled events are pending, and the earliest one's time.
-    func scheduledSummary(of stream: Int64) throws(StoreError) -> ScheduledSummary
-
     /// Every derivation as last committed, by derived stream.
     func derivations() throws(StoreError) -> [Derivation]
 

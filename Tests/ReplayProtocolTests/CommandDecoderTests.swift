@@ -111,7 +111,8 @@ struct CommandDecoderTests {
         let nine = try #require(Timestamp.parseRFC3339("2026-12-01T09:00:00Z")).timeIntervalSince1970 * 1000
         #expect(
             decoded.prefix(3) == [
-                .command(.schedule(stream: "jobs", payload: ByteBuffer(string: "a"), due: .after(seconds: 30), annotations: AppendConditions(key: EventKey("k")))),
+                .command(
+                    .schedule(stream: "jobs", payload: ByteBuffer(string: "a"), due: .after(seconds: 30), annotations: AppendConditions(key: EventKey("k")))),
                 .command(.schedule(stream: "jobs", payload: ByteBuffer(string: "b"), due: .at(millis: Int64(nine)), annotations: AppendConditions())),
                 .command(.schedule(stream: "jobs", payload: ByteBuffer(string: "c"), due: .at(millis: Int64(nine)), annotations: AppendConditions())),
             ])

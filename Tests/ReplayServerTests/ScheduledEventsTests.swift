@@ -51,7 +51,8 @@ struct ScheduledEventsTests {
                 }
                 #expect(try await again.info("jobs").lastSeq == 10_000, "nothing twice")
                 await again.close()
-                let rows = try await DerivedStreamTests.sql(daemon.databasePath, "SELECT CAST(payload AS TEXT) || ' ' || time FROM events WHERE stream = 'jobs'")
+                let rows = try await DerivedStreamTests.sql(
+                    daemon.databasePath, "SELECT CAST(payload AS TEXT) || ' ' || time FROM events WHERE stream = 'jobs'")
                 var seen = Set<Int>()
                 var early: [String] = []
                 for line in rows.split(separator: "\n") {

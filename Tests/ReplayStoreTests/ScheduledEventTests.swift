@@ -23,7 +23,7 @@ struct ScheduledEventTests {
             let first = try await store.schedule(Data("first".utf8), to: "jobs", at: .at(millis: Self.startMillis + 10_000), key: EventKey("job-1"))
             _ = try await store.schedule(Data("second".utf8), to: "jobs", at: .at(millis: Self.startMillis + 10_000))
             #expect(first.id > late.id, "ids follow scheduling, not due time")
-            #expect(try store.scheduledSummary(of: "jobs") == ScheduledSummary(pending: 3, nextDue: Self.startMillis + 10_000))
+            #expect(store.info("jobs").map { [$0.scheduledCount, Int($0.nextDue ?? 0)] } == [3, Int(Self.startMillis + 10_000)])
             #expect(try store.scheduled("jobs", limit: 10).map { String(decoding: $0.payload, as: UTF8.self) } == ["first", "second", "late"])
 
             now.withLock { $0 += 9.999 }
@@ -36,13 +36,13 @@ struct ScheduledEventTests {
             #expect(appended.map { String(decoding: $0.payload, as: UTF8.self) } == ["first", "second"])
             #expect(appended.first?.key == EventKey("job-1"), "the key travels with it")
             #expect(appended.allSatisfy { $0.timestamp == Timestamp.format(millis: Self.startMillis + 10_000) }, "stamped when appended")
-            #expect(try store.scheduledSummary(of: "jobs") == ScheduledSummary(pending: 1, nextDue: Self.startMillis + 30_000))
+            #expect(store.info("jobs").map { [$0.scheduledCount, Int($0.nextDue ?? 0)] } == [1, Int(Self.startMillis + 30_000)])
 
             now.withLock { $0 += 60 }
             try await store.appendDueEvents()
             try await store.appendDueEvents()
             #expect(try store.texts("jobs") == ["first", "second", "late"], "each once, however often the drain runs")
-            #expect(try store.scheduledSummary(of: "jobs") == .none)
+            #expect(store.info("jobs").map { [$0.scheduledCount, Int($0.nextDue ?? 0)] } == [0, 0], "none pending, none due")
         }
     }
 
@@ -65,7 +65,7 @@ struct ScheduledEventTests {
             // The start's own drain is queued first: a barrier behind it sees its appends.
             try await store.barrier()
             #expect(try store.texts("jobs") == ["job 0", "job 1", "job 2"])
-            #expect(try store.scheduledSummary(of: "jobs").pending == 2)
+            #expect(store.info("jobs")?.scheduledCount == 2)
             now.withLock { $0 += 10 }
             try await store.appendDueEvents()
             #expect(try store.texts("jobs") == (0..<5).map { "job \($0)" })
@@ -85,6 +85,7 @@ struct ScheduledEventTests {
                 try await store.unschedule(cancelled.id, of: "other")
             }
             try await store.unschedule(cancelled.id, of: "jobs")
+            #expect(store.info("jobs")?.scheduledCount == 1)
             await #expect(throws: StoreError.unknownScheduled(stream: "jobs", id: cancelled.id)) {
                 try await store.unschedule(cancelled.id, of: "jobs")
             }
@@ -106,6 +107,7 @@ struct ScheduledEventTests {
             try await store.appendDueEvents()
             #expect(try store.texts("jobs") == ["kept"])
             #expect(try store.texts("other") == [])
+            #expect(store.info("other").map { [$0.scheduledCount, Int($0.nextDue ?? 0)] } == [0, 0], "a dropped event is no longer pending")
             #expect(try await scalar(store, "SELECT count(*) FROM scheduled_events") == 0)
         }
     }

@@ -61,9 +61,6 @@ struct StreamAdmin: Sendable {
             afterWrites(onReadPool: reply) { [self] in
                 var description = try describe(stream)
                 description.keys = try store.keyCount(of: stream, upTo: StreamDescription.keysCounted)
-                let scheduled = try store.scheduledSummary(of: stream)
-                description.scheduled = scheduled.pending
-                description.nextDue = scheduled.nextDue.map { Timestamp.format(millis: $0) }
                 return json(description, ServerFrame.info)
             }
         case .list:

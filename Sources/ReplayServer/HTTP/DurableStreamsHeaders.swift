@@ -30,6 +30,12 @@ extension HTTPField.Name {
     /// replay's extension: the hash-chain link of a read's last event (the one its
     /// `Stream-Next-Offset` is after), to compare with a signed checkpoint of it.
     static let replayChainHash = Self("Replay-Chain-Hash")!
+    /// replay's extension: a scheduled POST (`Replay-Delay: 30` seconds, or `Replay-At:
+    /// 2026-12-01T09:00:00Z`), and its answer's id and due time.
+    static let replayDelay = Self("Replay-Delay")!
+    static let replayAt = Self("Replay-At")!
+    static let replayScheduledID = Self("Replay-Scheduled-Id")!
+    static let replayDue = Self("Replay-Due")!
     /// A key's current value (`?key=`): the sequence number of the event it is.
     static let replaySeq = Self("Replay-Seq")!
     /// W3C Trace Context: a POST's, stored with its events; a webhook's, sent with it.

@@ -42,7 +42,8 @@ struct FrontDoorResponder: HTTPResponder {
         [
             "Stream-Next-Offset", "Stream-Up-To-Date", "Stream-Closed", "Stream-Cursor", "Stream-TTL", "Stream-Expires-At",
             "Stream-SSE-Data-Encoding", "Producer-Epoch", "Producer-Seq", "Producer-Expected-Seq", "Producer-Received-Seq",
-            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "Replay-Traceparent", "Replay-Key", "Replay-Seq", "Replay-Chain-Hash", "ETag",
+            "Replay-Stream-Failed", "Replay-Max-Events", "Replay-Stream-Count", "Replay-Traceparent", "Replay-Key", "Replay-Seq", "Replay-Chain-Hash",
+            "Replay-Scheduled-Id", "Replay-Due", "ETag",
             "Location",
         ]
     }
@@ -52,7 +53,7 @@ struct FrontDoorResponder: HTTPResponder {
         [
             .accept, .authorization, .contentType, .ifNoneMatch, .streamClosed, .streamSeq, .streamTTL, .streamExpiresAt,
             .producerID, .producerEpoch, .producerSeq, .streamForkedFrom, .streamForkOffset, .streamForkSubOffset, .replayMaxEvents,
-            .traceparent, .replayKey,
+            .traceparent, .replayKey, .replayDelay, .replayAt,
         ]
     }
 

@@ -48,7 +48,9 @@ final class InlineAppends: Sendable {
     func accepts(_ head: HTTPRequest) -> Accepted? {
         guard head.method == .post, let path = head.path, !path.utf8.contains(UInt8(ascii: "?")) else { return nil }
         let fields = head.headerFields
-        guard fields.value(.expect) == nil, Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
+        // A scheduled POST goes to the router (`StreamEndpoint.schedule`).
+        guard fields.value(.expect) == nil, fields.value(.replayDelay) == nil, fields.value(.replayAt) == nil,
+            Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
             let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
         else { return nil }
         if let token = settings.token, RequestHeaders(fields: fields).bearerToken != token { return nil }

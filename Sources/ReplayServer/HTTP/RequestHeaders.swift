@@ -34,6 +34,22 @@ struct RequestHeaders {
         return key
     }
 
+    /// `Replay-Delay` (seconds) or `Replay-At` (an RFC 3339 time), at most one: the POST's
+    /// event is scheduled rather than appended now.
+    func due() throws -> DueTime? {
+        let (delay, at) = (fields.value(.replayDelay), fields.value(.replayAt))
+        if delay == nil, at == nil { return nil }
+        guard delay == nil || at == nil else { throw HTTPProblem.invalid("send Replay-Delay or Replay-At, not both") }
+        if let delay {
+            guard let due = DueTime.delay(delay) else { throw HTTPProblem.invalid("Replay-Delay takes seconds from 0 to a year, such as 30") }
+            return due
+        }
+        guard let due = at.flatMap(DueTime.time) else {
+            throw HTTPProblem.invalid("Replay-At takes an RFC 3339 time within a year, such as 2026-12-01T09:00:00Z")
+        }
+        return due
+    }
+
     /// The media type, lowercased, without parameters (`application/json; charset=utf-8`
     /// is `application/json`): what content types are compared by.
     ///

@@ -79,7 +79,7 @@ struct StreamEndpoint: Sendable {
         throw HTTPProblem.unknownStream("stream '\(name)' expired")
     }
 
-    private func body(of request: Request) async throws -> Data {
+    func body(of request: Request) async throws -> Data {
         var request = request
         do {
             let buffer = try await request.collectBody(upTo: maxPayload)
@@ -211,6 +211,7 @@ struct StreamEndpoint: Sendable {
     /// 8,672 bytes per POST.
     private func append(_ stream: StreamRequest, _ request: Request) async throws -> Response {
         let (name, headers) = (stream.name, stream.headers)
+        if let due = try headers.due() { return try await schedule(stream, request, due: due) }
         let producer = try headers.producer()
         let info = try await hub(name).info
         let write = try appendWrite(name, headers: headers, producer: producer, body: try await body(of: request), info: info)
@@ -321,7 +322,7 @@ struct StreamEndpoint: Sendable {
         }
     }
 
-    private func withStoreErrors<T>(_ body: () async throws(StoreError) -> T) async throws -> T {
+    func withStoreErrors<T>(_ body: () async throws(StoreError) -> T) async throws -> T {
         do {
             return try await body()
         } catch {

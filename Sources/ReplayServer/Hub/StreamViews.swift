@@ -15,13 +15,16 @@ struct StreamViews: Sendable {
 
     func describe(_ info: StreamInfo) -> StreamDescription {
         let hub = hubs[info.name]
-        return StreamDescription(
+        var description = StreamDescription(
             name: info.name, capacity: info.config.capacity, maxBytes: info.config.maxBytes,
             maxAge: info.config.maxAge, createdAt: Timestamp.format(info.createdAt),
             firstSeq: info.firstSequence, lastSeq: info.lastSequence, count: info.eventCount,
             bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
             subscribers: hub?.subscriberCount ?? 0, source: sources?.describe(info.name), keepUnacked: info.config.keepUnacked,
             delivered: hub?.delivered ?? 0, derivation: derivations?.describe(info.name))
+        description.scheduled = info.scheduledCount
+        description.nextDue = info.nextDue.map { Timestamp.format(millis: $0) }
+        return description
     }
 
     /// The stream's durable consumers, by name (as the store lists them).

@@ -24,12 +24,3 @@ public struct ScheduledEvent: Sendable, Equatable {
         self.payload = payload
     }
 }
-
-/// A stream's scheduled events at a glance (INFO): how many, and the next one's time.
-public struct ScheduledSummary: Sendable, Equatable {
-    public let pending: Int
-    /// ms since 1970; `nil` when none is pending.
-    public let nextDue: Int64?
-
-    public static let none = ScheduledSummary(pending: 0, nextDue: nil)
-}

@@ -50,6 +50,11 @@ public struct StreamInfo: Sendable, Equatable {
     /// When it was deleted while forks still read from it; `nil` for a live stream. Such a
     /// stream is out of sight: every command treats it as deleted, but its name stays taken.
     public var deletedAt: Date? = nil
+    /// Its scheduled events waiting for their time, and the earliest one's (ms since 1970;
+    /// `nil` when none waits). Kept in the stream's row by the writer that schedules and
+    /// appends them, so every view reads them without a query.
+    public var scheduledCount = 0
+    public var nextDue: Int64? = nil
 
     public var isSoftDeleted: Bool { deletedAt != nil }
 

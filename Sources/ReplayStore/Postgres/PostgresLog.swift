@@ -421,10 +421,6 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.scheduledEvents(of: stream, name: name, limit: limit, session) }
     }
 
-    func scheduledSummary(of stream: Int64) throws(StoreError) -> ScheduledSummary {
-        try withReader { session in try PostgresTransaction.scheduledSummary(of: stream, session) }
-    }
-
     func derivations() throws(StoreError) -> [Derivation] {
         try withReader { session in try PostgresTransaction.derivations(session) }
     }

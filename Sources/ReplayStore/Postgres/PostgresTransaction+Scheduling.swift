@@ -70,6 +70,13 @@ extension PostgresTransaction {
         return try rows.rows.first?.decode(Int64?.self)
     }
 
+    func nextScheduledDue(of stream: Int64) throws -> Int64? {
+        try requireLocks()
+        try flush()
+        let rows = try session.query("SELECT min(due_at) FROM scheduled_events WHERE stream_id = \(stream)")
+        return try rows.rows.first?.decode(Int64?.self)
+    }
+
     // MARK: Reads (the readers')
 
     static func scheduledEvents(of stream: Int64, name: String, limit: Int, _ session: PostgresSession) throws -> [ScheduledEvent] {
@@ -84,12 +91,5 @@ extension PostgresTransaction {
                 id: c.0, stream: name, due: c.1, created: c.2, key: c.3.flatMap(EventKey.init), traceParent: c.4.flatMap(TraceParent.init),
                 payload: Data(c.5.readableBytesView))
         }
-    }
-
-    static func scheduledSummary(of stream: Int64, _ session: PostgresSession) throws -> ScheduledSummary {
-        let rows = try session.query("SELECT count(*), min(due_at) FROM scheduled_events WHERE stream_id = \(stream)")
-        guard let row = rows.rows.first else { return .none }
-        let (count, next) = try row.decode((Int64, Int64?).self)
-        return ScheduledSummary(pending: Int(count), nextDue: next)
     }
 }

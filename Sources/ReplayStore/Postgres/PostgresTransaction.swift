@@ -85,6 +85,7 @@ final class PostgresTransaction: LogTransaction {
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
         s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version, s.chain_head, s.chain_base,
+        s.scheduled_count, s.next_due,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
         EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups,
         EXISTS (SELECT FROM derivations d WHERE d.stream_id = s.id) AS is_derived
@@ -509,7 +510,8 @@ final class PostgresTransaction: LogTransaction {
                 keepUnacked: try c["keep_unacked"].decode(Int?.self),
                 forkSource: try c["fork_source"].decode(String?.self),
                 chainHead: StreamRow.hash(try c["chain_head"].decode(Data?.self)),
-                chainBase: StreamRow.hash(try c["chain_base"].decode(Data?.self)))
+                chainBase: StreamRow.hash(try c["chain_base"].decode(Data?.self)),
+                scheduledCount: Int(try c["scheduled_count"].decode(Int64.self)), nextDue: try c["next_due"].decode(Int64?.self))
             records[stream.name] = try stream.record()
             records[stream.name]?.derived = try c["is_derived"].decode(Bool.self)
             versions[stream.id] = try c["row_version"].decode(Int64.self)

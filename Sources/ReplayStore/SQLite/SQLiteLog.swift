@@ -226,14 +226,6 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
-    func scheduledSummary(of stream: Int64) throws(StoreError) -> ScheduledSummary {
-        do {
-            return try pool.read { db in try SQLiteTransaction.scheduledSummary(of: stream, db) }
-        } catch {
-            throw StoreError(error, path: path)
-        }
-    }
-
     func derivations() throws(StoreError) -> [Derivation] {
         do {
             return try pool.read { db in try SQLiteTransaction.derivations(db) }

@@ -46,6 +46,10 @@ extension SQLiteTransaction {
         try Int64.fetchOne(try db.cachedStatement(sql: "SELECT min(due_at) FROM scheduled_events"))
     }
 
+    func nextScheduledDue(of stream: Int64) throws -> Int64? {
+        try Int64.fetchOne(try db.cachedStatement(sql: "SELECT min(due_at) FROM scheduled_events WHERE stream_id = ?"), arguments: [stream])
+    }
+
     // MARK: Reads (the pool's)
 
     static func scheduledEvents(of stream: Int64, name: String, limit: Int, _ db: Database) throws -> [ScheduledEvent] {
@@ -60,11 +64,5 @@ extension SQLiteTransaction {
                 id: row[0], stream: name, due: row[1], created: row[2], key: (row[3] as String?).flatMap(EventKey.init),
                 traceParent: (row[4] as String?).flatMap(TraceParent.init), payload: row[5])
         }
-    }
-
-    static func scheduledSummary(of stream: Int64, _ db: Database) throws -> ScheduledSummary {
-        guard let row = try Row.fetchOne(db, sql: "SELECT count(*), min(due_at) FROM scheduled_events WHERE stream_id = ?", arguments: [stream])
-        else { return .none }
-        return ScheduledSummary(pending: row[0], nextDue: row[1])
     }
 }

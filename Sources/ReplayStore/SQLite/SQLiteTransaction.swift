@@ -113,14 +113,14 @@ final class SQLiteTransaction: LogTransaction {
             sql: """
                 UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
                     terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
-                    deleted_at = ?, chain_head = ?, chain_base = ?
+                    deleted_at = ?, chain_head = ?, chain_base = ?, scheduled_count = ?, next_due = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
             Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
             info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
             info.writerSequence, info.deletedAt.map(Timestamp.format), Self.column(record.chainHead), Self.column(record.chainBase),
-            record.id,
+            info.scheduledCount, info.nextDue, record.id,
         ])
     }
 

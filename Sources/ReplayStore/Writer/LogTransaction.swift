@@ -119,8 +119,9 @@ protocol LogTransaction: AnyObject {
     /// `streams` only, when given: the ones locked up front); another writer's taken
     /// rows are passed over.
     func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [DueEvent]
-    /// The earliest due time of any pending scheduled event.
+    /// The earliest due time of any pending scheduled event, or of the stream's.
     func nextScheduledDue() throws -> Int64?
+    func nextScheduledDue(of stream: Int64) throws -> Int64?
 
     /// An atomic send's undo point inside the batch.
     func savepoint() throws

@@ -29,6 +29,8 @@ extension WriterRules {
         }
         let id = try db.insertScheduled(stream: streams[index].record.id, request, createdAt: millis)
         earliestScheduled = min(earliestScheduled ?? .max, request.due)
+        streams[index].record.info.scheduledCount += 1
+        streams[index].record.info.nextDue = min(streams[index].record.info.nextDue ?? .max, request.due)
         return .success(
             ScheduledEvent(
                 id: id, stream: name, due: request.due, created: millis, key: request.key, traceParent: request.traceParent,
@@ -40,6 +42,7 @@ extension WriterRules {
     mutating func unschedule(_ id: Int64, of name: String) throws -> Result<Void, StoreError> {
         guard let index = try touch(name) else { return .failure(.unknownStream(name)) }
         guard try db.deleteScheduled(stream: streams[index].record.id, id: id) else { return .failure(.unknownScheduled(stream: name, id: id)) }
+        scheduledTaken(from: index)
         return .success(())
     }
 
@@ -49,7 +52,14 @@ extension WriterRules {
     mutating func appendDueEvents() throws {
         let due = try db.takeDueEvents(by: millis, limit: Self.dueEventsPerBatch, streams: DB.locksStreamsUpFront ? dueStreams : nil)
         for event in due {
-            guard let index = try touch(event.stream), refusal(toAppendTo: index) == nil, sequenceNumbersLeft(for: 1, in: index) == nil,
+            // A stream deleted since took its events' rows with it; only a soft-deleted
+            // one (kept for its forks) still had them.
+            guard let index = try touch(event.stream) else {
+                droppedDueEvents += 1
+                continue
+            }
+            scheduledTaken(from: index)
+            guard refusal(toAppendTo: index) == nil, sequenceNumbersLeft(for: 1, in: index) == nil,
                 try append(event.payload, to: index, trace: event.traceParent, key: event.key) != nil
             else {
                 droppedDueEvents += 1
@@ -58,6 +68,22 @@ extension WriterRules {
             appendedDueEvents += 1
         }
         drainedSchedule = due.count == Self.dueEventsPerBatch ? .more : .drained
+    }
+
+    /// One of the stream's scheduled events left the table: its count goes down, and its
+    /// next due time is read again before its row is written (`settleScheduled`).
+    private mutating func scheduledTaken(from index: Int) {
+        streams[index].record.info.scheduledCount = max(0, streams[index].record.info.scheduledCount - 1)
+        scheduledLeft.insert(index)
+    }
+
+    /// The next due time of each stream whose scheduled events this batch took out: one
+    /// index descent each.
+    mutating func settleScheduled() throws {
+        for index in scheduledLeft {
+            let record = streams[index].record
+            streams[index].record.info.nextDue = record.info.scheduledCount == 0 ? nil : try db.nextScheduledDue(of: record.id)
+        }
     }
 
     /// What the alarm does once this batch committed: nothing, be armed no later than a

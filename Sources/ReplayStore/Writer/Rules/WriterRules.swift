@@ -93,6 +93,8 @@ struct WriterRules<DB: LogTransaction> {
     var earliestScheduled: Int64?
     var drainedSchedule: DrainOutcome?
     var dueStreams: [String] = []
+    /// Streams whose scheduled events this batch appended, dropped or cancelled.
+    var scheduledLeft: Set<Int> = []
     var appendedDueEvents = 0
     var droppedDueEvents = 0
     var alarmChange: ScheduledAlarm.Change?
@@ -160,6 +162,7 @@ struct WriterRules<DB: LogTransaction> {
         earliestScheduled = nil
         drainedSchedule = nil
         dueStreams = []
+        scheduledLeft = []
         appendedDueEvents = 0
         droppedDueEvents = 0
         alarmChange = nil
@@ -305,6 +308,7 @@ struct WriterRules<DB: LogTransaction> {
             trimGroups(index)
         }
         try serveWaiting()
+        try settleScheduled()
         for index in indexByName.values {
             let record = streams[index].record
             if DB.writesEveryTouchedRow || streams[index].rowChanged { try db.updateStream(record) }
