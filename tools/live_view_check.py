@@ -193,6 +193,12 @@ def main():
             "(() => { const row = document.querySelector('tr[data-stream=\"view/demo\"]');"
             " return row && row.querySelector('td.retained').textContent.startsWith('1–3') ? row.textContent : null })()"),
             "the stream list to show 3 events retained")
+        # A scheduled event waits beside the retained ones.
+        replayctl(args.replayd, folder, "send", STREAM, "--delay", "1h", "later")
+        scheduled = until(lambda: browser.evaluate(
+            "(() => { const s = document.querySelector('tr[data-stream=\"view/demo\"] td.retained .scheduled');"
+            " return s && s.textContent.startsWith('1 scheduled, next 20') ? s.textContent : null })()"),
+            "the stream list to show the scheduled event")
         # Publish rates over time: the sparkline gains points each second.
         until(lambda: browser.evaluate(
             "(() => { const p = document.querySelector('tr[data-stream=\"view/demo\"] td.published polyline');"
@@ -284,7 +290,7 @@ def main():
             "(() => { const r = [...document.querySelectorAll('#streams tr')]; return r.length === 1 ? r[0].dataset.stream : null })()"),
             "the filter to find one stream")
         print(json.dumps({"tail": final, "listed": listed, "time": timed, "filtered": filtered, "pretty": pretty, "group": grouped,
-                          "consumer": consumer, "source": source, "subscription": subscribed, "page": counted, "rows": rows,
+                          "consumer": consumer, "source": source, "subscription": subscribed, "page": counted, "rows": rows, "scheduled": scheduled,
                           "first_screen_ms": first_screen_ms, "found": found, "port": port}))
         return 0
     except Exception as error:  # noqa: BLE001 - report any failure with the daemon's log

@@ -3,8 +3,8 @@ import ReplayProtocol
 
 /// What `replayctl top` shows, from successive LIST snapshots: each stream's publish and
 /// delivery rates (the change of `last_seq` and `delivered` between two snapshots), its
-/// events, the largest lag among its durable consumers and groups, subscribers, source (or
-/// derivation) and state, sorted. Pure, so that its figures and layout are tested without a terminal.
+/// events, the largest lag among its durable consumers and groups, subscribers, scheduled
+/// events waiting for their time, source (or derivation) and state, sorted. Pure, so that its figures and layout are tested without a terminal.
 struct TopBoard {
     enum Order: String, CaseIterable {
         case rate, lag, name
@@ -17,6 +17,7 @@ struct TopBoard {
         var events: Int
         var lag: UInt64?
         var subscribers: Int
+        var scheduled: Int
         var source: String
         var state: String
     }
@@ -30,7 +31,8 @@ struct TopBoard {
         rows = streams.map { stream in
             var row = Row(
                 name: stream.name, published: 0, delivered: 0, events: stream.count, lag: lags[stream.name],
-                subscribers: stream.subscribers, source: Self.describe(stream.source, stream.derivation), state: stream.terminal ?? "open")
+                subscribers: stream.subscribers, scheduled: stream.scheduled ?? 0, source: Self.describe(stream.source, stream.derivation),
+                state: stream.terminal ?? "open")
             if let before, let was = before.counts[stream.name], time > before.time {
                 let seconds = time - before.time
                 row.published = Double(stream.lastSeq &- min(stream.lastSeq, was.last)) / seconds
@@ -75,15 +77,15 @@ struct TopBoard {
                 + (keys ? "   s: sort  q: quit" : ""),
             "",
         ]
-        var table = [["STREAM", "IN/s", "OUT/s", "EVENTS", "LAG", "SUBS", "SOURCE", "STATE"]]
+        var table = [["STREAM", "IN/s", "OUT/s", "EVENTS", "LAG", "SUBS", "SCHED", "SOURCE", "STATE"]]
         for row in rows.prefix(max(0, height - 3)) {
             table.append([
                 row.name, Self.rate(row.published), Self.rate(row.delivered), "\(row.events)", row.lag.map(String.init) ?? "-",
-                "\(row.subscribers)", row.source.isEmpty ? "-" : row.source, row.state,
+                "\(row.subscribers)", row.scheduled == 0 ? "-" : "\(row.scheduled)", row.source.isEmpty ? "-" : row.source, row.state,
             ])
         }
         let widths = table[0].indices.map { column in table.map { $0[column].count }.max() ?? 0 }
-        let numeric: Set<Int> = [1, 2, 3, 4, 5]
+        let numeric: Set<Int> = [1, 2, 3, 4, 5, 6]
         for cells in table {
             let line = cells.enumerated().map { column, cell in
                 let pad = String(repeating: " ", count: widths[column] - cell.count)

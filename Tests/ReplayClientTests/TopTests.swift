@@ -46,7 +46,19 @@ struct TopTests {
         #expect(screen[0] == "replay top: 2 streams, 12 in, 20 out, by name   s: sort  q: ", "cut to the width")
         #expect(screen[2].hasPrefix("STREAM  IN/s  OUT/s  EVENTS  LAG  SUBS"))
         #expect(screen.count == 4, "only the rows that fit: summary, blank, header, one row")
-        #expect(screen[3] == "a         10     20      30    -     1  -       open", "numbers right-aligned under their headers")
+        #expect(screen[3] == "a         10     20      30    -     1      -  -       open", "numbers right-aligned under their headers")
+    }
+
+    /// Scheduled events waiting for their time have a column of their own.
+    @Test func scheduledEventsAreCounted() {
+        var stream = Self.stream("jobs", last: 2, delivered: 0)
+        stream.scheduled = 1_500
+        var board = TopBoard()
+        board.update([stream, Self.stream("plain", last: 0, delivered: 0)], lags: [:], at: 100)
+        let screen = board.render(width: 80, height: 10, keys: false)
+        #expect(screen[2].contains("SUBS  SCHED  SOURCE"))
+        #expect(screen[3] == "jobs     0.0    0.0       2    -     1   1500  -       open")
+        #expect(screen[4] == "plain    0.0    0.0       0    -     1      -  -       open", "none waiting: a dash")
     }
 
     @Test func theCommandRunsInATerminalAndQuitsOnQ() async throws {

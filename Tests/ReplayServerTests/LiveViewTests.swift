@@ -24,6 +24,7 @@ struct LiveViewTests {
         #expect(summary["pretty"] as? String == "{\n  \"order\": 7,\n  \"items\": [\n    \"a\",\n    \"b\"\n  ]\n}")
         #expect(summary["group"] as? String == "workers: 1 members, 2 pending, lag 2", "the group beside its stream")
         #expect((summary["consumer"] as? String)?.hasPrefix("audit") == true, "the durable consumer and its lag")
+        #expect((summary["scheduled"] as? String)?.hasPrefix("1 scheduled, next 20") == true, "a scheduled event beside the retained ones")
         let source = summary["source"] as? String ?? ""
         #expect(source.contains("failed") && source.contains("status 3") && source.contains("boom"), "\(source)")
         #expect(summary["subscription"] as? String == "billing|pull-wake|view/*|1|-|active|1", "the subscription, its wake and its lag")

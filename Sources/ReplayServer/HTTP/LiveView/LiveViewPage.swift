@@ -221,6 +221,8 @@ enum LiveViewPage {
             }
             const retained = el("td", "n retained", s.count ? `${s.first_seq}–${s.last_seq}` : "empty");
             retained.appendChild(el("div", "muted", `${s.count} ${s.count === 1 ? "event" : "events"}, ${bytes(s.bytes)}`));
+            // Scheduled events waiting for their time, and when the next falls due.
+            if (s.scheduled) retained.appendChild(el("div", "muted scheduled", `${s.scheduled} scheduled, next ${s.next_due}`));
             tr.append(name, rateCell(r.published, "published"), rateCell(r.delivered, "delivered"), retained,
               el("td", "n subscribers", s.subscribers), readers, sourceCell(s.source, s.derivation), el("td", "state " + s.state, s.state));
             return tr;
