@@ -11,6 +11,8 @@ As a library:
         conn.publish("orders", [b"o"], trace="00-4bf9...4736-00f0...02b7-01")   # W3C trace context
         conn.publish("customers", [b'{"tier":"gold"}'], key="customer-7")       # a keyed event
         conn.get("customers", "customer-7")                          # its newest event, or None
+        job = conn.schedule("jobs", b'{"send":"invoice"}', delay=30)  # appended in 30 s
+        conn.scheduled("jobs"); conn.unschedule("jobs", job["id"])    # pending ones; cancel one
         conn.publish_atomically([("a", b"x", None), ("b", b"y", 4)])   # all or none
         for event in conn.subscribe("orders", durable="mailer", count=1):
             print(event.seq)                                         # acknowledged when the next is asked for
@@ -323,6 +325,29 @@ class ReplayConnection:
             if error.code == "unknown_key":
                 return None
             raise
+
+    def schedule(self, stream, payload, delay=None, at=None, key=None, trace=None):
+        """Stores one event (bytes or str) to be appended to `stream` after `delay` seconds
+        or at `at` (an RFC 3339 time); returns a dict with its id, stream, due and created."""
+        if (delay is None) == (at is None):
+            raise ValueError("give delay= or at=")
+        when = b"delay=%s " % str(delay).encode() if delay is not None else b"at=%s " % at.encode()
+        self.sock.sendall(self._pub(stream, payload, _annotations(trace, key) + when))
+        verb, words, body = self._frame()
+        self._check(verb, words)
+        return json.loads(body)
+
+    def scheduled(self, stream, limit=100):
+        """The stream's pending scheduled events, earliest due first: dicts with id, due,
+        created, key, size and payload (or payload_base64)."""
+        return self._json(f"SCHEDULED {stream} {limit}")
+
+    def unschedule(self, stream, id):
+        """Cancels a pending scheduled event; ReplayError("unknown_scheduled") if it was
+        already appended or cancelled."""
+        self.sock.sendall(f"UNSCHEDULE {stream} {id}\r\n".encode())
+        verb, words, _ = self._frame()
+        self._check(verb, words)
 
     def verify(self, *streams, through=None):
         """Has the daemon recompute hash chains (every stream's without names): one dict per
