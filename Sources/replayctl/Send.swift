@@ -173,10 +173,11 @@ struct Send: DaemonCommand, StreamCommand {
     /// Every event scheduled for `due`, pipelined a chunk at a time: each one's id and due
     /// time printed as it is stored.
     private func schedule(at due: DueTime, with client: ReplayClient) async throws {
-        var input = payloads.isEmpty ? nil : payloads.map { Data($0.utf8) }
+        // The arguments as one batch, or standard input a chunk at a time.
+        var arguments = payloads.isEmpty ? nil : payloads.map { Data($0.utf8) }
         while true {
-            let batch = input ?? Self.readLines(max: Self.chunk)
-            input = []
+            let batch = arguments ?? Self.readLines(max: Self.chunk)
+            if arguments != nil { arguments = [] }
             if batch.isEmpty { break }
             do {
                 let scheduled = try await client.schedule(stream, contentsOf: batch, at: due, key: eventKey)

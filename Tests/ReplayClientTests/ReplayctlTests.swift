@@ -97,6 +97,40 @@ struct ReplayctlTests {
         }
     }
 
+    /// `send --delay` schedules every line of standard input (more than one pipelined
+    /// chunk), `info` counts them, `scheduled` lists the earliest, `unschedule` cancels one.
+    @Test func sendDelayScheduledAndUnschedule() async throws {
+        try await withDaemon { daemon in
+            let ctl = try replayctl
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try await runProgram(ctl, ["create", "jobs"] + socket).status == 0)
+            let piped = try await runProgram(ctl, ["send", "jobs", "--delay", "1h"] + socket, stdin: (1...5_000).map { "job \($0)\n" }.joined())
+            #expect(piped.status == 0, "\(piped.stderr)")
+            let lines = piped.stdout.split(separator: "\n")
+            #expect(lines.count == 5_000 && lines.first?.hasPrefix("1 20") == true, "each one's id and due time")
+            let info = try await runProgram(ctl, ["info", "jobs", "--json"] + socket)
+            let described = try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any]
+            #expect(described?["scheduled"] as? Int == 5_000)
+            #expect((described?["next_due"] as? String)?.hasSuffix("Z") == true)
+
+            let listed = try await runProgram(ctl, ["scheduled", "jobs", "--limit", "2", "--json"] + socket)
+            let events = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]
+            #expect(events?.map { $0["payload"] as? String } == ["job 1", "job 2"])
+            let table = try await runProgram(ctl, ["scheduled", "jobs", "--limit", "1"] + socket)
+            #expect(table.stdout.hasPrefix("ID") && table.stdout.contains("job 1"), "\(table.stdout)")
+
+            #expect(try await runProgram(ctl, ["unschedule", "jobs", "1"] + socket).status == 0)
+            let again = try await runProgram(ctl, ["unschedule", "jobs", "1"] + socket)
+            #expect(again.status == 1 && again.stderr.contains("no pending scheduled event 1"))
+            let refused = try await runProgram(ctl, ["send", "jobs", "x", "--delay", "1h", "--atomic"] + socket)
+            #expect(refused.status != 0 && refused.stderr.contains("--delay"))
+            let past = try await runProgram(ctl, ["send", "jobs", "now", "--at", "2026-01-01T00:00:00Z"] + socket)
+            #expect(past.status == 0)
+            let appended = try await runProgram(ctl, ["subscribe", "jobs", "--count", "1"] + socket)
+            #expect(appended.stdout == "now\n", "a time already past falls due at once")
+        }
+    }
+
     @Test func subscribeExitsWithTheStreamsEnd() async throws {
         try await withDaemon { daemon in
             let ctl = try replayctl
