@@ -29,10 +29,13 @@ public struct SourceOptions: Codable, Equatable, Sendable {
     public var restartDelay: Double = 1
     /// Seconds between SIGTERM and SIGKILL when a source is stopped.
     public var grace: Double = 5
+    /// Runs the command once at each tick (`schedule=*/5_*_*_*_*`): each run's output is
+    /// appended, and its end does not end the stream. `nil`: one run, for the stream's life.
+    public var schedule: CronSchedule?
 
     /// The one spelling of each option: its CREATE word, its JSON key, its declaration key.
     public enum Key: String, CodingKey, CaseIterable, Sendable {
-        case framing, restart, grace
+        case framing, restart, grace, schedule
         case maxRestarts = "max_restarts"
         case restartDelay = "restart_delay"
     }
@@ -72,6 +75,12 @@ public struct SourceOptions: Codable, Equatable, Sendable {
         case .grace:
             guard let seconds = Double(value), seconds >= 0 else { throw Invalid("grace is seconds") }
             grace = seconds
+        case .schedule:
+            do throws(CronSchedule.Invalid) {
+                schedule = try CronSchedule(value)
+            } catch {
+                throw Invalid("schedule: \(error.message)")
+            }
         }
     }
 
@@ -84,6 +93,8 @@ public struct SourceOptions: Codable, Equatable, Sendable {
         if maxRestarts != defaults.maxRestarts { words[Key.maxRestarts.rawValue] = "\(maxRestarts)" }
         if restartDelay != defaults.restartDelay { words[Key.restartDelay.rawValue] = "\(restartDelay)" }
         if grace != defaults.grace { words[Key.grace.rawValue] = "\(grace)" }
+        // One word on the line: its fields joined by `_`.
+        if let schedule { words[Key.schedule.rawValue] = schedule.text.replacingOccurrences(of: " ", with: "_") }
         return words
     }
 
@@ -97,6 +108,13 @@ public struct SourceOptions: Codable, Equatable, Sendable {
         maxRestarts = try container.decodeIfPresent(Int.self, forKey: .maxRestarts) ?? defaults.maxRestarts
         restartDelay = try container.decodeIfPresent(Double.self, forKey: .restartDelay) ?? defaults.restartDelay
         grace = try container.decodeIfPresent(Double.self, forKey: .grace) ?? defaults.grace
+        if let text = try container.decodeIfPresent(String.self, forKey: .schedule) {
+            do throws(CronSchedule.Invalid) {
+                schedule = try CronSchedule(text)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .schedule, in: container, debugDescription: error.message)
+            }
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -106,13 +124,14 @@ public struct SourceOptions: Codable, Equatable, Sendable {
         try container.encode(maxRestarts, forKey: .maxRestarts)
         try container.encode(restartDelay, forKey: .restartDelay)
         try container.encode(grace, forKey: .grace)
+        try container.encodeIfPresent(schedule?.text, forKey: .schedule)
     }
 
     /// The JSON object the store keeps (keys sorted, so equal options are equal text).
     public var json: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        // Encoding five plain values cannot fail.
+        // Encoding six plain values cannot fail.
         return String(decoding: try! encoder.encode(self), as: UTF8.self)
     }
 

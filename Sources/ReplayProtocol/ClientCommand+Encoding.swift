@@ -178,7 +178,8 @@ extension CreateOptions {
         if let keepUnacked { words.append("keep_unacked=\(keepUnacked)") }
         if let maxAge { words.append("max_age=\(maxAge)") }
         for (key, value) in sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
-        if let source { words += ["connect=\(connect ?? CreateOptions.defaultConnect)", "source=\(source.utf8.count)"] }
+        // Without `connect=`, the daemon chooses (lazy; eager for a scheduled source).
+        if let source { words += (connect.map { ["connect=\($0)"] } ?? []) + ["source=\(source.utf8.count)"] }
         return words
     }
 }

@@ -105,13 +105,22 @@ public struct SourceDescription: Codable, Sendable, Equatable {
     public var connect: String
     public var framing: String
     public var restart: String
-    /// `not connected`, `running`, `restarting`, `stopped`, `completed` or `failed`.
+    /// `not connected`, `running`, `restarting`, `stopped`, `completed` or `failed`; a
+    /// scheduled source between its runs, `waiting`.
     public var state: String
     public var pid: Int32?
     /// Runs started since the daemon started.
     public var starts: Int
     /// Why it failed, or (running, restarting, stopped) why its last run failed.
     public var reason: String?
+    /// A scheduled source's cron schedule, and its next tick (ISO-8601); `nil` otherwise.
+    public var schedule: String?
+    public var nextRun: String?
+
+    enum CodingKeys: String, CodingKey {
+        case command, connect, framing, restart, state, pid, starts, reason, schedule
+        case nextRun = "next_run"
+    }
 
     public init(command: String, connect: String, framing: String, restart: String, state: String, pid: Int32?, starts: Int, reason: String?) {
         self.command = command

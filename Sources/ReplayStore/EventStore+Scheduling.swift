@@ -55,3 +55,19 @@ extension EventStore {
         return try log.scheduledEvents(of: record.id, name: stream, limit: limit)
     }
 }
+
+/// Scheduled sources' ticks: the one record, in the database, of which tick ran.
+extension EventStore {
+    /// Claims a scheduled source's tick (ms since 1970): `true` once the stream's last tick
+    /// is moved to it, and this daemon is to run it; `false` if it, or a later one, was
+    /// claimed already (here or by another daemon sharing the database).
+    public func claimSourceTick(_ stream: String, tick: Int64, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        writer.submit(.sourceTick(stream: stream, tick: tick, completion))
+    }
+
+    /// The last tick claimed for the stream's scheduled source, if any. Blocking.
+    public func lastSourceTick(of stream: String) throws(StoreError) -> Int64? {
+        guard let record = catalog[stream] else { throw .unknownStream(stream) }
+        return try log.lastSourceTick(of: record.id)
+    }
+}

@@ -48,6 +48,9 @@ protocol LogDatabase: Sendable {
 
     /// The stream's pending scheduled events, earliest due first, up to `limit`.
     func scheduledEvents(of stream: Int64, name: String, limit: Int) throws(StoreError) -> [ScheduledEvent]
+    /// The last tick a scheduled source of the stream was run for (ms), if any.
+    func lastSourceTick(of stream: Int64) throws(StoreError) -> Int64?
+
     /// Every derivation as last committed, by derived stream.
     func derivations() throws(StoreError) -> [Derivation]
 

@@ -14,6 +14,12 @@ struct Create: DaemonCommand, StreamCommand {
             it for the first subscriber, once; refcount runs it while anyone subscribes. Exit \
             status 0 completes the stream, anything else fails it (with the stderr tail). A \
             terminal stream does not run its source again until `replayctl reset`.
+
+            --schedule '*/5 * * * *' runs the command at each tick of a cron schedule instead \
+            (five fields, names, steps, @hourly…; UTC unless it starts with CRON_TZ=Zone/Name): \
+            each run's lines are appended, its end does not end the stream, and a tick missed \
+            while the daemon was down runs once at start, not once per missed tick. A scheduled \
+            source is eager.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -33,7 +39,7 @@ struct Create: DaemonCommand, StreamCommand {
     @Option(help: ArgumentHelp("A shell command whose output becomes the stream's events.", valueName: "command"))
     var source: String?
     @Option(help: ArgumentHelp("When the source runs: eager, lazy or refcount.", valueName: "mode"))
-    var connect: String = CreateOptions.defaultConnect
+    var connect: String?
     @Option(help: ArgumentHelp("How output becomes events: lines, nul or whole.", valueName: "framing"))
     var framing: String?
     @Option(help: ArgumentHelp("never, or on-failure to restart a failed source with backoff.", valueName: "policy"))
@@ -44,12 +50,15 @@ struct Create: DaemonCommand, StreamCommand {
     var restartDelay: String?
     @Option(help: ArgumentHelp("Time between SIGTERM and SIGKILL when a source is stopped.", valueName: "duration"))
     var grace: String?
+    @Option(help: ArgumentHelp("Run the source at each tick of this cron schedule: '*/5 * * * *'.", valueName: "cron"))
+    var schedule: String?
 
     /// The source options given, as CREATE's words under their one spelling (`SourceOptions.Key`).
     var sourceOptions: [String: String] {
         let given: [(SourceOptions.Key, String?)] = [
             (.framing, framing), (.restart, restart), (.maxRestarts, maxRestarts.map { "\($0)" }),
             (.restartDelay, restartDelay.flatMap(Duration.seconds).map { "\($0)" }), (.grace, grace.flatMap(Duration.seconds).map { "\($0)" }),
+            (.schedule, schedule),
         ]
         var words: [String: String] = [:]
         for case let (key, value?) in given { words[key.rawValue] = value }
@@ -57,10 +66,11 @@ struct Create: DaemonCommand, StreamCommand {
     }
 
     func validate() throws {
-        guard ["eager", "lazy", "refcount"].contains(connect) else { throw ValidationError("--connect is eager, lazy or refcount") }
-        if source == nil, framing != nil || restart != nil || maxRestarts != nil || restartDelay != nil || grace != nil {
-            throw ValidationError("--framing, --restart, --max-restarts, --restart-delay and --grace need --source")
+        if let connect, !["eager", "lazy", "refcount"].contains(connect) { throw ValidationError("--connect is eager, lazy or refcount") }
+        if source == nil, framing != nil || restart != nil || maxRestarts != nil || restartDelay != nil || grace != nil || schedule != nil {
+            throw ValidationError("--framing, --restart, --max-restarts, --restart-delay, --grace and --schedule need --source")
         }
+        if schedule != nil, let connect, connect != "eager" { throw ValidationError("a scheduled source is eager, not \(connect)") }
         for (name, value) in [("--restart-delay", restartDelay), ("--grace", grace)] {
             if let value, Duration.seconds(value) == nil { throw ValidationError("\(name) takes a duration such as 500ms, 2s or 1m") }
         }

@@ -151,3 +151,44 @@ struct ScheduledEventTests {
         }
     }
 }
+
+/// Scheduled sources' ticks: a claim only moves forward, once per tick.
+@Suite("Source ticks")
+struct SourceTickTests {
+    @Test(arguments: StoreKind.allCases) func aTickIsClaimedOnceAndClaimsOnlyMoveForward(_ kind: StoreKind) async throws {
+        try await withStoreLocation(kind) { location in
+            let store = try openStore(location)
+            defer { store.close() }
+            _ = try await store.create("ticks", config: StreamConfig(capacity: nil))
+            #expect(try store.lastSourceTick(of: "ticks") == nil)
+            var answers: [Bool] = []
+            for tick: Int64 in [100, 100, 50, 200] { answers.append(try await Self.claim(store, tick)) }
+            #expect(answers == [true, false, false, true])
+            #expect(try store.lastSourceTick(of: "ticks") == 200)
+        }
+    }
+
+    /// Two stores on one PostgreSQL database claim the same ticks at once: one gets each.
+    @Test func twoDaemonsClaimEachTickOnce() async throws {
+        try await TestPostgres.withDatabase { url in
+            let (first, second) = (try openStore(url), try openStore(url))
+            defer {
+                first.close()
+                second.close()
+            }
+            _ = try await first.create("ticks", config: StreamConfig(capacity: nil))
+            for tick: Int64 in 1...20 {
+                async let one = Self.claim(first, tick * 60_000)
+                async let other = Self.claim(second, tick * 60_000)
+                let won = try await [one, other]
+                #expect(won.filter { $0 }.count == 1, "tick \(tick): \(won)")
+            }
+        }
+    }
+
+    static func claim(_ store: EventStore, _ tick: Int64) async throws -> Bool {
+        try await withCheckedThrowingContinuation { continuation in
+            store.claimSourceTick("ticks", tick: tick) { continuation.resume(with: $0) }
+        }
+    }
+}

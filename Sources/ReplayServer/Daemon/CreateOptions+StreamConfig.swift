@@ -14,14 +14,20 @@ extension CreateOptions {
             }
         var streamSource: StreamSource?
         if let command = source {
-            guard let mode = StreamSource.ConnectMode(rawValue: connect ?? CreateOptions.defaultConnect) else {
-                throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
-            }
             let options: SourceOptions
             do {
                 options = try SourceOptions(words: sourceOptions)
             } catch {
                 throw ReplayError(.invalidConfig, error.message)
+            }
+            // A scheduled source runs at its ticks, whoever reads: eager unless told, and
+            // nothing else.
+            let given = connect ?? (options.schedule == nil ? CreateOptions.defaultConnect : "eager")
+            guard let mode = StreamSource.ConnectMode(rawValue: given) else {
+                throw ReplayError(.invalidConfig, "connect is eager, lazy or refcount")
+            }
+            if options.schedule != nil, mode != .eager {
+                throw ReplayError(.invalidConfig, "a scheduled source runs at its ticks: its connect mode is eager, not \(mode.rawValue)")
             }
             streamSource = StreamSource(command: command, connect: mode, options: options)
         } else if !sourceOptions.isEmpty {

@@ -68,6 +68,10 @@ struct SourceState {
     private(set) var holders: [ObjectIdentifier: SerialDisposable] = [:]
     /// Whether the claim is being checked (`SourceSupervisor.watchClaim`).
     private(set) var watching = false
+    /// A scheduled source's chain of ticks (a new one at each activation, so that a reset
+    /// does not leave two), and its next tick.
+    private(set) var tickChain = 0
+    private(set) var nextTick: Date?
 
     init(shared: Bool) {
         self.shared = shared
@@ -102,6 +106,7 @@ struct SourceState {
     /// Stops the source without ending the stream (shutdown, deletion): the run to dispose.
     mutating func retire() -> (any Disposable)? {
         retired = true
+        nextTick = nil
         if case .running = status { status = .stopped }
         defer { connection = nil }
         return connection
@@ -138,6 +143,37 @@ struct SourceState {
     mutating func restarting(after failure: String) {
         status = .restarting(attempt: starts)
         lastFailure = failure
+    }
+
+    // MARK: Ticks (a scheduled source)
+
+    /// Starts a new chain of ticks; its number.
+    mutating func startTicking() -> Int {
+        tickChain += 1
+        return tickChain
+    }
+
+    /// Whether the chain `chain` goes on (the source is neither retired nor ended, and not
+    /// activated again since), its next tick being `next`.
+    mutating func ticks(_ chain: Int, next: Date?) -> Bool {
+        guard chain == tickChain, !isOut else { return false }
+        nextTick = next
+        return true
+    }
+
+    /// A tick's run starts with `holder` for its disposal: `false` while the previous run
+    /// still runs (the tick is skipped) or the source is out.
+    mutating func tickRunStarts(_ holder: any Disposable) -> Bool {
+        guard !isOut, connection == nil else { return false }
+        connection = holder
+        return true
+    }
+
+    /// A tick's run ended on its own; `failure`: why it failed.
+    mutating func tickRunEnded(failure: String?) {
+        connection = nil
+        if case .running = status { status = .stopped }
+        if let failure { lastFailure = failure }
     }
 
     // MARK: Connecting (eager and lazy)

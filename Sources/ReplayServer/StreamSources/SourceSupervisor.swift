@@ -14,6 +14,10 @@ import ReplaySync
 /// - `lazy` is `replayLazily()`: connect on the first subscriber, then stay connected;
 /// - `refcount` is `autoconnect()`: connected while anyone subscribes.
 ///
+/// A scheduled source (`SourceOptions.schedule`) runs its command once per tick instead:
+/// each run is claimed in the database first (`EventStore.claimSourceTick`), so it runs
+/// once, on one daemon; its end does not end the stream (`TickPlan`).
+///
 /// The source is a cold `Signal` (one run per subscription) multicast into the stream's
 /// sink, so these are the core's `MulticastConnection.connect()` and `autoconnect()`. A
 /// terminal stream never runs its source again, across restarts too, until it is reset.
@@ -60,6 +64,7 @@ final class SourceSupervisor: Sendable {
     func activate() {
         let terminal = store.info(stream)?.terminal
         guard state.withLock({ $0.activate(terminal: terminal) }) else { return }
+        if let schedule = settings.schedule { return startTicking(schedule) }
         arm()
         if source.connect == .eager { connectOnce() }
     }
@@ -152,12 +157,88 @@ final class SourceSupervisor: Sendable {
         activate()
     }
 
+    // MARK: Ticks
+
+    /// A scheduled source: a run now if ticks were missed while the daemon was down (one,
+    /// however many), then one at each tick (sources' queue).
+    private func startTicking(_ schedule: CronSchedule) {
+        let chain = state.withLock { $0.startTicking() }
+        control.async { [self] in
+            let lastTick: Int64?
+            do {
+                lastTick = try store.lastSourceTick(of: stream)
+            } catch {
+                logger.warning("could not read the source's last tick; ticks missed meanwhile are not made up", metadata: ["error": "\(error)"])
+                lastTick = Timestamp.millis(Date())
+            }
+            let now = Date()
+            let plan = TickPlan.start(schedule, lastTick: lastTick, created: store.info(stream)?.createdAt ?? now, now: now)
+            if let catchUp = plan.catchUp { claimAndRun(catchUp) }
+            tick(at: plan.next, schedule, chain)
+        }
+    }
+
+    /// Waits for the tick at `time`, claims and runs it, and goes on to the next; stops once
+    /// the chain is over (retired, ended, activated again).
+    private func tick(at time: Date?, _ schedule: CronSchedule, _ chain: Int) {
+        guard state.withLock({ $0.ticks(chain, next: time) }), let time else { return }
+        control.asyncAfter(wallDeadline: .now() + max(0, time.timeIntervalSinceNow)) { [self] in
+            guard state.withLock({ $0.ticks(chain, next: time) }) else { return }
+            claimAndRun(Timestamp.millis(time))
+            tick(at: schedule.next(after: max(time, Date())), schedule, chain)
+        }
+    }
+
+    /// Runs the command for the tick `claim` if this daemon claims it first.
+    private func claimAndRun(_ claim: Int64) {
+        store.claimSourceTick(stream, tick: claim) { [control, logger, self] result in
+            switch result {
+            case .success(true): control.async { [self] in runTick() }
+            case .success(false): break
+            case .failure(let error): logger.warning("could not claim the source's tick; it does not run here", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// One tick's run: the command once, its output appended; its end leaves the stream
+    /// open. A tick that comes while the previous run still runs is skipped.
+    private func runTick() {
+        let holder = SerialDisposable()
+        guard state.withLock({ $0.tickRunStarts(holder) }) else {
+            return logger.warning("a tick came while the source's previous run still ran; skipped")
+        }
+        let sink = StreamSink(store: store, stream: stream, logger: logger) { [self] event in tickRunEnded(event) }
+        holder.inner = sourceSignal(into: sink).multicast(sink).connect()
+    }
+
+    private func tickRunEnded(_ event: Event<Data>) {
+        switch event {
+        case .failed(let error as StoreError):
+            // The stream was ended by hand (or deleted) while it ran: no more ticks.
+            if case .terminated = error { return retire() }
+            state.withLock { $0.tickRunEnded(failure: "\(error)") }
+        case .failed(let error):
+            logger.warning("the source's run failed; it runs again at the next tick", metadata: ["error": "\(error)"])
+            state.withLock { $0.tickRunEnded(failure: "\(error)") }
+        default:
+            state.withLock { $0.tickRunEnded(failure: nil) }
+        }
+    }
+
     // MARK: Machinery
 
     /// A fresh connection: the source signal (with its restart policy) multicast into the sink.
     private func arm() {
-        let settings = self.settings
         let sink = StreamSink(store: store, stream: stream, logger: logger) { [self] event in ended(event) }
+        let connection = sourceSignal(into: sink).multicast(sink)
+        let armed = SourceState.Armed(connection: connection, autoconnected: connection.autoconnect())
+        state.withLock { $0.arm(armed) }
+    }
+
+    /// The source's command as a cold signal, with its restart policy, read as fast as
+    /// `sink` admits its output.
+    private func sourceSignal(into sink: StreamSink) -> ReplayCore.Signal<Data> {
+        let settings = self.settings
         var signal = SourceSignal.make(
             command: source.command, settings: settings, runs: runs, environment: { [self] in environment() },
             admit: { await sink.admit() },
@@ -178,9 +259,7 @@ final class SourceSupervisor: Sendable {
                 })
                 .retry(upTo: settings.maxRestarts, delay: { attempt in min(60, settings.restartDelay * pow(2, Double(attempt - 1))) }, on: restarts)
         }
-        let connection = signal.multicast(sink)
-        let armed = SourceState.Armed(connection: connection, autoconnected: connection.autoconnect())
-        state.withLock { $0.arm(armed) }
+        return signal
     }
 
     /// Connects the source here once this daemon holds its claim; until then asks again
@@ -241,17 +320,22 @@ final class SourceSupervisor: Sendable {
 
     /// For INFO.
     var description: SourceDescription {
-        let (status, starts, lastFailure) = state.withLock { ($0.status, $0.starts, $0.lastFailure) }
+        let (status, starts, lastFailure, nextTick) = state.withLock { ($0.status, $0.starts, $0.lastFailure, $0.nextTick) }
+        let scheduled = settings.schedule != nil
         let (name, pid, reason): (String, Int32?, String?) =
             switch status {
+            case .notConnected where scheduled, .stopped where scheduled: ("waiting", nil, lastFailure)
             case .notConnected: ("not connected", nil, nil)
             case .running(let pid): ("running", pid, lastFailure)
             case .restarting: ("restarting", nil, lastFailure)
             case .stopped: ("stopped", nil, lastFailure)
             case .ended(let terminal): (terminal.kind, nil, terminal.message)
             }
-        return SourceDescription(
+        var description = SourceDescription(
             command: source.command, connect: source.connect.rawValue, framing: settings.framing.rawValue,
             restart: settings.restart.rawValue, state: name, pid: pid, starts: starts, reason: reason)
+        description.schedule = settings.schedule?.text
+        description.nextRun = nextTick.map(Timestamp.format)
+        return description
     }
 }

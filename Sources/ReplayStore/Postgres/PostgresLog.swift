@@ -421,6 +421,10 @@ final class PostgresLog: LogDatabase {
         try withReader { session in try PostgresTransaction.scheduledEvents(of: stream, name: name, limit: limit, session) }
     }
 
+    func lastSourceTick(of stream: Int64) throws(StoreError) -> Int64? {
+        try withReader { session in try PostgresTransaction.lastSourceTick(of: stream, session) }
+    }
+
     func derivations() throws(StoreError) -> [Derivation] {
         try withReader { session in try PostgresTransaction.derivations(session) }
     }

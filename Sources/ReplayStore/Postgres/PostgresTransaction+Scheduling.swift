@@ -77,6 +77,23 @@ extension PostgresTransaction {
         return try rows.rows.first?.decode(Int64?.self)
     }
 
+    func advanceSourceTick(stream: Int64, to tick: Int64) throws -> Bool {
+        try requireLocks()
+        try flush()
+        let rows = try session.query(
+            """
+            INSERT INTO source_ticks (stream_id, last_tick) VALUES (\(stream), \(tick))
+            ON CONFLICT (stream_id) DO UPDATE SET last_tick = excluded.last_tick WHERE source_ticks.last_tick < excluded.last_tick
+            RETURNING stream_id
+            """)
+        return !rows.rows.isEmpty
+    }
+
+    static func lastSourceTick(of stream: Int64, _ session: PostgresSession) throws -> Int64? {
+        let rows = try session.query("SELECT last_tick FROM source_ticks WHERE stream_id = \(stream)")
+        return try rows.rows.first?.decode(Int64.self)
+    }
+
     // MARK: Reads (the readers')
 
     static func scheduledEvents(of stream: Int64, name: String, limit: Int, _ session: PostgresSession) throws -> [ScheduledEvent] {

@@ -226,6 +226,14 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func lastSourceTick(of stream: Int64) throws(StoreError) -> Int64? {
+        do {
+            return try pool.read { db in try SQLiteTransaction.lastSourceTick(of: stream, db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     func derivations() throws(StoreError) -> [Derivation] {
         do {
             return try pool.read { db in try SQLiteTransaction.derivations(db) }

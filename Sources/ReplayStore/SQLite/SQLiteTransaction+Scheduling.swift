@@ -50,6 +50,21 @@ extension SQLiteTransaction {
         try Int64.fetchOne(try db.cachedStatement(sql: "SELECT min(due_at) FROM scheduled_events WHERE stream_id = ?"), arguments: [stream])
     }
 
+    func advanceSourceTick(stream: Int64, to tick: Int64) throws -> Bool {
+        let db = try self.db
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO source_ticks (stream_id, last_tick) VALUES (?, ?)
+                ON CONFLICT (stream_id) DO UPDATE SET last_tick = excluded.last_tick WHERE last_tick < excluded.last_tick
+                """
+        ).execute(arguments: [stream, tick])
+        return db.changesCount > 0
+    }
+
+    static func lastSourceTick(of stream: Int64, _ db: Database) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT last_tick FROM source_ticks WHERE stream_id = ?", arguments: [stream])
+    }
+
     // MARK: Reads (the pool's)
 
     static func scheduledEvents(of stream: Int64, name: String, limit: Int, _ db: Database) throws -> [ScheduledEvent] {

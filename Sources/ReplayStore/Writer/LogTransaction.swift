@@ -123,6 +123,10 @@ protocol LogTransaction: AnyObject {
     func nextScheduledDue() throws -> Int64?
     func nextScheduledDue(of stream: Int64) throws -> Int64?
 
+    /// Moves a scheduled source's last tick to `tick` if it was before it (or none);
+    /// whether it moved.
+    func advanceSourceTick(stream: Int64, to tick: Int64) throws -> Bool
+
     /// An atomic send's undo point inside the batch.
     func savepoint() throws
     func rollbackToSavepoint() throws

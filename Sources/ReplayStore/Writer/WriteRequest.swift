@@ -55,6 +55,9 @@ enum WriteRequest: Sendable {
     case unschedule(stream: String, id: Int64, Completion<Void>)
     /// Appends the scheduled events whose time came (`ScheduledAlarm`).
     case appendDueEvents
+    /// A scheduled source's tick: answered `true` if the stream's last tick was before
+    /// `tick` (ms) and is now `tick`, so this daemon runs it; `false` if it ran already.
+    case sourceTick(stream: String, tick: Int64, Completion<Bool>)
     /// The daemon's signing key: `candidate` is kept if there is none yet; answered with
     /// the one kept (another daemon's, on a shared database, if it came first).
     case signingKey(candidate: SigningKey, Completion<SigningKey>)
@@ -64,7 +67,8 @@ enum WriteRequest: Sendable {
         switch self {
         case .appendWithCompletion(let stream, _, _), .appendToSink(let stream, _, _, _, _), .openConsumer(let stream, _, _, _),
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
-            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _), .unschedule(let stream, _, _):
+            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _), .unschedule(let stream, _, _),
+            .sourceTick(let stream, _, _):
             [stream]
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
         case .atomic(let events, _, _): events.map(\.stream)
@@ -120,6 +124,7 @@ enum WriteRequest: Sendable {
         case .derivationStep(_, let done): done(.failure(error))
         case .schedule(_, let done): done(.failure(error))
         case .unschedule(_, _, let done): done(.failure(error))
+        case .sourceTick(_, _, let done): done(.failure(error))
         case .refresh, .serveDueWaiters, .appendDueEvents: break
         }
     }

@@ -288,6 +288,9 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try schedule(request))
         case .unschedule(let name, let id, let done):
             complete(done, try unschedule(id, of: name))
+        case .sourceTick(let name, let tick, let done):
+            guard let index = try touch(name) else { return complete(done, .failure(.unknownStream(name))) }
+            complete(done, .success(try db.advanceSourceTick(stream: streams[index].record.id, to: tick)))
         case .appendDueEvents:
             // Once per batch: a second request queued behind the first finds nothing more.
             if drainedSchedule == nil { try appendDueEvents() }
