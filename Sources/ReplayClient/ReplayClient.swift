@@ -324,8 +324,9 @@ public final class ReplayClient: Sendable {
     /// `nil` uses the daemon's default). Creating an identical stream again is fine.
     ///
     /// With a `source`, the daemon runs that shell command and its output becomes the
-    /// stream's events; `connect` is `eager`, `lazy` (the default) or `refcount`, and
-    /// `sourceOptions` takes `SourceOptions`' words (`SourceOptions.Key`, or `options.words`).
+    /// stream's events; `connect` is `eager`, `lazy` (the default; `eager` for a source with
+    /// a `schedule`) or `refcount`, and `sourceOptions` takes `SourceOptions`' words
+    /// (`SourceOptions.Key`, or `options.words`).
     public func create(
         _ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil,
         source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil
@@ -336,7 +337,7 @@ public final class ReplayClient: Sendable {
                 stream: stream,
                 options: CreateOptions(
                     capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
-                    source: source, connect: source == nil ? nil : (connect ?? CreateOptions.defaultConnect), sourceOptions: sourceOptions,
+                    source: source, connect: source == nil ? nil : connect, sourceOptions: sourceOptions,
                     keepUnacked: keepUnacked)))
     }
 

@@ -76,7 +76,9 @@ public struct CronSchedule: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// One field's values: a list of `*`, `n`, `a-b`, each with an optional `/step`.
-    private static func field(_ text: String, _ range: ClosedRange<Int>, _ what: String, names: [String] = [], firstName: Int = 0) throws(Invalid)
+    private static func field(
+        _ text: String, _ range: ClosedRange<Int>, _ what: String, names: [String] = [], firstName: Int = 0
+    ) throws(Invalid)
         -> Set<Int>
     {
         func value(_ word: Substring) throws(Invalid) -> Int {

@@ -177,7 +177,10 @@ extension CreateOptions {
         if let maxBytes { words.append("max_bytes=\(maxBytes)") }
         if let keepUnacked { words.append("keep_unacked=\(keepUnacked)") }
         if let maxAge { words.append("max_age=\(maxAge)") }
-        for (key, value) in sourceOptions.sorted(by: { $0.key < $1.key }) { words.append("\(key)=\(value)") }
+        for (key, value) in sourceOptions.sorted(by: { $0.key < $1.key }) {
+            // A schedule's fields are one word on the line, joined by `_` (`CronSchedule`).
+            words.append("\(key)=\(key == SourceOptions.Key.schedule.rawValue ? value.replacingOccurrences(of: " ", with: "_") : value)")
+        }
         // Without `connect=`, the daemon chooses (lazy; eager for a scheduled source).
         if let source { words += (connect.map { ["connect=\($0)"] } ?? []) + ["source=\(source.utf8.count)"] }
         return words

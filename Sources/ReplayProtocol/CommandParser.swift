@@ -301,8 +301,10 @@ enum CommandParser {
                 options.sourceOptions[key] = value
             }
         }
-        if (options.connect != nil) != (sourceSize != nil) {
-            throw bad("connect=<mode> and source=<bytes> go together")
+        // Without `connect=`, a source's mode is the daemon's choice (lazy; eager for a
+        // scheduled source).
+        if options.connect != nil, sourceSize == nil {
+            throw bad("connect=<mode> needs source=<bytes>")
         }
         return (options, sourceSize)
     }
