@@ -19,6 +19,17 @@ import Testing
         #expect(SourceOptions().words.isEmpty)
     }
 
+    /// A schedule: from the line's one word (fields joined by `_`) or a declaration's
+    /// spaces, kept as JSON text with spaces, given back as one word.
+    @Test func aScheduleTravelsAsOneWordAndIsKeptAsText() throws {
+        let options = try SourceOptions(words: ["schedule": "CRON_TZ=Europe/Paris_0_9_*_*_MON-FRI"])
+        #expect(options.schedule?.text == "CRON_TZ=Europe/Paris 0 9 * * MON-FRI")
+        #expect(options.words["schedule"] == "CRON_TZ=Europe/Paris_0_9_*_*_MON-FRI")
+        #expect(options.json.contains(#""schedule":"CRON_TZ=Europe\/Paris 0 9 * * MON-FRI""#), "\(options.json)")
+        #expect(try SourceOptions(json: options.json) == options)
+        #expect(throws: SourceOptions.Invalid("schedule: the hour field takes 0-23, not '25'")) { try SourceOptions(words: ["schedule": "0 25 * * *"]) }
+    }
+
     @Test(arguments: [
         (["framing": "paragraphs"], "framing is lines, nul or whole"),
         (["restart": "always"], "restart is never or on-failure"),
