@@ -30,6 +30,8 @@ struct ScheduledHTTPTests {
                 try await http.request("GET", "/v1/stream/jobs?offset=-1").text == #"[{"job":"now"}]"#
             }
             #expect(try await http.request("GET", "/v1/stream/jobs?key=j1").text == #"{"job":"now"}"#, "its key came with it")
+            let metrics = try await http.request("GET", "/metrics").text
+            #expect(metrics.contains("replay_scheduled_appended_total 1") && metrics.contains("replay_scheduled_dropped_total 0"))
 
             let client = try await ReplayClient.connect(to: daemon.socketPath)
             let pending = try await client.scheduled("jobs")

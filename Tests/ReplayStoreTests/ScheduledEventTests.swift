@@ -25,6 +25,7 @@ struct ScheduledEventTests {
             #expect(first.id > late.id, "ids follow scheduling, not due time")
             #expect(store.info("jobs").map { [$0.scheduledCount, Int($0.nextDue ?? 0)] } == [3, Int(Self.startMillis + 10_000)])
             #expect(try store.scheduled("jobs", limit: 10).map { String(decoding: $0.payload, as: UTF8.self) } == ["first", "second", "late"])
+            #expect(try await scalar(store, "SELECT count(*) FROM scheduled WHERE stream = 'jobs' AND key = 'job-1' AND due LIKE '%T%Z'") == 1, "the view")
 
             now.withLock { $0 += 9.999 }
             try await store.appendDueEvents()
