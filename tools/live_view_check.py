@@ -256,7 +256,8 @@ def main():
         http(port, "POST", "/v1/stream/view/orders", b'{"n": 1}')
         subscribed = until(lambda: browser.evaluate(
             "(() => { const row = document.querySelector('tr[data-subscription=\"billing\"]');"
-            " return row && row.children[6].textContent === '1' ? [...row.children].map(td => td.textContent).join('|') : null })()"),
+            " return row && row.children[6].textContent === '1' && row.children[3].textContent === '1'"
+            " ? [...row.children].map(td => td.textContent).join('|') : null })()"),
             "the subscription list to show the subscription and its lag")
         if args.screenshot:
             browser.evaluate(f"tail('{STREAM}')")

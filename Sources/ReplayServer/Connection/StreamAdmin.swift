@@ -76,24 +76,9 @@ struct StreamAdmin: Sendable {
                 try json(KeyedValue.answer(store.latest(stream, key: key), stream: stream, key: key), ServerFrame.info)
             }
         case .schedule(let stream, let payload, let due, let annotations):
-            let data = Data(payload.readableBytesView)
-            store.schedule(data, to: stream, at: due, key: annotations.key, traceParent: annotations.traceParent) { result in
-                switch result {
-                case .success(let event): reply(json(ScheduledDescription(event, withPayload: false), ServerFrame.info))
-                case .failure(let error): reply(.error(ReplayError(error)))
-                }
-            }
+            schedule(Data(payload.readableBytesView), to: stream, at: due, annotations, reply: reply)
         case .scheduled(let stream, let limit):
-            afterWrites(onReadPool: reply) { [self] in
-                let events = try store.scheduled(stream, limit: limit)
-                // Up to the listing's byte budget (one event at least).
-                var bytes = 0
-                let listed = events.prefix { event in
-                    defer { bytes += event.payload.count }
-                    return bytes == 0 || bytes + event.payload.count <= ProtocolLimits.maxScheduledListedBytes
-                }
-                return json(listed.map { ScheduledDescription($0, withPayload: true) }, ServerFrame.list)
-            }
+            afterWrites(onReadPool: reply) { [self] in try listScheduled(stream, limit: limit) }
         case .unschedule(let stream, let id):
             store.unschedule(id, of: stream, completion: answer)
         case .subscriptions:
@@ -110,7 +95,7 @@ struct StreamAdmin: Sendable {
 
     /// `afterWrites` for a read that waits on the database: run on the read pool, never on
     /// the writer's thread that passes the barrier.
-    private func afterWrites(onReadPool reply: @escaping @Sendable (ServerFrame) -> Void, _ read: @escaping @Sendable () throws -> ServerFrame) {
+    func afterWrites(onReadPool reply: @escaping @Sendable (ServerFrame) -> Void, _ read: @escaping @Sendable () throws -> ServerFrame) {
         store.barrier { [reads] result in
             if case .failure(let error) = result { return reply(.error(ReplayError(error))) }
             Task {
@@ -191,7 +176,7 @@ struct StreamAdmin: Sendable {
     var views: StreamViews { StreamViews(hubs: hubs, store: store, sources: sources, derivations: derivations) }
 
     /// `value` as JSON, in the reply `frame` makes of it.
-    private func json<T: Encodable>(_ value: T, _ frame: (ByteBuffer) -> ServerFrame) -> ServerFrame {
+    func json<T: Encodable>(_ value: T, _ frame: (ByteBuffer) -> ServerFrame) -> ServerFrame {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(value) else { return .error(ReplayError(.internal, "could not encode JSON")) }
