@@ -34,11 +34,11 @@ struct TickPlanTests {
 
     @Test func aChainEndsWhenTheSourceIsActivatedAgainOrRetired() {
         var state = SourceState(shared: false)
-        let first = state.startTicking()
+        let first = state.startTicking(next: nil)
         let goesOn = state.ticks(first, next: Self.time("2026-12-01T10:05:00Z"))
         #expect(goesOn)
         #expect(state.nextTick == Self.time("2026-12-01T10:05:00Z"))
-        let second = state.startTicking()
+        let second = state.startTicking(next: nil)
         let oldGoesOn = state.ticks(first, next: nil)
         #expect(!oldGoesOn, "a reset's new chain replaces the old one")
         let newGoesOn = state.ticks(second, next: nil)

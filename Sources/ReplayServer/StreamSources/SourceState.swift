@@ -147,9 +147,10 @@ struct SourceState {
 
     // MARK: Ticks (a scheduled source)
 
-    /// Starts a new chain of ticks; its number.
-    mutating func startTicking() -> Int {
+    /// Starts a new chain of ticks, whose first is at `next`; its number.
+    mutating func startTicking(next: Date?) -> Int {
         tickChain += 1
+        nextTick = next
         return tickChain
     }
 

@@ -162,7 +162,9 @@ final class SourceSupervisor: Sendable {
     /// A scheduled source: a run now if ticks were missed while the daemon was down (one,
     /// however many), then one at each tick (sources' queue).
     private func startTicking(_ schedule: CronSchedule) {
-        let chain = state.withLock { $0.startTicking() }
+        // The next tick is known at once (INFO says it); the one missed while down, once
+        // the store is read, on the sources' queue.
+        let chain = state.withLock { $0.startTicking(next: schedule.next(after: Date())) }
         control.async { [self] in
             let lastTick: Int64?
             do {

@@ -69,14 +69,21 @@ final class PostgresLog: LogDatabase {
         self.now = now
         autoCreate = options.autoCreate
         waiting = WaitingMembers(now: now)
-        // Other daemons' scheduled events are found within a second (see `ScheduledAlarm`).
-        alarm = ScheduledAlarm(now: now, pollMillis: 1_000)
         var logger = Logger(label: "replay.postgres")
         logger.logLevel = .warning
         self.logger = logger
         writerSession = PostgresSession(location, logger: logger)
         sourceSession = PostgresSession(location, logger: logger)
-        readers = (0..<max(1, options.readerCount)).map { _ in PostgresSession(location, logger: logger) }
+        let readers = (0..<max(1, options.readerCount)).map { _ in PostgresSession(location, logger: logger) }
+        self.readers = readers
+        // Other daemons' scheduled events are found within a second (see `ScheduledAlarm`),
+        // by a read on a reader's session.
+        alarm = ScheduledAlarm(
+            now: now,
+            poll: .init(millis: 1_000) {
+                let rows = try readers[0].query("SELECT min(due_at) FROM scheduled_events")
+                return try rows.rows.first?.decode(Int64?.self)
+            })
         do {
             try PostgresMigrations.migrate(writerSession, location: location.redacted)
             var versions: [Int64: Int64] = [:]
