@@ -193,12 +193,15 @@ struct MigrationTests {
     /// and age limits binary-search on them.
     @Test func aClockSetBackDoesNotMakeTimesDecrease() async throws {
         try await withTemporaryDirectory { directory in
-            let times = Locked([3_000.0, 1_000.0, 2_000.0, 5_000.0])
-            let store = try openStore(directory, autoCreate: StreamConfig(capacity: nil)) {
-                Date(timeIntervalSince1970: times.withLock { $0.removeFirst() })
-            }
+            // The clock as each append finds it (the store reads it for other work too).
+            let now = Locked(3_000.0)
+            let store = try openStore(directory, autoCreate: StreamConfig(capacity: nil)) { Date(timeIntervalSince1970: now.value) }
             defer { store.close() }
-            for payload in ["a", "b", "c", "d"] { _ = try await store.append(Data(payload.utf8), to: "s") }
+            try await store.barrier()
+            for (payload, time) in zip(["a", "b", "c", "d"], [3_000.0, 1_000.0, 2_000.0, 5_000.0]) {
+                now.withLock { $0 = time }
+                _ = try await store.append(Data(payload.utf8), to: "s")
+            }
             let stamps = try store.read("s", from: 1).map(\.timestamp)
             #expect(stamps == ["1970-01-01T00:50:00.000Z", "1970-01-01T00:50:00.000Z", "1970-01-01T00:50:00.000Z", "1970-01-01T01:23:20.000Z"])
             #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 2_500)) == 1)
