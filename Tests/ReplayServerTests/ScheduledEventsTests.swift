@@ -36,10 +36,9 @@ struct ScheduledEventsTests {
                 let info = try await client.info("jobs")
                 #expect(info.scheduled == 5_000 - Int(info.lastSeq))
                 try await eventually(within: 60, "a thousand fell due") { try await client.info("jobs").lastSeq >= 1_000 }
-                // Due from 3 s on, timed from now: still pending at the kill, however slow
-                // the machine was so far.
-                let second = Self.nowMillis()
-                try await Self.schedule(5_000, on: client, from: 5_000) { second + 3_000 + Int64($0) * 40 }
+                // Each chunk due 3 s after it is sent: the last ones are still pending at the
+                // kill, however slow the machine is.
+                try await Self.schedule(5_000, on: client, from: 5_000) { _ in Self.nowMillis() + 3_000 }
                 #expect(await daemon.stop(SIGKILL) == SIGKILL)
                 await client.close()
                 let pending = try await DerivedStreamTests.sql(daemon.databasePath, "SELECT count(*) FROM scheduled_events")

@@ -125,7 +125,7 @@ struct ScheduledEventTests {
                 second.close()
             }
             for stream in ["a", "b"] { _ = try await first.create(stream, config: StreamConfig(capacity: nil)) }
-            let count = 1_500
+            let count = 600
             // Scheduled by both, concurrently: batches of many.
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<count {
