@@ -22,10 +22,7 @@ extension EventStore {
     public func schedule(
         _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil
     ) async throws(StoreError) -> ScheduledEvent {
-        let result = await withCheckedContinuation { continuation in
-            schedule(payload, to: stream, at: due, key: key, traceParent: traceParent) { continuation.resume(returning: $0) }
-        }
-        return try result.get()
+        try await bridge { schedule(payload, to: stream, at: due, key: key, traceParent: traceParent, completion: $0) }
     }
 
     /// Cancels a pending scheduled event of `stream`: `.unknownScheduled` if it was
@@ -35,10 +32,7 @@ extension EventStore {
     }
 
     public func unschedule(_ id: Int64, of stream: String) async throws(StoreError) {
-        let result = await withCheckedContinuation { continuation in
-            unschedule(id, of: stream) { continuation.resume(returning: $0) }
-        }
-        try result.get()
+        try await bridge { unschedule(id, of: stream, completion: $0) }
     }
 
     /// Appends what is due by the store's clock now, then completes. The store's own alarm

@@ -468,7 +468,7 @@ extension EventStore {
         try await bridge { enforceRetention(completion: $0) }
     }
 
-    private func bridge<T: Sendable>(
+    func bridge<T: Sendable>(
         _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
     ) async throws(StoreError) -> T {
         let result = await withCheckedContinuation { continuation in

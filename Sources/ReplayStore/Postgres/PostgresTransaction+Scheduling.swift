@@ -40,7 +40,7 @@ extension PostgresTransaction {
         return try rows.rows.map { try $0.decode(String.self) }
     }
 
-    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [DueEvent] {
+    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [ScheduledEvent] {
         try requireLocks()
         try flush()
         guard let streams, !streams.isEmpty else { return [] }
@@ -51,15 +51,15 @@ extension PostgresTransaction {
                     SELECT e.id FROM scheduled_events AS e JOIN streams AS s ON s.id = e.stream_id
                     WHERE e.due_at <= \(millis) AND s.name = ANY(\(streams))
                     ORDER BY e.due_at, e.id LIMIT \(limit) FOR UPDATE OF e SKIP LOCKED)
-                RETURNING id, stream_id, due_at, event_key, traceparent, payload)
-            SELECT t.id, s.name, t.due_at, t.event_key, t.traceparent, t.payload
+                RETURNING id, stream_id, due_at, created_at, event_key, traceparent, payload)
+            SELECT t.id, s.name, t.due_at, t.created_at, t.event_key, t.traceparent, t.payload
             FROM taken AS t JOIN streams AS s ON s.id = t.stream_id ORDER BY t.due_at, t.id
             """)
         return try rows.rows.map { row in
-            let c = try row.decode((Int64, String, Int64, String?, String?, ByteBuffer).self)
-            return DueEvent(
-                id: c.0, stream: c.1, due: c.2, key: c.3.flatMap(EventKey.init), traceParent: c.4.flatMap(TraceParent.init),
-                payload: Data(c.5.readableBytesView))
+            let c = try row.decode((Int64, String, Int64, Int64, String?, String?, ByteBuffer).self)
+            return ScheduledEvent(
+                id: c.0, stream: c.1, due: c.2, created: c.3, key: c.4.flatMap(EventKey.init), traceParent: c.5.flatMap(TraceParent.init),
+                payload: Data(c.6.readableBytesView))
         }
     }
 

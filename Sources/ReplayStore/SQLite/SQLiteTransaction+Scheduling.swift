@@ -23,12 +23,12 @@ extension SQLiteTransaction {
     /// Nothing is locked up front here.
     func streamsWithDueEvents(by millis: Int64, limit: Int) throws -> [String] { [] }
 
-    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [DueEvent] {
+    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [ScheduledEvent] {
         let db = try self.db
         let rows = try Row.fetchAll(
             db.cachedStatement(
                 sql: """
-                    SELECT e.id, s.name, e.due_at, e.event_key, e.traceparent, e.payload
+                    SELECT e.id, s.name, e.due_at, e.created_at, e.event_key, e.traceparent, e.payload
                     FROM scheduled_events AS e JOIN streams AS s ON s.id = e.stream_id
                     WHERE e.due_at <= ? ORDER BY e.due_at, e.id LIMIT ?
                     """), arguments: [millis, limit])
@@ -36,9 +36,9 @@ extension SQLiteTransaction {
         return try rows.map { row in
             let id: Int64 = row[0]
             try delete.execute(arguments: [id])
-            return DueEvent(
-                id: id, stream: row[1], due: row[2], key: (row[3] as String?).flatMap(EventKey.init),
-                traceParent: (row[4] as String?).flatMap(TraceParent.init), payload: row[5])
+            return ScheduledEvent(
+                id: id, stream: row[1], due: row[2], created: row[3], key: (row[4] as String?).flatMap(EventKey.init),
+                traceParent: (row[5] as String?).flatMap(TraceParent.init), payload: row[6])
         }
     }
 

@@ -118,7 +118,7 @@ protocol LogTransaction: AnyObject {
     /// Takes up to `limit` events due by `millis` out of the table, earliest first (of
     /// `streams` only, when given: the ones locked up front); another writer's taken
     /// rows are passed over.
-    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [DueEvent]
+    func takeDueEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [ScheduledEvent]
     /// The earliest due time of any pending scheduled event, or of the stream's.
     func nextScheduledDue() throws -> Int64?
     func nextScheduledDue(of stream: Int64) throws -> Int64?

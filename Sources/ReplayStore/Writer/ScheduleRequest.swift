@@ -10,13 +10,3 @@ struct ScheduleRequest: Sendable {
     let key: EventKey?
     let traceParent: TraceParent?
 }
-
-/// A due event as the writer takes it out of the table, with its stream's name.
-struct DueEvent {
-    let id: Int64
-    let stream: String
-    let due: Int64
-    let key: EventKey?
-    let traceParent: TraceParent?
-    let payload: Data
-}
