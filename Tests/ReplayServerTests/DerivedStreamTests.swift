@@ -361,6 +361,35 @@ struct DerivedStreamTests {
         }
     }
 
+    /// A backlog of several pages: while the runner feeds one page, the helper reads the
+    /// next and starts it, and a step that stops early (a step's full outputs, the take)
+    /// drops what was read ahead. The outputs are still exactly one thread's.
+    @Test func pagesReadAheadGiveWhatOneThreadWould() async throws {
+        try await withDaemon(arguments: ["--default-capacity", "unlimited"]) { daemon in
+            let client = try await ReplayClient.connect(to: daemon.socketPath)
+            let count = 20_000
+            for start in stride(from: 1, through: count, by: 5_000) {
+                _ = try await client.publish("in", contentsOf: (start..<(start + 5_000)).map { n in Data(#"{"n":\#(n)}"#.utf8) })
+            }
+            // Up to two outputs an event, so that some steps fill before their page ends.
+            let program = #".n as $n | if $n % 997 == 0 then error("n is \($n)") else range($n % 3) | {n: $n, i: .} end"#
+            let (skip, take) = (5, 15_000)
+            try await client.derive("out", DerivationSpec(inputs: ["in"], program: program, take: UInt64(take), skip: UInt64(skip), onError: .skip))
+            var expected: [String] = []
+            events: for n in 1...count where n % 997 != 0 {
+                for i in 0..<(n % 3) {
+                    expected.append(#"{"n":\#(n),"i":\#(i)}"#)
+                    if expected.count == skip + take { break events }
+                }
+            }
+            expected.removeFirst(skip)
+            #expect(try await Self.read(client, "out", count: take).map { $0.text ?? "" } == expected)
+            try await eventually("the derived stream completes at its take") { try await client.info("out").terminal != nil }
+            #expect(try await client.info("out").lastSeq == UInt64(take))
+            await client.close()
+        }
+    }
+
     /// A program that loops, or grows without bound, on one event is cut off by the
     /// daemon's budget: that event is a runtime error under the policy, the derivation goes
     /// on, and so does a reader whose filter does the same. The time limit is long enough
