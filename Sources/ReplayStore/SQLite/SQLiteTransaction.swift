@@ -20,6 +20,8 @@ final class SQLiteTransaction: LogTransaction {
     private(set) var began = false
     /// Events inserted and not yet written (`EventInserts`).
     private var inserts = EventInserts()
+    /// The keys of the events inserted, each one's newest, not yet written (`NewestKeys`).
+    private var keys = NewestKeys()
 
     init(_ db: Database, producers: ProducerTable) {
         self.connection = db
@@ -141,6 +143,7 @@ final class SQLiteTransaction: LogTransaction {
         let row = EventInserts.Row(
             key: LogRowKey.key(stream: stream, sequence: sequence), millis: millis, payload: payload,
             stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace, origin: origin, eventKey: key)
+        if let key { keys.add(key, stream: stream, sequence: sequence) }
         if inserts.add(row) { try writeInserts() }
     }
 
@@ -153,6 +156,10 @@ final class SQLiteTransaction: LogTransaction {
     /// Every event of the batch written: before its COMMIT.
     func finishWrites() throws {
         if !inserts.isEmpty { try writeInserts() }
+        if !keys.isEmpty {
+            try begin()
+            try keys.write(connection)
+        }
     }
 
     func eventHash(stream: Int64, sequence: UInt64) throws -> EventHash? {
@@ -201,14 +208,28 @@ final class SQLiteTransaction: LogTransaction {
         try producers.eventsWillGo(of: stream, through: LogRowKey.maxSequence, &producerWrites, db)
         let range = LogRowKey.range(of: stream)
         try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
+        try db.execute(sql: "DELETE FROM event_keys WHERE stream_id = ?", arguments: [stream])
     }
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
         try producers.eventsWillGo(of: stream, through: through, &producerWrites, db)
-        let freed = try Int.fetchAll(
-            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload)"),
-            arguments: [LogRowKey.key(stream: stream, sequence: from), LogRowKey.key(stream: stream, sequence: through)])
-        return freed.reduce(0, +)
+        let delete = try RawStatement(
+            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload), event_key IS NOT NULL"), in: db)
+        delete.bind(LogRowKey.key(stream: stream, sequence: from), at: 1)
+        delete.bind(LogRowKey.key(stream: stream, sequence: through), at: 2)
+        var (freed, keyed) = (0, false)
+        try delete.forEachRow { row in
+            freed += Int(row.int64(0))
+            keyed = keyed || row.int64(1) != 0
+            return true
+        }
+        // Keys whose newest event went with them: a stream without keys asks nothing more.
+        if keyed {
+            try db.cachedStatement(sql: "DELETE FROM event_keys WHERE stream_id = ? AND seq BETWEEN ? AND ?").execute(arguments: [
+                stream, Int64(from), Int64(through),
+            ])
+        }
+        return freed
     }
 
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
