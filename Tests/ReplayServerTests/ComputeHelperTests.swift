@@ -1,6 +1,5 @@
 import Foundation
 import ReplayDerive
-import ReplaySync
 import Testing
 
 @testable import ReplayServer
@@ -53,44 +52,5 @@ struct ComputeHelperTests {
             let results = helper.computeAll(events) { event in Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) } }
             #expect(results.map { (try? $0.get())?.first.map { String(decoding: $0, as: UTF8.self) } } == (1...200).map { "\(page * 1_000 + $0)" })
         }
-    }
-
-    /// The helper reads the page after the positions it was given and starts computing
-    /// it; the runner takes it by those positions, and a page read for others is dropped.
-    @Test func aPageReadAheadIsTakenByItsPositionsAndOnlyByThem() throws {
-        let program = try JQProgram(".n * 2")
-        let helper = ComputeHelper(program: ".n * 2", budget: .init())
-        defer { helper.retire() }
-        let page: @Sendable (Int) -> [InputEvent] = { from in
-            (from..<(from + 300)).map { n in InputEvent(stream: "in", sequence: UInt64(n), millis: 0, payload: Data(#"{"n":\#(n)}"#.utf8)) }
-        }
-        func run(_ event: InputEvent) -> ComputeHelper.Computed { Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) } }
-        func texts(_ results: [ComputeHelper.Computed]) -> [String] {
-            results.map { (try? $0.get())?.first.map { String(decoding: $0, as: UTF8.self) } ?? "" }
-        }
-        let read = Locked(false)
-        helper.readAhead(after: ["in": 300]) {
-            read.withLock { $0 = true }
-            return page(301)
-        }
-        // Taken once the helper read it and computed a chunk (a guard of 30 s, not a timing).
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while helper.helped == 0, Date() < deadline { usleep(1_000) }
-        #expect(read.value, "the helper did the read")
-        let taken = try #require(helper.readAhead(after: ["in": 300], run))
-        #expect(taken.events.map(\.sequence) == Array(301...600))
-        #expect(texts(taken.computed) == (301...600).map { "\($0 * 2)" })
-        #expect(helper.readAheadTaken == 1)
-
-        // Read for other positions (the step before stopped early): dropped, not given.
-        helper.readAhead(after: ["in": 900]) { page(901) }
-        #expect(helper.readAhead(after: ["in": 600], run) == nil)
-        // An empty page is not given either: the runner reads for itself, seeing what
-        // was committed since.
-        helper.readAhead(after: ["in": 600]) { [] }
-        #expect(helper.readAhead(after: ["in": 600], run) == nil)
-        #expect(helper.readAheadTaken == 1)
-        // And the helper still shares a page computed as before.
-        #expect(texts(helper.computeAll(page(601), run)) == (601...900).map { "\($0 * 2)" })
     }
 }

@@ -361,10 +361,10 @@ struct DerivedStreamTests {
         }
     }
 
-    /// A backlog of several pages: while the runner feeds one page, the helper reads the
-    /// next and starts it, and a step that stops early (a step's full outputs, the take)
-    /// drops what was read ahead. The outputs are still exactly one thread's.
-    @Test func pagesReadAheadGiveWhatOneThreadWould() async throws {
+    /// A backlog of several pages, each shared by the runner and its helper, where some
+    /// steps fill before their page ends and the take ends one midway: the outputs are
+    /// exactly one thread's.
+    @Test func aBacklogOfSeveralPagesGivesWhatOneThreadWould() async throws {
         try await withDaemon(arguments: ["--default-capacity", "unlimited"]) { daemon in
             let client = try await ReplayClient.connect(to: daemon.socketPath)
             // Three pages of 4,096 and a part.

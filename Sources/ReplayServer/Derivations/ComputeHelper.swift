@@ -16,12 +16,6 @@ import ReplayDerive
 /// interpreter is confined to its thread (`JQProgram`), so the helper compiles its own,
 /// on its own thread, and only bytes cross between the two.
 ///
-/// While the runner feeds one page's outputs to the engine and hands the step to the
-/// writer, the helper reads the next page and starts computing it (`readAhead`): the
-/// runner asks for it by the positions it expects to stand at, and a page read for other
-/// positions (the step stopped early: a take, a full step) is dropped. Without this the
-/// helper sat idle for the runner's read and feed, about a third of a catch-up.
-///
 /// `@unchecked Sendable`: what the two threads share is guarded by `condition`, but for
 /// the results' slots, each written by the one thread that took its chunk and read by the
 /// runner once both are done (the lock orders the two).
@@ -58,39 +52,18 @@ final class ComputeHelper: @unchecked Sendable {
         }
     }
 
-    /// The page after `positions`, asked of the helper before the runner needs it.
-    private struct ReadAhead {
-        let positions: [String: UInt64]
-        let read: @Sendable () -> [InputEvent]?
-    }
-
     private let program: String
     private let budget: JQProgram.Budget
     private let condition = NSCondition()
-    /// The page whose chunks are being taken.
-    private var current: Page?
-    /// A read asked for and not started yet.
-    private var wanted: ReadAhead?
-    /// Whether the helper is inside a read.
-    private var reading = false
-    /// The page read ahead, for the positions it follows.
-    private var readPage: (positions: [String: UInt64], page: Page)?
+    private var page: Page?
     private var retired = false
     private var chunksHelped = 0
-    private var pagesReadAhead = 0
 
     /// Chunks the helper computed, since it started (a test's proof that it helps).
     var helped: Int {
         condition.lock()
         defer { condition.unlock() }
         return chunksHelped
-    }
-
-    /// Pages the runner took as the helper read them ahead.
-    var readAheadTaken: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return pagesReadAhead
     }
 
     init(program: String, budget: JQProgram.Budget) {
@@ -106,62 +79,18 @@ final class ComputeHelper: @unchecked Sendable {
     func computeAll(_ events: [InputEvent], _ compute: (InputEvent) -> Computed) -> [Computed] {
         let shared = Page(events)
         condition.lock()
-        dropReadAhead()
-        current = shared
+        page = shared
         condition.broadcast()
-        return finish(shared, compute)
-    }
-
-    /// Asks the helper to read the page after `positions` now (with `read`, on its own
-    /// thread) and to start computing it, for a `readAhead(after:)` that follows.
-    func readAhead(after positions: [String: UInt64], _ read: @escaping @Sendable () -> [InputEvent]?) {
-        condition.lock()
-        dropReadAhead()
-        wanted = ReadAhead(positions: positions, read: read)
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// The page read ahead after `positions` and every event's outputs, computed by the
-    /// caller and the helper together from where the helper got to; `nil` if no page was
-    /// read for those positions or it came back empty (the caller reads for itself then,
-    /// so that events committed since are seen).
-    func readAhead(after positions: [String: UInt64], _ compute: (InputEvent) -> Computed) -> (events: [InputEvent], computed: [Computed])? {
-        condition.lock()
-        // A read not started yet: the caller reads now, as soon as the helper would.
-        if !reading { wanted = nil }
-        while reading { condition.wait() }
-        guard let ahead = readPage, ahead.positions == positions, !ahead.page.events.isEmpty else {
-            dropReadAhead()
+        while let range = take(from: shared) {
             condition.unlock()
-            return nil
-        }
-        readPage = nil
-        pagesReadAhead += 1
-        return (ahead.page.events, finish(ahead.page, compute))
-    }
-
-    /// Takes `page`'s remaining chunks on the caller's thread (holding the lock on entry),
-    /// waits for the helper's last, and returns the results.
-    private func finish(_ page: Page, _ compute: (InputEvent) -> Computed) -> [Computed] {
-        while let range = take(from: page) {
-            condition.unlock()
-            for index in range { page.results[index] = compute(page.events[index]) }
+            for index in range { shared.results[index] = compute(events[index]) }
             condition.lock()
         }
         // Every chunk is taken; the helper may still be computing its last.
-        while page.helping { condition.wait() }
-        if current === page { current = nil }
+        while shared.helping { condition.wait() }
+        page = nil
         condition.unlock()
-        return page.results.map { $0! }
-    }
-
-    /// Forgets a read asked for or done (under the lock); a chunk the helper is computing
-    /// of it finishes into a page no one reads.
-    private func dropReadAhead() {
-        wanted = nil
-        if let ahead = readPage, current === ahead.page { current = nil }
-        readPage = nil
+        return shared.results.map { $0! }
     }
 
     /// Ends the thread (its runner ended).
@@ -187,22 +116,7 @@ final class ComputeHelper: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !retired {
-            if current == nil, let asked = wanted {
-                wanted = nil
-                reading = true
-                condition.unlock()
-                let events = asked.read()
-                condition.lock()
-                reading = false
-                if let events {
-                    let page = Page(events)
-                    readPage = (asked.positions, page)
-                    current = page
-                }
-                condition.broadcast()
-                continue
-            }
-            guard let page = current, let range = take(from: page) else {
+            guard let page, let range = take(from: page) else {
                 condition.wait()
                 continue
             }

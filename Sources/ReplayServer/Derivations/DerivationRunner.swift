@@ -240,34 +240,23 @@ final class DerivationRunner: @unchecked Sendable {
         locked { $0.wakes = 0 }
         let reader = InputReader(store: store, spec: derivation.spec, derived: stream)
         let inputs = reader.streams()
-        // A page of a stateless program's events is computed on two threads first, then
-        // fed in order (`ComputeHelper`), the next page read and begun by the helper
-        // while this one is fed.
         let events: [InputEvent]
-        var computed: [ComputeHelper.Computed]?
-        if engine.isStateless, let ahead = helper?.readAhead(after: derivation.positions, engine.compute) {
-            events = ahead.events
-            computed = ahead.computed
-        } else {
-            do {
-                events = try reader.next(after: derivation.positions, in: inputs)
-            } catch {
-                logger.warning("derivation could not read its inputs", metadata: ["stream": "\(stream)", "error": "\(error)"])
-                return nil
-            }
-            if engine.isStateless, events.count >= ComputeHelper.minimumEvents, ComputeHelper.isUseful {
-                if helper == nil { helper = ComputeHelper(program: derivation.spec.program, budget: budget) }
-                computed = helper!.computeAll(events, engine.compute)
-            }
-        }
-        if let helper, computed != nil, events.count >= ComputeHelper.minimumEvents {
-            var after = derivation.positions
-            for event in events { after[event.stream] = event.sequence }
-            helper.readAhead(after: after) { [after] in try? reader.next(after: after, in: reader.streams()) }
+        do {
+            events = try reader.next(after: derivation.positions, in: inputs)
+        } catch {
+            logger.warning("derivation could not read its inputs", metadata: ["stream": "\(stream)", "error": "\(error)"])
+            return nil
         }
         var step = DerivationStep(stream: stream, expected: derivation.positions, positions: derivation.positions, state: derivation.state)
         if case .deadLetter(let target) = derivation.spec.onError { step.deadLetterStream = target }
         var bytes = 0
+        // A page of a stateless program's events is computed on two threads first, then
+        // fed in order (`ComputeHelper`).
+        var computed: [ComputeHelper.Computed]?
+        if engine.isStateless, events.count >= ComputeHelper.minimumEvents, ComputeHelper.isUseful {
+            if helper == nil { helper = ComputeHelper(program: derivation.spec.program, budget: budget) }
+            computed = helper!.computeAll(events, engine.compute)
+        }
         for (index, event) in events.enumerated() {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
             do {
