@@ -308,9 +308,11 @@ public func withTmpfs<T>(at directory: String, size: String, _ body: () async th
 }
 
 /// Polls `condition` until it holds; fails after `seconds`. For waiting on real processes
-/// (a child to exit), never for asserting how long something took.
+/// (a child to exit), never for asserting how long something took. A minute by default:
+/// the full suite on two cores has stalled a waiting test past 30 s (four HTTP tests that
+/// take 3 s alone failed together), and the limit only bounds a wait that never ends.
 public func eventually(
-    within seconds: Double = 30, _ what: String, _ condition: () async throws -> Bool
+    within seconds: Double = 60, _ what: String, _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
