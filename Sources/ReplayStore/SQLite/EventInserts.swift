@@ -30,8 +30,6 @@ struct EventInserts {
         let eventKey: EventKey?
     }
 
-    /// The most rows one statement carries; fewer go in chunks of 16, 8, 4, 2 and 1.
-    static let chunk = 32
     private static let hashBytes = 32
     private var rows: [Row] = []
 
@@ -40,23 +38,17 @@ struct EventInserts {
     /// Adds a row; whether a full chunk is now waiting.
     mutating func add(_ row: Row) -> Bool {
         rows.append(row)
-        return rows.count >= Self.chunk
+        return rows.count >= RowChunks.largest
     }
 
     /// Writes every waiting row.
     mutating func write(_ db: Database) throws {
-        var start = 0
-        var size = Self.chunk
-        while start < rows.count {
-            while size > rows.count - start { size /= 2 }
-            try write(rows[start..<start + size], db)
-            start += size
-        }
+        try RowChunks.forEach(rows) { try write($0, db) }
         rows.removeAll(keepingCapacity: true)
     }
 
     private func write(_ rows: ArraySlice<Row>, _ db: Database) throws {
-        let insert = try RawStatement(db.cachedStatement(sql: Self.sql(rows: rows.count)), in: db)
+        let insert = try RawStatement(db.cachedStatement(sql: Self.statements.sql(rows: rows.count)), in: db)
         let bytes = rows.reduce(0) { total, row in
             total + row.payload.count + Self.hashBytes + (row.stamp == nil ? 0 : EventStamp.maxBytes) + (row.trace?.bytes.count ?? 0)
                 + (row.origin?.utf8.count ?? 0) + (row.eventKey?.bytes.count ?? 0)
@@ -104,12 +96,6 @@ struct EventInserts {
     }
 
     private static let columns = 8
-    private static let statements = [1, 2, 4, 8, 16, 32].map { count in
-        "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin, event_key) VALUES "
-            + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", ")
-    }
-
-    private static func sql(rows: Int) -> String {
-        statements[rows.trailingZeroBitCount]
-    }
+    private static let statements = RowChunks(
+        head: "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin, event_key) VALUES ", columns: columns)
 }

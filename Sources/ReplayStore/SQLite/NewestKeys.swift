@@ -27,17 +27,11 @@ struct NewestKeys {
     mutating func write(_ db: Database) throws {
         let rows = Array(newest)
         newest.removeAll(keepingCapacity: true)
-        var start = 0
-        var size = EventInserts.chunk
-        while start < rows.count {
-            while size > rows.count - start { size /= 2 }
-            try Self.write(rows[start..<start + size], db)
-            start += size
-        }
+        try RowChunks.forEach(rows) { try Self.write($0, db) }
     }
 
     private static func write(_ rows: ArraySlice<(key: Key, value: UInt64)>, _ db: Database) throws {
-        let upsert = try RawStatement(db.cachedStatement(sql: statements[rows.count.trailingZeroBitCount]), in: db)
+        let upsert = try RawStatement(db.cachedStatement(sql: statements.sql(rows: rows.count)), in: db)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(rows.reduce(0) { $0 + $1.key.key.bytes.count }, 1), alignment: 1)
         defer { buffer.deallocate() }
         var offset = 0
@@ -54,8 +48,7 @@ struct NewestKeys {
     }
 
     /// `max`: a row never goes back, whatever order the batch's keys are written in.
-    private static let statements = [1, 2, 4, 8, 16, 32].map { count in
-        "INSERT INTO event_keys (stream_id, event_key, seq) VALUES " + Array(repeating: "(?, ?, ?)", count: count).joined(separator: ", ")
-            + " ON CONFLICT (stream_id, event_key) DO UPDATE SET seq = max(seq, excluded.seq)"
-    }
+    private static let statements = RowChunks(
+        head: "INSERT INTO event_keys (stream_id, event_key, seq) VALUES ", columns: 3,
+        tail: " ON CONFLICT (stream_id, event_key) DO UPDATE SET seq = max(seq, excluded.seq)")
 }
