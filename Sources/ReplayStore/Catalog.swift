@@ -152,6 +152,9 @@ struct StreamRow {
     /// `scheduled_count`, `next_due`.
     var scheduledCount = 0
     var nextDue: Int64?
+    /// `removed_events`, `removed_through`.
+    var removedEvents = 0
+    var removedThrough: Int64 = 0
 
     /// The row as the catalog keeps it; a source's options that are not valid (a row
     /// written by hand) are an error that names the stream, not a silent default.
@@ -189,7 +192,8 @@ struct StreamRow {
                         source: forkSource ?? "", sequence: UInt64($0), requestedSequence: UInt64(forkOffset ?? $0),
                         requestedSubOffset: UInt64(forkSubOffset ?? 0))
                 },
-                deletedAt: deletedAt.flatMap(Timestamp.parse), scheduledCount: scheduledCount, nextDue: nextDue),
+                deletedAt: deletedAt.flatMap(Timestamp.parse), scheduledCount: scheduledCount, nextDue: nextDue,
+                removedEvents: removedEvents, removedThrough: UInt64(removedThrough)),
             lastTime: lastTime, chainHead: chainHead, chainBase: chainBase)
     }
 }
@@ -205,7 +209,8 @@ extension StreamRow {
             writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
             forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"],
             forkSource: row["fork_source"], chainHead: Self.hash(row["chain_head"]), chainBase: Self.hash(row["chain_base"]),
-            scheduledCount: row["scheduled_count"], nextDue: row["next_due"])
+            scheduledCount: row["scheduled_count"], nextDue: row["next_due"], removedEvents: row["removed_events"],
+            removedThrough: row["removed_through"])
     }
 
     /// A hash column's value; NULL (or anything not 32 bytes) is none.

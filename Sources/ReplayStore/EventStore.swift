@@ -226,6 +226,16 @@ public final class EventStore: Sendable {
         writer.submit(.reset(stream: stream, keepHistory: keepHistory, completion))
     }
 
+    /// Removes the stream's events `from...through` (those still retained), from inside its
+    /// window as well as from its front: readers see a gap where they were, the stream's
+    /// hash chain is still checked across it (`EventHole`), and the stream's count leaves
+    /// them out. Answers the stream as the removal left it.
+    public func removeEvents(
+        _ stream: String, from: UInt64, through: UInt64, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void
+    ) {
+        writer.submit(.removeEvents(stream: stream, from: from, through: through, completion))
+    }
+
     /// Removes events older than their stream's age limit. Appends trim their own stream;
     /// call this periodically so idle streams expire too.
     public func enforceRetention(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
@@ -462,6 +472,10 @@ extension EventStore {
 
     public func barrier() async throws(StoreError) {
         try await bridge { barrier(completion: $0) }
+    }
+
+    public func removeEvents(_ stream: String, from: UInt64, through: UInt64) async throws(StoreError) -> StreamInfo {
+        try await bridge { removeEvents(stream, from: from, through: through, completion: $0) }
     }
 
     public func enforceRetention() async throws(StoreError) {

@@ -42,6 +42,8 @@ protocol LogDatabase: Sendable {
 
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
+    /// The stream's hole that holds `sequence`, as last committed (`EventHole`).
+    func hole(of stream: Int64, containing sequence: UInt64) throws(StoreError) -> EventHole?
 
     /// Every subscription's row as last committed (`id`: that one only).
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow]

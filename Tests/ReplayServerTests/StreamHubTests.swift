@@ -54,6 +54,20 @@ struct StreamHubTests {
         #expect(sequences(hub.step(at: 3, liveAfter: 2, limit: 100, byteBudget: 1 << 20)) == Array(3...10))
     }
 
+    @Test func eventsRemovedFromInsideTheWindowAreNeverServedFromTheRing() {
+        let hub = Self.hub(ring: 100)
+        var removed = Self.info(first: 1, last: 10)
+        removed.removedEvents = 2
+        removed.removedThrough = 6
+        hub.apply(CommitBatch.Change(info: removed, appended: []))
+        // 5 and 6 went (a hole the store's read ends at): the ring serves from 7 only.
+        guard case .read(let through) = hub.step(at: 5, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected a read of the store"); return
+        }
+        #expect(through == 6)
+        #expect(sequences(hub.step(at: 7, liveAfter: 10, limit: 100, byteBudget: 1 << 20)) == [7, 8, 9, 10])
+    }
+
     @Test func caughtUpWaitsAndATerminalStreamEnds() {
         let hub = Self.hub()
         guard case .wait = hub.step(at: 11, liveAfter: 10, limit: 100, byteBudget: 1 << 20) else {

@@ -59,7 +59,8 @@ struct InputReader {
                         stream: info.name, sequence: sequence, millis: CommitTime.millis(time), payload: Data(payload),
                         traceParent: trace.flatMap(TraceParent.init(bytes:)), key: key.flatMap(EventKey.init(bytes:))))
             }
-            if !events.isEmpty { pages.append((order, events, events.count == page)) }
+            // A page may have more behind it: it is full, or it ended at a hole (`EventHole`).
+            if let last = events.last { pages.append((order, events, events.count == page || last.sequence < info.lastSequence)) }
         }
         guard pages.count > 1 else { return pages.first?.events ?? [] }
         // The merge's horizon: the earliest last event of a page that may have more.

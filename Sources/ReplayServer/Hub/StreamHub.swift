@@ -70,6 +70,8 @@ final class StreamHub: Sendable {
                 // daemon (a shared database) moves the bounds without events, which its
                 // cursors then read from the store.
                 if state.ring.lastSequence != info.lastSequence { state.ring.removeAll() }
+                // Events removed from inside the window are read (as the gap they are) from the store.
+                state.ring.removeFirst(through: info.removedThrough)
             } else {
                 state.deleted = true
                 state.ring.removeAll()

@@ -59,6 +59,12 @@ struct TailRing {
         }
     }
 
+    /// Drops the entries up to `sequence`: events removed from the store (`EventHole`)
+    /// are never served from here.
+    mutating func removeFirst(through sequence: UInt64) {
+        while let first = firstSequence, first <= sequence { bytes -= entries.removeFirst().payload.count }
+    }
+
     mutating func removeAll() {
         entries.removeAll()
         bytes = 0

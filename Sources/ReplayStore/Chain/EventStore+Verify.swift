@@ -85,13 +85,23 @@ extension EventStore {
                 // Nothing left to read: retention took the rest, or rows were removed
                 // under the daemon (its row still says they are kept).
                 let now = catalog[stream]
-                if let now, now.info.config.capacity != 0, now.info.firstSequence <= last, from <= last {
+                if let now, now.info.config.capacity != 0, now.info.firstSequence <= last, from <= last,
+                    try !endsInAHole(now, from: max(from, now.info.firstSequence), through: last)
+                {
                     report.broken = ChainReport.Break(sequence: max(from, now.info.firstSequence), expected: "an event", found: "none")
                 }
                 return report.with(lastHash)
             }
         }
         return report.with(lastHash)
+    }
+}
+
+extension EventStore {
+    /// Whether `from...through` is one hole: events removed from inside the window, not missing.
+    fileprivate func endsInAHole(_ record: Catalog.Record, from: UInt64, through: UInt64) throws(StoreError) -> Bool {
+        guard record.info.removedEvents > 0, let hole = try log.hole(of: record.id, containing: from) else { return false }
+        return hole.through >= through
     }
 }
 

@@ -55,11 +55,18 @@ public struct StreamInfo: Sendable, Equatable {
     /// appends them, so every view reads them without a query.
     public var scheduledCount = 0
     public var nextDue: Int64? = nil
+    /// Events removed from inside the window (an event's expiry, compaction), where the
+    /// oldest are removed by retention: holes the stream's count leaves out, and a reader
+    /// is told of as gaps.
+    public var removedEvents = 0
+    /// The highest sequence number removed from inside the window (0: none ever): a copy
+    /// of recent events in memory must not serve one at or below it.
+    public var removedThrough: UInt64 = 0
 
     public var isSoftDeleted: Bool { deletedAt != nil }
 
-    /// Events retained: the window is contiguous because trimming removes the oldest.
-    public var eventCount: Int { Int(lastSequence + 1 - firstSequence) }
+    /// Events retained: the window less its holes.
+    public var eventCount: Int { Int(lastSequence + 1 - firstSequence) - removedEvents }
 
     /// Where "the last `count` retained events" start (`last=<n>`): `lastSequence + 1`
     /// (nothing) for 0, never before the retained window.

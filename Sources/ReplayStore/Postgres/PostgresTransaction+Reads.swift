@@ -28,6 +28,8 @@ extension PostgresTransaction {
     ///   which was the bound of a one-reader catch-up: the backend spent a whole core for
     ///   200,000 events/s (docs/PERFORMANCE.md).
     ///
+    /// - **Ending at a hole.** A read ends before a hole (events removed from inside the
+    ///   window): its reader reports the hole as a gap, and reads on from after it.
     /// - **Checked.** Every page comes with what its own snapshot holds before its first
     ///   event (`chainStart`), and each event's hash is checked against its chain
     ///   (`ChainCheck`) before it is handed on: a corrupt event ends the read with
@@ -87,7 +89,8 @@ extension PostgresTransaction {
     }
 
     /// What a page's snapshot holds before its first event: the stored hash of the event
-    /// before it (`nil`: no such row; empty: stored before chaining began), and the
+    /// before it, or of a hole's last event where a hole ends just before it (`EventHole`;
+    /// `nil`: neither; empty: stored before chaining began), and the
     /// stream's chain base. Two lookups by key inside the page's own statement, so both
     /// are as of the snapshot that read the page, whatever retention did since.
     struct ChainStart {
@@ -97,7 +100,9 @@ extension PostgresTransaction {
 
     private static func chainStart(stream: Int64, firstSeq: String) -> String {
         """
-        (SELECT coalesce(b.hash, ''::bytea) FROM event_log b WHERE b.stream_id = \(stream) AND b.seq = \(firstSeq) - 1),
+        coalesce(
+            (SELECT coalesce(b.hash, ''::bytea) FROM event_log b WHERE b.stream_id = \(stream) AND b.seq = \(firstSeq) - 1),
+            (SELECT coalesce(h.hash, ''::bytea) FROM event_holes h WHERE h.stream_id = \(stream) AND h.through_seq = \(firstSeq) - 1)),
         (SELECT chain_base FROM streams WHERE id = \(stream))
         """
     }
@@ -178,7 +183,12 @@ private struct PageReading {
         self.byteBudget = byteBudget
     }
 
-    var isDone: Bool { remaining <= 0 || bytes >= byteBudget }
+    /// The next event the read hands on must follow the last one: `nil` before the first.
+    var expected: Int64?
+    /// The read met a hole after the last event it handed on (see `forEachEvent`).
+    var atHole = false
+
+    var isDone: Bool { remaining <= 0 || bytes >= byteBudget || atHole }
 
     /// Hands each event of a packed page to `body` until the page or the read's allowance
     /// ends, or at an event at `end` or after; `from` follows the last one handed on.
@@ -202,6 +212,10 @@ private struct PageReading {
                     throw StoreError.unavailable("PostgreSQL sent a page out of order")
                 }
                 guard sequence < end else { return }
+                if let expected, sequence != expected {
+                    atHole = true
+                    return
+                }
                 if millis != time.millis { time = (millis, Array(Timestamp.format(millis: millis).utf8)) }
                 let payload = UnsafeRawBufferPointer(rebasing: page[start..<start + size])
                 let trace = traceSize == 0 ? nil : UnsafeRawBufferPointer(rebasing: page[start + size..<start + size + traceSize])
@@ -213,6 +227,7 @@ private struct PageReading {
                 time.text.withUnsafeBytes { text in body(UInt64(sequence), text, payload, trace, hash, key) }
                 offset = keyStart + keySize
                 from = sequence + 1
+                expected = sequence + 1
                 remaining -= 1
                 bytes += size
             }

@@ -85,7 +85,7 @@ final class PostgresTransaction: LogTransaction {
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
         s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version, s.chain_head, s.chain_base,
-        s.scheduled_count, s.next_due,
+        s.scheduled_count, s.next_due, s.removed_events, s.removed_through,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
         EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups,
         EXISTS (SELECT FROM derivations d WHERE d.stream_id = s.id) AS is_derived
@@ -310,6 +310,75 @@ final class PostgresTransaction: LogTransaction {
         try requireLocks()
         try flush()
         try session.query("DELETE FROM event_log WHERE stream_id = \(stream)")
+        try session.query("DELETE FROM event_holes WHERE stream_id = \(stream)")
+    }
+
+    func removeEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> (events: Int, bytes: Int) {
+        try requireLocks()
+        try flush()
+        let rows = try session.query(
+            """
+            WITH gone AS (DELETE FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(from)) AND \(Int64(through))
+                          RETURNING seq, length(payload) AS size, hash)
+            SELECT count(*), coalesce(sum(size), 0)::bigint, min(seq), max(seq), (SELECT hash FROM gone ORDER BY seq DESC LIMIT 1) FROM gone
+            """)
+        let (events, bytes, first, last, hash) = try Self.firstRow(rows).decode((Int64, Int64, Int64?, Int64?, Data?).self)
+        guard events > 0, let first, let last else { return (0, 0) }
+        let before = Int64(from) - 1
+        let after = Int64(through) + 1
+        var neighbours = try Self.holes(
+            session.query(
+                """
+                SELECT from_seq, through_seq, hash FROM event_holes
+                WHERE stream_id = \(stream) AND through_seq BETWEEN \(before) AND \(Int64(through))
+                """))
+        neighbours += try Self.holes(
+            session.query(
+                """
+                SELECT from_seq, through_seq, hash FROM event_holes WHERE stream_id = \(stream) AND through_seq >= \(after) AND from_seq <= \(after)
+                ORDER BY through_seq LIMIT 1
+                """))
+        let merged = EventHole.merging(first: UInt64(first), last: (UInt64(last), StreamRow.hash(hash)), neighbours: neighbours)
+        let parts = neighbours.map { Int64($0.through) }
+        try session.query("DELETE FROM event_holes WHERE stream_id = \(stream) AND through_seq = ANY(\(parts)::bigint[])")
+        try session.query(
+            """
+            INSERT INTO event_holes (stream_id, through_seq, from_seq, hash)
+            VALUES (\(stream), \(Int64(merged.through)), \(Int64(merged.from)), \(StreamRowUpdate.column(merged.hash)))
+            """)
+        return (Int(events), Int(bytes))
+    }
+
+    func hole(of stream: Int64, containing sequence: UInt64) throws -> EventHole? {
+        try requireLocks()
+        try flush()
+        return try Self.holes(
+            session.query(
+                """
+                SELECT from_seq, through_seq, hash FROM event_holes
+                WHERE stream_id = \(stream) AND through_seq >= \(Int64(sequence)) AND from_seq <= \(Int64(sequence))
+                ORDER BY through_seq LIMIT 1
+                """)
+        ).first
+    }
+
+    func dropHoles(of stream: Int64, through: UInt64) throws -> Int {
+        try requireLocks()
+        try flush()
+        let rows = try session.query(
+            """
+            WITH gone AS (DELETE FROM event_holes WHERE stream_id = \(stream) AND through_seq <= \(Int64(through))
+                          RETURNING through_seq - from_seq + 1 AS events)
+            SELECT coalesce(sum(events), 0)::bigint FROM gone
+            """)
+        return Int(try Self.single(rows, Int64.self))
+    }
+
+    private static func holes(_ rows: PostgresQueryResult) throws -> [EventHole] {
+        try rows.rows.map { row in
+            let (from, through, hash) = try row.decode((Int64, Int64, Data?).self)
+            return EventHole(from: UInt64(from), through: UInt64(through), hash: StreamRow.hash(hash))
+        }
     }
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
@@ -362,8 +431,15 @@ final class PostgresTransaction: LogTransaction {
         of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64, _ session: some PostgresQuerying
     ) throws -> UInt64 {
         try TimeSearch.firstSequence(in: window, atOrAfter: millis) { sequence in
-            let rows = try session.query("SELECT time FROM event_log WHERE stream_id = \(stream) AND seq = \(Int64(sequence))")
-            return try rows.rows.first.map { try $0.decode(Int64.self) }
+            let rows = try session.query(
+                """
+                SELECT seq, time FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(sequence)) AND \(Int64(window.upperBound))
+                ORDER BY seq LIMIT 1
+                """)
+            return try rows.rows.first.map { row in
+                let (sequence, millis) = try row.decode((Int64, Int64).self)
+                return (UInt64(sequence), millis)
+            }
         }
     }
 
@@ -511,7 +587,8 @@ final class PostgresTransaction: LogTransaction {
                 forkSource: try c["fork_source"].decode(String?.self),
                 chainHead: StreamRow.hash(try c["chain_head"].decode(Data?.self)),
                 chainBase: StreamRow.hash(try c["chain_base"].decode(Data?.self)),
-                scheduledCount: Int(try c["scheduled_count"].decode(Int64.self)), nextDue: try c["next_due"].decode(Int64?.self))
+                scheduledCount: Int(try c["scheduled_count"].decode(Int64.self)), nextDue: try c["next_due"].decode(Int64?.self),
+                removedEvents: Int(try c["removed_events"].decode(Int64.self)), removedThrough: try c["removed_through"].decode(Int64.self))
             records[stream.name] = try stream.record()
             records[stream.name]?.derived = try c["is_derived"].decode(Bool.self)
             versions[stream.id] = try c["row_version"].decode(Int64.self)

@@ -268,6 +268,14 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func hole(of stream: Int64, containing sequence: UInt64) throws(StoreError) -> EventHole? {
+        do {
+            return try pool.read { db in try EventHoles.hole(of: stream, containing: sequence, db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     /// One daemon per file (`ProcessLock`): no other daemon's commits to follow; only the
     /// waiting group members' alarm and the scheduled events' ask the writer for work.
     func start(writer: WriteQueue) {

@@ -115,14 +115,15 @@ final class SQLiteTransaction: LogTransaction {
             sql: """
                 UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
                     terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
-                    deleted_at = ?, chain_head = ?, chain_base = ?, scheduled_count = ?, next_due = ?
+                    deleted_at = ?, chain_head = ?, chain_base = ?, scheduled_count = ?, next_due = ?,
+                    removed_events = ?, removed_through = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
             Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
             info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
             info.writerSequence, info.deletedAt.map(Timestamp.format), Self.column(record.chainHead), Self.column(record.chainBase),
-            info.scheduledCount, info.nextDue, record.id,
+            info.scheduledCount, info.nextDue, info.removedEvents, Int64(info.removedThrough), record.id,
         ])
     }
 
@@ -175,10 +176,12 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     /// What this snapshot holds before `segment`'s first event `sequence`: its predecessor's
-    /// hash if that row is the segment stream's own, else the stream's chain base (`known`,
-    /// where the caller has it, else the row's).
+    /// hash if that row is the segment stream's own, or the hash a hole ending just before
+    /// it kept (`EventHoles`), else the stream's chain base (`known`, where the caller has
+    /// it, else the row's).
     static func hashBefore(_ segment: LogSegments.Segment, _ sequence: UInt64, _ db: Database, known: EventHash? = nil) throws -> EventHash {
         if sequence > 1, let stored = try storedHash(stream: segment.streamID, sequence: sequence - 1, db) { return stored }
+        if sequence > 1, let hole = try EventHoles.hole(of: segment.streamID, endingAt: sequence - 1, db) { return hole.hash }
         if let known { return known }
         let base = try Data?.fetchOne(db.cachedStatement(sql: "SELECT chain_base FROM streams WHERE id = ?"), arguments: [segment.streamID])
         return StreamRow.hash(base ?? nil)
@@ -209,6 +212,54 @@ final class SQLiteTransaction: LogTransaction {
         let range = LogRowKey.range(of: stream)
         try db.execute(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?", arguments: [range.lowerBound, range.upperBound])
         try db.execute(sql: "DELETE FROM event_keys WHERE stream_id = ?", arguments: [stream])
+        try db.execute(sql: "DELETE FROM event_holes WHERE stream_id = ?", arguments: [stream])
+    }
+
+    func removeEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> (events: Int, bytes: Int) {
+        try producers.eventsWillGo(of: stream, through: through, &producerWrites, db)
+        let delete = try RawStatement(
+            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING key, length(payload), hash, event_key IS NOT NULL"),
+            in: db)
+        delete.bind(LogRowKey.key(stream: stream, sequence: from), at: 1)
+        delete.bind(LogRowKey.key(stream: stream, sequence: through), at: 2)
+        var (events, bytes, keyed) = (0, 0, false)
+        var first = UInt64.max
+        var last: (sequence: UInt64, hash: EventHash) = (0, .zero)
+        try delete.forEachRow { row in
+            let sequence = LogRowKey.sequence(of: row.int64(0))
+            events += 1
+            bytes += Int(row.int64(1))
+            keyed = keyed || row.int64(3) != 0
+            first = min(first, sequence)
+            if sequence > last.sequence { last = (sequence, row.optionalBytes(2).flatMap(EventHash.init(bytes:)) ?? .zero) }
+            return true
+        }
+        guard events > 0 else { return (0, 0) }
+        // A key whose newest event went falls back to its newest before the range, found
+        // by reading the stream back from there (to the key's previous event), or loses
+        // its row if it has none.
+        if keyed {
+            let range = LogRowKey.range(of: stream)
+            try db.cachedStatement(
+                sql: """
+                    UPDATE event_keys SET seq = coalesce((SELECT key - ? FROM event_log
+                        WHERE key BETWEEN ? AND ? AND event_log.event_key = event_keys.event_key ORDER BY key DESC LIMIT 1), 0)
+                    WHERE stream_id = ? AND seq BETWEEN ? AND ?
+                    """
+            ).execute(arguments: [range.lowerBound, range.lowerBound, LogRowKey.key(stream: stream, sequence: from) - 1, stream, Int64(from), Int64(through)])
+            try db.cachedStatement(sql: "DELETE FROM event_keys WHERE stream_id = ? AND seq = 0").execute(arguments: [stream])
+        }
+        let neighbours = try EventHoles.neighbours(of: stream, from: from, through: through, db)
+        try EventHoles.write(EventHole.merging(first: first, last: last, neighbours: neighbours), replacing: neighbours, stream: stream, db)
+        return (events, bytes)
+    }
+
+    func hole(of stream: Int64, containing sequence: UInt64) throws -> EventHole? {
+        try EventHoles.hole(of: stream, containing: sequence, db)
+    }
+
+    func dropHoles(of stream: Int64, through: UInt64) throws -> Int {
+        try EventHoles.drop(of: stream, through: through, db)
     }
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
@@ -244,9 +295,12 @@ final class SQLiteTransaction: LogTransaction {
     }
 
     static func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64, _ db: Database) throws -> UInt64 {
-        let lookup = try db.cachedStatement(sql: "SELECT time FROM event_log WHERE key = ?")
+        let lookup = try db.cachedStatement(sql: "SELECT key, time FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT 1")
+        let end = LogRowKey.key(stream: stream, sequence: window.upperBound)
         return try TimeSearch.firstSequence(in: window, atOrAfter: millis) { sequence in
-            try Int64.fetchOne(lookup, arguments: [LogRowKey.key(stream: stream, sequence: sequence)])
+            try Row.fetchOne(lookup, arguments: [LogRowKey.key(stream: stream, sequence: sequence), end]).map {
+                (LogRowKey.sequence(of: $0[0]), $0[1])
+            }
         }
     }
 
@@ -263,10 +317,11 @@ final class SQLiteTransaction: LogTransaction {
     typealias ChainStart = (_ segment: LogSegments.Segment, _ first: UInt64, _ db: Database) throws -> EventHash
 
     /// Visits up to `limit` events, oldest first, stopping after the event that reaches
-    /// `byteBudget` payload bytes; the time, payload and trace context are SQLite's
-    /// buffers, valid only during the call. Each event's hash is checked against its
-    /// chain first (`ChainCheck`): a corrupt one ends the read with `corruptEvent`, and is
-    /// never handed on.
+    /// `byteBudget` payload bytes, or before a hole (events removed from inside the window:
+    /// a reader reports the hole as a gap before reading on, from the event after it); the
+    /// time, payload and trace context are SQLite's buffers, valid only during the call.
+    /// Each event's hash is checked against its chain first (`ChainCheck`): a corrupt one
+    /// ends the read with `corruptEvent`, and is never handed on.
     static func forEachEvent(
         _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, base: ChainStart = { try hashBefore($0, $1, $2) },
         _ body: EventVisitor
@@ -275,7 +330,10 @@ final class SQLiteTransaction: LogTransaction {
         var bytes = 0
         // Events of one commit share its time: format each distinct time once.
         var time: (millis: Int64, text: [UInt8]) = (.min, [])
-        for segment in segments.segments where remaining > 0 && bytes < byteBudget {
+        /// The sequence number the next event must have to follow the last one handed on.
+        var expected: UInt64?
+        var atHole = false
+        for segment in segments.segments where remaining > 0 && bytes < byteBudget && !atHole {
             let statement = RawStatement(
                 try db.cachedStatement(
                     sql: "SELECT key, time, payload, traceparent, hash, event_key FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
@@ -287,6 +345,10 @@ final class SQLiteTransaction: LogTransaction {
             var failure: Error?
             try statement.forEachRow { row in
                 let sequence = LogRowKey.sequence(of: row.int64(0))
+                if let next = expected, sequence != next {
+                    atHole = true
+                    return false
+                }
                 let millis = row.int64(1)
                 let payload = row.bytes(2)
                 let hash = row.optionalBytes(4)
@@ -304,6 +366,7 @@ final class SQLiteTransaction: LogTransaction {
                 }
                 remaining -= 1
                 bytes += payload.count
+                expected = sequence + 1
                 return bytes < byteBudget && remaining > 0
             }
             if let failure { throw failure }

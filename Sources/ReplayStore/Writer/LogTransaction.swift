@@ -60,6 +60,16 @@ protocol LogTransaction: AnyObject {
     func deleteEvents(of stream: Int64) throws
     /// Events `from...through`; the payload bytes freed.
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int
+    /// Events `from...through` removed from inside the window (`from` after its first
+    /// event): their rows, and the hole they leave, merged with the holes inside the
+    /// range or beside it (`EventHole`). What went: events (rows that were there) and
+    /// payload bytes. A key whose newest event went loses its value.
+    func removeEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> (events: Int, bytes: Int)
+    /// The stream's hole that holds `sequence`, if one does.
+    func hole(of stream: Int64, containing sequence: UInt64) throws -> EventHole?
+    /// Forgets the holes that end at or before `through` (retention has passed them); the
+    /// events they held.
+    func dropHoles(of stream: Int64, through: UInt64) throws -> Int
     /// The payload sizes of the stream's events from `from` on, oldest first, until `body`
     /// returns false.
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (_ sequence: UInt64, _ size: Int) -> Bool) throws

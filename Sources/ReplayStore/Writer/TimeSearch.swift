@@ -9,23 +9,28 @@
 /// is not.
 enum TimeSearch {
     /// The first sequence number in the stream's retained `window` whose time is at or
-    /// after `millis`; `window.upperBound + 1` when there is none. `time` looks one event's
-    /// time up by its sequence number.
+    /// after `millis`; `window.upperBound + 1` when there is none. `lookup` finds the first
+    /// event at or after a sequence number, and its time: inside a hole (`EventHole`), the
+    /// event after it, so the times still never decrease along the window, and the answer
+    /// is an event that is there.
     static func firstSequence(
-        in window: ClosedRange<UInt64>, atOrAfter millis: Int64, time lookup: (UInt64) throws -> Int64?
+        in window: ClosedRange<UInt64>, atOrAfter millis: Int64, event lookup: (UInt64) throws -> (sequence: UInt64, millis: Int64)?
     ) rethrows -> UInt64 {
-        // A row missing inside the window cannot happen (trims remove from the front);
-        // treated as "later", it can only make the search start later, never earlier.
-        func time(_ sequence: UInt64) throws -> Int64 { try lookup(sequence) ?? .max }
+        // Nothing after it (the window ends in a hole): later than any time.
+        func time(_ sequence: UInt64) throws -> Int64 { try lookup(sequence)?.millis ?? .max }
+        func found(_ sequence: UInt64) throws -> UInt64 {
+            guard sequence <= window.upperBound else { return sequence }
+            return try lookup(sequence)?.sequence ?? window.upperBound + 1
+        }
         var low = window.lowerBound
         var high = window.upperBound + 1
         // Most calls (an age check on every commit) find the oldest event young enough.
-        if try time(low) >= millis { return low }
+        if let first = try lookup(low), first.millis >= millis { return first.sequence }
         low += 1
         while low < high {
             let middle = low + (high - low) / 2
             if try time(middle) >= millis { high = middle } else { low = middle + 1 }
         }
-        return low
+        return try found(low)
     }
 }

@@ -34,6 +34,8 @@ enum WriteRequest: Sendable {
     case delete(stream: String, Completion<Void>)
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
     case reset(stream: String, keepHistory: Bool, Completion<StreamInfo>)
+    /// Events `from...through` removed, from inside the window or its front (`EventHole`).
+    case removeEvents(stream: String, from: UInt64, through: UInt64, Completion<StreamInfo>)
     case enforceRetention(Completion<Void>)
     /// Completes once every request queued before it has committed.
     case barrier(Completion<Void>)
@@ -67,7 +69,7 @@ enum WriteRequest: Sendable {
         switch self {
         case .appendWithCompletion(let stream, _, _), .appendToSink(let stream, _, _, _, _), .openConsumer(let stream, _, _, _),
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
-            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _), .unschedule(let stream, _, _),
+            .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _), .removeEvents(let stream, _, _, _), .unschedule(let stream, _, _),
             .sourceTick(let stream, _, _):
             [stream]
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
@@ -116,6 +118,7 @@ enum WriteRequest: Sendable {
         case .delete(_, let done): done(.failure(error))
         case .terminate(_, _, let done): done(.failure(error))
         case .reset(_, _, let done): done(.failure(error))
+        case .removeEvents(_, _, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))
         case .subscription(_, let done): done(.failure(error))

@@ -36,6 +36,7 @@ extension WriterRules {
             streams[existing].record.info.firstSequence = streams[existing].record.info.lastSequence + 1
             streams[existing].record.chainBase = streams[existing].record.chainHead
             streams[existing].record.info.byteCount = 0
+            streams[existing].record.info.removedEvents = 0
             streams[existing].record.info.terminal = nil
             streams[existing].record.info.terminalAt = nil
             index = existing

@@ -94,6 +94,7 @@ extension WriterRules {
             streams[index].record.info.firstSequence = streams[index].record.info.lastSequence + 1
             streams[index].record.chainBase = streams[index].record.chainHead
             streams[index].record.info.byteCount = 0
+            streams[index].record.info.removedEvents = 0
         }
         return .success(streams[index].record.info)
     }

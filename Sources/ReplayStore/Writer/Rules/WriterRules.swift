@@ -267,6 +267,10 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try terminate(name, terminal))
         case .reset(let name, let keepHistory, let done):
             complete(done, try reset(name, keepHistory: keepHistory))
+        case .removeEvents(let name, let from, let through, let done):
+            guard let index = try touch(name) else { return complete(done, .failure(.unknownStream(name))) }
+            try Retention.remove(from...through, from: &streams[index].record, db)
+            complete(done, .success(streams[index].record.info))
         case .barrier(let done):
             complete(done, .success(()))
         case .refresh(let names, let bounds):
