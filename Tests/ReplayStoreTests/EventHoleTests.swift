@@ -13,11 +13,7 @@ import Testing
 @Suite("Holes inside a stream")
 struct EventHoleTests {
     @Test(arguments: StoreKind.allCases) func aReadEndsBeforeAHoleAndTheChainIsCheckedAcrossIt(_ kind: StoreKind) async throws {
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location)
-            defer { store.close() }
-            _ = try await store.create("s", config: .unlimited)
-            for index in 1...10 { _ = try await store.append(Data("e\(index)".utf8), to: "s") }
+        try await withEvents(1...10, kind) { store in
             let info = try await store.removeEvents("s", from: 4, through: 6)
             #expect(info.eventCount == 7)
             #expect(info.byteCount == 2 * 6 + 3, "e1 e2 e3 e7 e8 e9 e10")
@@ -46,11 +42,7 @@ struct EventHoleTests {
     }
 
     @Test(arguments: StoreKind.allCases) func aRowRemovedWithoutItsHoleStillBreaksTheChain(_ kind: StoreKind) async throws {
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location)
-            defer { store.close() }
-            _ = try await store.create("s", config: .unlimited)
-            for index in 1...6 { _ = try await store.append(Data("e\(index)".utf8), to: "s") }
+        try await withEvents(1...6, kind) { store in
             _ = try await store.removeEvents("s", from: 2, through: 2)
             // By hand, as an attacker would: event 4 goes, and no hole says why.
             switch kind {
@@ -64,11 +56,7 @@ struct EventHoleTests {
     }
 
     @Test(arguments: StoreKind.allCases) func aHoleAtTheEndIsNotMissingAndTheNextEventFollowsIt(_ kind: StoreKind) async throws {
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location)
-            defer { store.close() }
-            _ = try await store.create("s", config: .unlimited)
-            for index in 1...5 { _ = try await store.append(Data("e\(index)".utf8), to: "s") }
+        try await withEvents(1...5, kind) { store in
             _ = try await store.removeEvents("s", from: 4, through: 5)
             #expect(try store.verify("s").isIntact, "the last two were removed, not lost")
             _ = try await store.append(Data("e6".utf8), to: "s")
@@ -144,6 +132,17 @@ struct EventHoleTests {
             // Event 4 was committed at 1,003 s: the first kept at or after it is 7.
             #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 1_003)) == 7)
             #expect(try store.firstSequence("s", since: Date(timeIntervalSince1970: 1_001)) == 2)
+        }
+    }
+
+    /// A store of `kind` with a stream "s" of events `e1`, `e2`, … numbered `sequences`.
+    private func withEvents(_ sequences: ClosedRange<Int>, _ kind: StoreKind, _ body: (EventStore) async throws -> Void) async throws {
+        try await withStoreLocation(kind) { location in
+            let store = try openStore(location)
+            defer { store.close() }
+            _ = try await store.create("s", config: .unlimited)
+            for index in sequences { _ = try await store.append(Data("e\(index)".utf8), to: "s") }
+            try await body(store)
         }
     }
 }
