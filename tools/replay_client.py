@@ -62,9 +62,10 @@ def _trace(words):
     return _word(words, b"trace=")
 
 
-def _annotations(trace, key):
-    """A PUB's key= and trace= words (each with its space), or nothing."""
+def _annotations(trace, key, ttl=None):
+    """A PUB's key=, trace= and ttl= words (each with its space), or nothing."""
     words = b"" if key is None else b"key=%s " % key.encode()
+    words += b"" if ttl is None else b"ttl=%s " % str(ttl).encode()
     return words + (b"" if trace is None else b"trace=%s " % trace.encode())
 
 
@@ -162,7 +163,7 @@ class ReplayConnection:
         data = payload.encode() if isinstance(payload, str) else payload
         return b"PUB %s %s%d\r\n%s\r\n" % (stream.encode(), options, len(data), data)
 
-    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0, trace=None, key=None):
+    def publish(self, stream, payloads, expect=None, producer=None, epoch=0, pseq=0, trace=None, key=None, ttl=None):
         """Publishes every payload (bytes or str) pipelined; returns their sequence numbers.
 
         expect=SEQ: one atomic send, stored only if the stream's last sequence number is SEQ
@@ -170,10 +171,13 @@ class ReplayConnection:
         producer=ID: an idempotent producer's events, pseqs from `pseq` in `epoch`: a retry
         of committed ones is answered with their original sequence numbers.
         trace=TRACEPARENT: the events' W3C trace context, given back to their readers.
-        key=KEY: the events' key (an empty payload is the key's tombstone)."""
+        key=KEY: the events' key (an empty payload is the key's tombstone).
+        ttl=SECONDS: the events expire that long after they are appended: no reader is
+        given one then (a reader that asked for it is told of a gap)."""
         if expect is not None:
-            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)], trace=trace, key=key)
-        traced = _annotations(trace, key)
+            return self.publish_atomically([(stream, p, expect if i == 0 else None) for i, p in enumerate(payloads)],
+                                           trace=trace, key=key, ttl=ttl)
+        traced = _annotations(trace, key, ttl)
         out = bytearray()
         for index, payload in enumerate(payloads):
             options = b"" if producer is None else b"producer=%s epoch=%d pseq=%d " % (producer.encode(), epoch, pseq + index)
@@ -186,10 +190,10 @@ class ReplayConnection:
             seqs.append(int(words[1]))
         return seqs
 
-    def publish_atomically(self, events, trace=None, key=None):
+    def publish_atomically(self, events, trace=None, key=None, ttl=None):
         """Publishes (stream, payload, expect-or-None) events all or none; returns their
         sequence numbers. A failed check raises ReplayError and stores nothing."""
-        traced = _annotations(trace, key)
+        traced = _annotations(trace, key, ttl)
         out = bytearray(b"ATOMIC %d\r\n" % len(events))
         for stream, payload, expect in events:
             out += self._pub(stream, payload, (b"" if expect is None else b"expect=%d " % expect) + traced)
@@ -326,13 +330,14 @@ class ReplayConnection:
                 return None
             raise
 
-    def schedule(self, stream, payload, delay=None, at=None, key=None, trace=None):
+    def schedule(self, stream, payload, delay=None, at=None, key=None, trace=None, ttl=None):
         """Stores one event (bytes or str) to be appended to `stream` after `delay` seconds
-        or at `at` (an RFC 3339 time); returns a dict with its id, stream, due and created."""
+        or at `at` (an RFC 3339 time), to live `ttl` seconds from then if given; returns a
+        dict with its id, stream, due and created."""
         if (delay is None) == (at is None):
             raise ValueError("give delay= or at=")
         when = b"delay=%s " % str(delay).encode() if delay is not None else b"at=%s " % at.encode()
-        self.sock.sendall(self._pub(stream, payload, _annotations(trace, key) + when))
+        self.sock.sendall(self._pub(stream, payload, _annotations(trace, key, ttl) + when))
         verb, words, body = self._frame()
         self._check(verb, words)
         return json.loads(body)

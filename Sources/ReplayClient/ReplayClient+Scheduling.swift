@@ -24,8 +24,10 @@ extension ReplayClient {
 
     /// Schedules many events in one pipelined write, all for `due`; their descriptions in
     /// order, or the first refusal (the events before it are scheduled).
-    public func schedule(_ stream: String, contentsOf payloads: [Data], at due: DueTime, key: EventKey? = nil) async throws -> [ScheduledDescription] {
-        let annotations = AppendConditions(key: key)
+    public func schedule(
+        _ stream: String, contentsOf payloads: [Data], at due: DueTime, key: EventKey? = nil, ttl: EventTTL? = nil
+    ) async throws -> [ScheduledDescription] {
+        let annotations = AppendConditions(key: key, ttl: ttl)
         let replies = try await send(
             payloads.map { ClientCommand.schedule(stream: stream, payload: ByteBuffer(bytes: $0), due: due, annotations: annotations) })
         var described: [ScheduledDescription] = []

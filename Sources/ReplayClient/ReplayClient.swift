@@ -157,6 +157,23 @@ public final class ReplayClient: Sendable {
         try await publish(stream, Data(text.utf8), key: key)
     }
 
+    /// Publishes one event that lives `ttl` (and, if given, with its key): once it expires
+    /// no reader is given it (a reader that asked for it is told of a gap), and retention
+    /// removes it.
+    ///
+    /// ```swift
+    /// try await client.publish("sessions", #"{"user":"ada"}"#, ttl: EventTTL(seconds: 1_800)!)
+    /// ```
+    @discardableResult
+    public func publish(_ stream: String, _ payload: Data, ttl: EventTTL, key: EventKey? = nil) async throws -> UInt64 {
+        try await startPublishing(stream, contentsOf: [payload], checks: [AppendConditions(key: key, ttl: ttl)]).results[0].get()
+    }
+
+    @discardableResult
+    public func publish(_ stream: String, _ text: String, ttl: EventTTL, key: EventKey? = nil) async throws -> UInt64 {
+        try await publish(stream, Data(text.utf8), ttl: ttl, key: key)
+    }
+
     /// Publishes many events in one pipelined write; one result per event, in order (an
     /// error for one does not stop the others).
     public func publish(_ stream: String, contentsOf payloads: [Data]) async throws -> [Result<UInt64, ReplayClientError>] {
@@ -329,7 +346,8 @@ public final class ReplayClient: Sendable {
     /// (`SourceOptions.Key`, or `options.words`).
     public func create(
         _ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil,
-        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil
+        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil,
+        eventTTL: EventTTL? = nil
     ) async throws {
         let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
         try await expectOK(
@@ -338,7 +356,7 @@ public final class ReplayClient: Sendable {
                 options: CreateOptions(
                     capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
                     source: source, connect: source == nil ? nil : connect, sourceOptions: sourceOptions,
-                    keepUnacked: keepUnacked)))
+                    keepUnacked: keepUnacked, eventTTL: eventTTL?.seconds)))
     }
 
     public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }

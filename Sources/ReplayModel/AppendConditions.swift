@@ -4,8 +4,9 @@
 /// owns every stream's last sequence number. One type for the wire, the clients and the
 /// store, so a check means the same thing at every layer.
 ///
-/// It also carries the two things a publish may add to its event besides the payload, its
-/// key (`key=`) and its trace context (`trace=`): not checks, but they travel the same path,
+/// It also carries the three things a publish may add to its event besides the payload, its
+/// key (`key=`), its trace context (`trace=`) and its time-to-live (`ttl=`): not checks, but
+/// they travel the same path,
 /// and a PUB with no options at all stays on the plain path (`ClientCommand.publish`)
 /// either way.
 public struct AppendConditions: Sendable, Equatable {
@@ -26,47 +27,55 @@ public struct AppendConditions: Sendable, Equatable {
     /// The publisher's trace context, stored with the event.
     public var traceParent: TraceParent? {
         get { annotations?.traceParent }
-        set { annotations = Annotations.of(traceParent: newValue, key: key) }
+        set { annotations = Annotations.of(traceParent: newValue, key: key, ttl: ttl) }
     }
     /// The event's key, stored with it.
     public var key: EventKey? {
         get { annotations?.key }
-        set { annotations = Annotations.of(traceParent: traceParent, key: newValue) }
+        set { annotations = Annotations.of(traceParent: traceParent, key: newValue, ttl: ttl) }
     }
-    /// The trace context and the key in one reference, `nil` when there are neither: each
-    /// alone took 8 bytes, and with both the decoder's command passed a plain publish's size
-    /// (`ClientCommandSizeTests`). A PUB that carries either already allocates its bytes.
+    /// How long the event lives (`ttl=`); `nil`: its stream's default, if it has one.
+    public var ttl: EventTTL? {
+        get { annotations?.ttl }
+        set { annotations = Annotations.of(traceParent: traceParent, key: key, ttl: newValue) }
+    }
+    /// The trace context, the key and the time-to-live in one reference, `nil` when there
+    /// are none: each alone took 8 bytes, and with two the decoder's command passed a plain
+    /// publish's size (`ClientCommandSizeTests`). A PUB that carries any already allocates.
     private var annotations: Annotations?
 
     private final class Annotations: Sendable, Equatable {
         let traceParent: TraceParent?
         let key: EventKey?
+        let ttl: EventTTL?
 
-        /// `nil` for neither. (Not a failable initializer: a class's allocates its object
+        /// `nil` for none. (Not a failable initializer: a class's allocates its object
         /// before it can return `nil`, and every PUB builds empty conditions.)
-        static func of(traceParent: TraceParent?, key: EventKey?) -> Annotations? {
-            guard traceParent != nil || key != nil else { return nil }
-            return Annotations(traceParent: traceParent, key: key)
+        static func of(traceParent: TraceParent?, key: EventKey?, ttl: EventTTL?) -> Annotations? {
+            guard traceParent != nil || key != nil || ttl != nil else { return nil }
+            return Annotations(traceParent: traceParent, key: key, ttl: ttl)
         }
 
-        private init(traceParent: TraceParent?, key: EventKey?) {
+        private init(traceParent: TraceParent?, key: EventKey?, ttl: EventTTL?) {
             self.traceParent = traceParent
             self.key = key
+            self.ttl = ttl
         }
 
         static func == (lhs: Annotations, rhs: Annotations) -> Bool {
-            lhs.traceParent == rhs.traceParent && lhs.key == rhs.key
+            lhs.traceParent == rhs.traceParent && lhs.key == rhs.key && lhs.ttl == rhs.ttl
         }
     }
 
     public static let none = AppendConditions()
 
     public init(
-        expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil
+        expectedLastSequence: UInt64? = nil, producer: ProducerStamp? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil,
+        ttl: EventTTL? = nil
     ) {
         self.expectedLastSequence = expectedLastSequence
         self.producer = producer
-        self.annotations = Annotations.of(traceParent: traceParent, key: key)
+        self.annotations = Annotations.of(traceParent: traceParent, key: key, ttl: ttl)
     }
 }
 

@@ -11,8 +11,14 @@ public struct AtomicEvent: Sendable, Equatable {
     public var traceParent: TraceParent?
     /// The event's key (`key=`), stored with it.
     public var key: EventKey?
+    /// How long the event lives (`ttl=`); `nil`: its stream's default.
+    public var ttl: EventTTL?
 
-    public init(stream: String, payload: ByteBuffer, expect: UInt64? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil) {
+    public init(
+        stream: String, payload: ByteBuffer, expect: UInt64? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil,
+        ttl: EventTTL? = nil
+    ) {
+        self.ttl = ttl
         self.stream = stream
         self.payload = payload
         self.expect = expect

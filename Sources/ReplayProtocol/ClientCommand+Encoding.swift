@@ -36,6 +36,10 @@ extension ClientCommand {
                 buffer.writeStaticString(" trace=")
                 buffer.writeBytes(trace.bytes)
             }
+            if let ttl = checks.ttl {
+                buffer.writeStaticString(" ttl=")
+                buffer.writeString(ttl.text)
+            }
             buffer.writeSpace()
             buffer.writeDecimal(UInt(payload.readableBytes))
             buffer.writeStaticString("\r\n")
@@ -45,7 +49,7 @@ extension ClientCommand {
             for event in events {
                 ClientCommand.publishChecked(
                     stream: event.stream, payload: event.payload,
-                    checks: AppendConditions(expectedLastSequence: event.expect, traceParent: event.traceParent, key: event.key)
+                    checks: AppendConditions(expectedLastSequence: event.expect, traceParent: event.traceParent, key: event.key, ttl: event.ttl)
                 )
                 .write(into: &buffer)
             }
@@ -156,6 +160,7 @@ extension AppendConditions {
         if let producer { words += ["producer=\(producer.id)", "epoch=\(producer.epoch)", "pseq=\(producer.sequence)"] }
         if let key { words.append("key=\(key.text)") }
         if let traceParent { words.append("trace=\(traceParent.text)") }
+        if let ttl { words.append("ttl=\(ttl.text)") }
         return words
     }
 }
@@ -176,6 +181,7 @@ extension CreateOptions {
         var words = capacity.map { ["capacity=\($0.wireText)"] } ?? []
         if let maxBytes { words.append("max_bytes=\(maxBytes)") }
         if let keepUnacked { words.append("keep_unacked=\(keepUnacked)") }
+        if let eventTTL { words.append("event_ttl=\(eventTTL)") }
         if let maxAge { words.append("max_age=\(maxAge)") }
         for (key, value) in sourceOptions.sorted(by: { $0.key < $1.key }) {
             // A schedule's fields are one word on the line, joined by `_` (`CronSchedule`).

@@ -42,6 +42,8 @@ public struct CreateOptions: Sendable, Equatable {
     public var maxAge: Double?
     /// Events kept beyond the limits while a consumer group has not acknowledged them.
     public var keepUnacked: Int?
+    /// How long its events live when a publish does not say (`event_ttl=`), in seconds.
+    public var eventTTL: Double?
     public var source: String?
     public var connect: String?
 
@@ -84,9 +86,11 @@ public struct CreateOptions: Sendable, Equatable {
 
     public init(
         capacity: Capacity? = nil, maxBytes: Int? = nil, maxAge: Double? = nil,
-        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil
+        source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil,
+        eventTTL: Double? = nil
     ) {
         self.keepUnacked = keepUnacked
+        self.eventTTL = eventTTL
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge

@@ -56,7 +56,8 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
             case .command(.publishChecked(let stream, let payload, let checks)) where checks.producer == nil:
                 send.add(
                     AtomicEvent(
-                        stream: stream, payload: payload, expect: checks.expectedLastSequence, traceParent: checks.traceParent, key: checks.key))
+                        stream: stream, payload: payload, expect: checks.expectedLastSequence, traceParent: checks.traceParent, key: checks.key,
+                        ttl: checks.ttl))
             case .command(.schedule):
                 send.refuse(CommandParser.bad("an ATOMIC send's PUBs are appended now: delay= and at= are refused in it"))
             case .command(let command):
@@ -138,7 +139,7 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
         }
     }
 
-    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] <bytes>`
+    /// A well-formed `PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] [ttl=<s>] <bytes>`
     /// line, read without splitting it into strings (it comes once per event); anything
     /// else, including a malformed PUB, goes through `CommandParser` and its error messages.
     private static func publishLine(_ line: ByteBuffer) -> CommandParser.Parsed? {
@@ -168,6 +169,8 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
                 checks.traceParent = trace
             } else if LineWords.matches(key, "key"), checks.key == nil, let eventKey = EventKey(LineWords.string(value)) {
                 checks.key = eventKey
+            } else if LineWords.matches(key, "ttl"), checks.ttl == nil, let ttl = EventTTL(Substring(LineWords.string(value))) {
+                checks.ttl = ttl
             } else {
                 return nil
             }

@@ -110,7 +110,7 @@ enum CommandParser {
     private static func publish(_ args: [String]) throws(ReplayError) -> Parsed {
         guard args.count >= 2 else {
             throw bad(
-                "usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] [delay=<s>|at=<time>] <bytes>"
+                "usage: PUB <stream> [expect=<seq>] [producer=<id> epoch=<n> pseq=<n>] [key=<key>] [trace=<traceparent>] [ttl=<s>] [delay=<s>|at=<time>] <bytes>"
             )
         }
         let size = try size(args[args.count - 1])
@@ -121,7 +121,7 @@ enum CommandParser {
             // The checks hold when the event is appended, which is later: they would judge
             // a stream the publisher has not seen.
             if checks.expectedLastSequence != nil || checks.producer != nil {
-                throw bad("a scheduled PUB (delay=, at=) takes key= and trace=, not expect= or producer fields")
+                throw bad("a scheduled PUB (delay=, at=) takes key=, trace= and ttl=, not expect= or producer fields")
             }
             return .needsPayload(.schedule(stream: args[0], due: due, annotations: checks), size: size)
         } catch {
@@ -169,7 +169,7 @@ enum CommandParser {
     private static func create(_ args: [String]) throws(ReplayError) -> Parsed {
         guard let stream = args.first else {
             throw bad(
-                "usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [keep_unacked=<n>]"
+                "usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [keep_unacked=<n>] [event_ttl=<seconds>]"
                     + " [connect=eager|lazy|refcount source=<bytes>]")
         }
         let (options, sourceSize) = try createOptions(args.dropFirst())
@@ -223,7 +223,7 @@ enum CommandParser {
     }
 
     /// `expect=<seq>`, `producer=<id> epoch=<n> pseq=<n>` (the three together), `key=<key>`,
-    /// `trace=<traceparent>`, and `delay=<seconds>` or `at=<time>`, in any order.
+    /// `trace=<traceparent>`, `ttl=<seconds>`, and `delay=<seconds>` or `at=<time>`, in any order.
     private static func publishChecks(_ words: ArraySlice<String>) throws(ReplayError) -> (AppendConditions, DueTime?) {
         var checks = AppendConditions()
         var due: DueTime?
@@ -244,6 +244,9 @@ enum CommandParser {
             case "key":
                 guard let key = EventKey(parts[1]) else { throw bad("key= takes \(EventKey.format), got '\(parts[1].prefix(64))'") }
                 checks.key = key
+            case "ttl":
+                guard let ttl = EventTTL(Substring(parts[1])) else { throw bad("ttl= takes \(EventTTL.rangeMessage), got '\(parts[1].prefix(64))'") }
+                checks.ttl = ttl
             case "delay", "at":
                 guard due == nil else { throw bad("a PUB takes one of delay= and at=") }
                 guard let time = parts[0].lowercased() == "delay" ? DueTime.delay(parts[1]) : DueTime.time(parts[1]) else {
@@ -251,7 +254,7 @@ enum CommandParser {
                 }
                 due = time
             default:
-                throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq=, key=, trace=, delay= and at=")
+                throw bad("unknown PUB option '\(parts[0].prefix(32))'; PUB takes expect=, producer=, epoch=, pseq=, key=, trace=, ttl=, delay= and at=")
             }
         }
         switch (producer, epoch, pseq) {
@@ -290,6 +293,9 @@ enum CommandParser {
             case "keep_unacked":
                 guard let count = Int(value), count >= 0 else { throw bad("keep_unacked is a count of events, 0 or more") }
                 options.keepUnacked = count
+            case "event_ttl":
+                guard let ttl = EventTTL(Substring(value)) else { throw bad("event_ttl is \(EventTTL.rangeMessage)") }
+                options.eventTTL = ttl.seconds
             case "connect":
                 options.connect = value.lowercased()
             case "source":

@@ -19,6 +19,9 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     /// Events kept beyond the limits while a consumer group has not acknowledged them;
     /// `nil`: the limits apply whatever the groups have done.
     public var keepUnacked: Int?
+    /// How long its events live when their publish does not say, in seconds; `nil`: no
+    /// default (or a daemon that does not say).
+    public var eventTTL: Double?
     /// Events delivered from the stream to readers on this daemon since it started (both
     /// doors): its change over time is the delivery rate (`replayctl top`, the live view).
     /// `nil` from a daemon that does not say.
@@ -71,6 +74,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         case lastSeq = "last_seq"
         case terminalMessage = "terminal_message"
         case keepUnacked = "keep_unacked"
+        case eventTTL = "event_ttl"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -90,6 +94,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encode(subscribers, forKey: .subscribers)
         try container.encode(source, forKey: .source)
         try container.encode(keepUnacked, forKey: .keepUnacked)
+        try container.encodeIfPresent(eventTTL, forKey: .eventTTL)
         try container.encode(delivered, forKey: .delivered)
         try container.encodeIfPresent(derivation, forKey: .derivation)
         try container.encodeIfPresent(keys, forKey: .keys)

@@ -144,6 +144,7 @@ struct StreamRow {
     var forkSubOffset: Int64?
     var deletedAt: String?
     var keepUnacked: Int?
+    var eventTTL: Double?
     /// The source's name, where the database joins it in (else filled in by the catalog).
     var forkSource: String?
     /// `chain_head`, `chain_base`: 32 bytes, or NULL for none yet (`EventHash.zero`).
@@ -177,7 +178,7 @@ struct StreamRow {
         }
         let config = StreamConfig(
             capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: source, contentType: contentType, expiry: expiry,
-            keepUnacked: keepUnacked)
+            keepUnacked: keepUnacked, eventTTL: eventTTL)
         return Catalog.Record(
             id: id,
             info: StreamInfo(
@@ -207,7 +208,7 @@ extension StreamRow {
             sourceCommand: row["source_command"], sourceConnect: row["source_connect"], sourceOptions: row["source_options"],
             contentType: row["content_type"], ttlSeconds: row["ttl_seconds"], expiresAt: row["expires_at"],
             writerSequence: row["writer_seq"], forkSequence: row["fork_seq"], forkOffset: row["fork_offset"],
-            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"],
+            forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"], eventTTL: row["event_ttl_seconds"],
             forkSource: row["fork_source"], chainHead: Self.hash(row["chain_head"]), chainBase: Self.hash(row["chain_base"]),
             scheduledCount: row["scheduled_count"], nextDue: row["next_due"], removedEvents: row["removed_events"],
             removedThrough: row["removed_through"])

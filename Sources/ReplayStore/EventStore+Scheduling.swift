@@ -9,20 +9,20 @@ extension EventStore {
     /// the event is committed, as durable as any append. The stream must exist (or is
     /// created as an append creates it) and take appends: not ended, not derived.
     public func schedule(
-        _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil,
+        _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil, ttl: EventTTL? = nil,
         completion: @escaping @Sendable (Result<ScheduledEvent, StoreError>) -> Void
     ) {
         guard let due = due.millis(now: Timestamp.millis(clock())) else {
             return completion(.failure(.invalidConfig("an event is scheduled at most a year ahead")))
         }
-        let request = ScheduleRequest(stream: stream, payload: payload, due: due, key: key, traceParent: traceParent)
+        let request = ScheduleRequest(stream: stream, payload: payload, due: due, key: key, traceParent: traceParent, ttl: ttl)
         writer.submit(.schedule(request, completion))
     }
 
     public func schedule(
-        _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil
+        _ payload: Data, to stream: String, at due: DueTime, key: EventKey? = nil, traceParent: TraceParent? = nil, ttl: EventTTL? = nil
     ) async throws(StoreError) -> ScheduledEvent {
-        try await bridge { schedule(payload, to: stream, at: due, key: key, traceParent: traceParent, completion: $0) }
+        try await bridge { schedule(payload, to: stream, at: due, key: key, traceParent: traceParent, ttl: ttl, completion: $0) }
     }
 
     /// Cancels a pending scheduled event of `stream`: `.unknownScheduled` if it was

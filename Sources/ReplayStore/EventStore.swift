@@ -312,7 +312,7 @@ public final class EventStore: Sendable {
         guard from <= through, limit > 0 else { return }
         let segments = LogSegments(of: record, from: from, through: through) { catalog[$0] }
         do {
-            try log.forEachEvent(segments, limit: limit, byteBudget: byteBudget, body)
+            try log.forEachEvent(segments, limit: limit, byteBudget: byteBudget, includingExpired: false, body)
         } catch {
             CorruptionReports.note(error)
             throw error
@@ -472,6 +472,18 @@ extension EventStore {
 
     public func barrier() async throws(StoreError) {
         try await bridge { barrier(completion: $0) }
+    }
+
+    /// The earliest time (ms since 1970) a stored event expires at; `nil` when none does.
+    /// Blocking: a read of the expiry index.
+    public func nextExpiry() throws(StoreError) -> Int64? {
+        try log.nextExpiry()
+    }
+
+    /// Removes events whose time-to-live ran out (a batch's worth at most, see
+    /// `WriterRules.expireEvents`): `true` if more are expired, to ask again at once.
+    public func expireEvents() async throws(StoreError) -> Bool {
+        try await bridge { done in writer.submit(.expireEvents(done)) }
     }
 
     public func removeEvents(_ stream: String, from: UInt64, through: UInt64) async throws(StoreError) -> StreamInfo {

@@ -19,8 +19,10 @@ protocol LogDatabase: Sendable {
 
     /// Visits up to `limit` committed events of `segments`, oldest first, stopping after the
     /// event that reaches `byteBudget` payload bytes; the buffers are valid only during the call.
+    /// An expired event is left out, as a hole is (the read ends before it), unless
+    /// `includingExpired` (`verify`, which checks what is stored, not what is served).
     func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, includingExpired: Bool,
         _ body: EventVisitor
     ) throws(StoreError)
 
@@ -42,6 +44,8 @@ protocol LogDatabase: Sendable {
 
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
+    /// The earliest expiry of any stored event (ms), as last committed; `nil`: none expires.
+    func nextExpiry() throws(StoreError) -> Int64?
     /// The stream's hole that holds `sequence`, as last committed (`EventHole`).
     func hole(of stream: Int64, containing sequence: UInt64) throws(StoreError) -> EventHole?
 

@@ -14,6 +14,8 @@ enum StoreMetrics {
     /// was gone, ended or derived.
     static let scheduledAppended = Counter(label: "replay_scheduled_appended_total")
     static let scheduledDropped = Counter(label: "replay_scheduled_dropped_total")
+    /// Events the retention pass removed because their time-to-live ran out.
+    static let eventsExpired = Counter(label: "replay_events_expired_total")
 
     /// PostgreSQL batches committed on the rows as the daemon last saw them, without the
     /// locks (`rows="cached"`), and under the locks (`rows="locked"`).
@@ -34,7 +36,7 @@ enum StoreMetrics {
     /// The writer's counters and histograms, made now at zero (the PostgreSQL ones appear
     /// when a PostgreSQL store first uses them).
     static func register() {
-        _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished, scheduledAppended, scheduledDropped)
+        _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished, scheduledAppended, scheduledDropped, eventsExpired)
         CorruptionReports.register()
     }
 }

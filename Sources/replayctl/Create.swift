@@ -35,6 +35,10 @@ struct Create: DaemonCommand, StreamCommand {
         name: .customLong("keep-unacked"),
         help: ArgumentHelp("Keep up to N events beyond the limits while a consumer group has not acknowledged them.", valueName: "n"))
     var keepUnacked: Int?
+    @Option(
+        name: .customLong("event-ttl"),
+        help: ArgumentHelp("How long an event lives when its publish does not say: 30s, 15m, 1d.", valueName: "duration"))
+    var eventTTL: String?
 
     @Option(help: ArgumentHelp("A shell command whose output becomes the stream's events.", valueName: "command"))
     var source: String?
@@ -80,13 +84,17 @@ struct Create: DaemonCommand, StreamCommand {
         }
         if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more") }
         if let keepUnacked, keepUnacked < 0 { throw ValidationError("--keep-unacked must be 0 or more") }
+        if let eventTTL, Duration.seconds(eventTTL).flatMap(EventTTL.init(seconds:)) == nil {
+            throw ValidationError("--event-ttl takes a duration such as 30s, 15m or 1d (\(EventTTL.rangeMessage))")
+        }
     }
 
     func run(with client: ReplayClient) async throws {
         try await client.create(
             stream, capacity: capacity?.limit, unlimited: capacity == .unlimited,
             maxBytes: maxBytes, maxAge: maxAge.flatMap(Duration.seconds),
-            source: source, connect: connect, sourceOptions: sourceOptions, keepUnacked: keepUnacked)
+            source: source, connect: connect, sourceOptions: sourceOptions, keepUnacked: keepUnacked,
+            eventTTL: eventTTL.flatMap(Duration.seconds).flatMap(EventTTL.init(seconds:)))
     }
 }
 

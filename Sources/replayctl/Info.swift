@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayClient
+import ReplayModel
 import ReplayProtocol
 
 struct Info: DaemonCommand, StreamCommand {
@@ -59,6 +60,7 @@ enum StreamTable {
             ("capacity", info.capacity.map(String.init) ?? "unlimited"),
             ("max bytes", info.maxBytes.map(String.init) ?? "-"),
             ("max age", info.maxAge.map { "\($0)s" } ?? "-"),
+            ("event ttl", info.eventTTL.flatMap(EventTTL.init(seconds:)).map { "\($0.text)s" } ?? "-"),
             ("events", "\(info.count) retained, seq \(info.count == 0 ? "-" : "\(info.firstSeq)...\(info.lastSeq)"), last seq \(info.lastSeq)"),
             ("bytes", "\(info.bytes)"),
             ("subscribers", "\(info.subscribers)"),

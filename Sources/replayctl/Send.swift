@@ -30,7 +30,12 @@ struct Send: DaemonCommand, StreamCommand {
             stream, with its next sequence number, when its time comes (a time already past: at \
             once). Prints each one's id and due time, one per line; `replayctl scheduled` lists \
             the pending ones and `replayctl unschedule` cancels one. A scheduled event takes \
-            --key and --traceparent, not --atomic, --expect or --producer.
+            --key, --ttl and --traceparent, not --atomic, --expect or --producer.
+
+            --ttl DURATION (30s, 15m, 1d) makes the events expire that long after they are \
+            appended: no reader is given an expired event (one that asked for it is told of a \
+            gap), and retention removes it. Without it, the stream's --event-ttl applies, if \
+            it has one.
 
             --traceparent gives the events a W3C trace context (by default $TRACEPARENT, \
             the environment's carrier for it): stored with them and handed to whoever reads \
@@ -54,6 +59,8 @@ struct Send: DaemonCommand, StreamCommand {
     @Option(help: ArgumentHelp("The events' key.", valueName: "key")) var key: String?
     @Option(help: ArgumentHelp("Append the events this long from now: 30s, 5m, 1h.", valueName: "duration")) var delay: String?
     @Option(help: ArgumentHelp("Append the events at this time (RFC 3339).", valueName: "time")) var at: String?
+    @Option(help: ArgumentHelp("The events expire this long after they are appended: 30s, 15m, 1d.", valueName: "duration"))
+    var ttl: String?
 
     /// When the events fall due (`--delay`, `--at`, checked by `validate`); `nil`: now.
     var due: DueTime? {
@@ -63,6 +70,8 @@ struct Send: DaemonCommand, StreamCommand {
 
     /// The key the events carry (`--key`, checked by `validate`).
     var eventKey: EventKey? { key.flatMap { EventKey($0) } }
+    /// How long the events live (`--ttl`, checked by `validate`).
+    var eventTTL: EventTTL? { ttl.flatMap(Duration.seconds).flatMap(EventTTL.init(seconds:)) }
 
     /// The trace context the events carry: `--traceparent`, else `$TRACEPARENT` if it is
     /// one (an environment's that is not is ignored, as a malformed header would be).
@@ -75,6 +84,7 @@ struct Send: DaemonCommand, StreamCommand {
         if producer == nil, epoch != nil || pseq != nil { throw ValidationError("--epoch and --pseq need --producer") }
         if let traceparent, TraceParent(traceparent) == nil { throw ValidationError("--traceparent takes \(TraceParent.format)") }
         if let key, EventKey(key) == nil { throw ValidationError("--key takes \(EventKey.format)") }
+        if ttl != nil, eventTTL == nil { throw ValidationError("--ttl takes a duration such as 30s, 15m or 1d (\(EventTTL.rangeMessage))") }
         if delay != nil || at != nil {
             guard delay == nil || at == nil else { throw ValidationError("give --delay or --at, not both") }
             if let delay, Duration.seconds(delay).flatMap({ DueTime.delay(String($0)) }) == nil {
@@ -82,7 +92,7 @@ struct Send: DaemonCommand, StreamCommand {
             }
             if let at, DueTime.time(at) == nil { throw ValidationError("--at takes an RFC 3339 time: 2026-12-01T09:00:00Z") }
             if atomic || expect != nil || producer != nil {
-                throw ValidationError("a scheduled event (--delay, --at) takes --key and --traceparent, not --atomic, --expect or --producer")
+                throw ValidationError("a scheduled event (--delay, --at) takes --key, --ttl and --traceparent, not --atomic, --expect or --producer")
             }
         }
         if producer != nil, atomic || expect != nil {
@@ -124,14 +134,16 @@ struct Send: DaemonCommand, StreamCommand {
             // Written now, in order; acknowledged while the next batch is read.
             let trace = traceParent
             let key = eventKey
+            let ttl = eventTTL
             let stamps: [AppendConditions]? =
                 if let id = producer {
                     batch.indices.map {
                         AppendConditions(
-                            producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0)), traceParent: trace, key: key)
+                            producer: ProducerStamp(id: id, epoch: epoch ?? 0, sequence: nextPseq + UInt64($0)), traceParent: trace, key: key,
+                            ttl: ttl)
                     }
-                } else if trace != nil || key != nil {
-                    Array(repeating: AppendConditions(traceParent: trace, key: key), count: batch.count)
+                } else if trace != nil || key != nil || ttl != nil {
+                    Array(repeating: AppendConditions(traceParent: trace, key: key, ttl: ttl), count: batch.count)
                 } else {
                     nil
                 }
@@ -158,6 +170,7 @@ struct Send: DaemonCommand, StreamCommand {
             var event = AtomicEvent(stream: stream, payload, expect: index == 0 ? expect : nil)
             event.traceParent = trace
             event.key = eventKey
+            event.ttl = eventTTL
             return event
         }
         let sequences: [UInt64]
@@ -180,7 +193,7 @@ struct Send: DaemonCommand, StreamCommand {
             if arguments != nil { arguments = [] }
             if batch.isEmpty { break }
             do {
-                let scheduled = try await client.schedule(stream, contentsOf: batch, at: due, key: eventKey)
+                let scheduled = try await client.schedule(stream, contentsOf: batch, at: due, key: eventKey, ttl: eventTTL)
                 if !quiet { printOut(Data(scheduled.map { "\($0.id) \($0.due)\n" }.joined().utf8)) }
             } catch let error as ReplayClientError {
                 printError("replayctl: not scheduled: \(error)")

@@ -122,7 +122,7 @@ struct CommandDecoderTests {
         }
         #expect(
             refusals == [
-                "a scheduled PUB (delay=, at=) takes key= and trace=, not expect= or producer fields",
+                "a scheduled PUB (delay=, at=) takes key=, trace= and ttl=, not expect= or producer fields",
                 "a PUB takes one of delay= and at=",
                 "a scheduled PUB takes \(DueTime.format), got 'delay=-1'",
                 "a scheduled PUB takes \(DueTime.format), got 'delay=99999999'",

@@ -57,6 +57,12 @@ struct RoundTripTests {
             .groups(stream: "s"), .pending(stream: "s", group: "workers"), .deleteGroup(stream: "s", group: "workers"),
             .consumers(stream: "s"), .deleteConsumer(stream: "s", name: "audit"),
             .create(stream: "k", options: CreateOptions(capacity: .unlimited, keepUnacked: 100)),
+            .create(stream: "t", options: CreateOptions(eventTTL: 0.25)),
+            .publishChecked(stream: "s", payload: ByteBuffer(string: "t"), checks: AppendConditions(key: EventKey("k"), ttl: EventTTL(seconds: 30))),
+            .publishChecked(stream: "s", payload: ByteBuffer(string: "t"), checks: AppendConditions(ttl: EventTTL(seconds: 0.5))),
+            .schedule(
+                stream: "jobs", payload: ByteBuffer(string: "j"), due: .after(seconds: 1), annotations: AppendConditions(ttl: EventTTL(seconds: 60))),
+            .atomic([AtomicEvent(stream: "a", payload: ByteBuffer(string: "1"), ttl: EventTTL(seconds: 1))]),
             .reset(stream: "s", keepHistory: false),
             .derive(
                 stream: "big", definition: #"{"from":["orders"],"jq":"select(.amount > 100)"}"#, options: DeriveOptions(capacity: .count(9), rebuild: true)),

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayProtocol
+import ReplaySync
 import Testing
 
 @testable import ReplayServer
@@ -66,6 +67,25 @@ struct StreamHubTests {
         }
         #expect(through == 6)
         #expect(sequences(hub.step(at: 7, liveAfter: 10, limit: 100, byteBudget: 1 << 20)) == [7, 8, 9, 10])
+    }
+
+    @Test func anExpiredEventInTheRingIsReadFromTheStoreAsTheGapItIs() {
+        let now = Locked<Int64>(1_000)
+        let hub = StreamHub(info: Self.info(first: 1, last: 0), tailEvents: 100, tailBytes: 1 << 20, clock: { now.value })
+        let events = (1...6).map { sequence in
+            StoredEvent(
+                sequence: UInt64(sequence), timestamp: "2026-11-23T00:00:00.000Z", payload: Data("e\(sequence)".utf8),
+                expiresAt: [3, 4].contains(sequence) ? 2_000 : nil)
+        }
+        hub.apply(CommitBatch.Change(info: Self.info(first: 1, last: 6), appended: events))
+        #expect(sequences(hub.step(at: 1, liveAfter: 6, limit: 100, byteBudget: 1 << 20)) == [1, 2, 3, 4, 5, 6])
+        now.withLock { $0 = 2_000 }
+        #expect(sequences(hub.step(at: 1, liveAfter: 6, limit: 100, byteBudget: 1 << 20)) == [1, 2], "a slice ends before an expired event")
+        guard case .read(let through) = hub.step(at: 3, liveAfter: 6, limit: 100, byteBudget: 1 << 20) else {
+            Issue.record("expected a read of the store"); return
+        }
+        #expect(through == 4, "both expired events, for the store to show as one gap")
+        #expect(sequences(hub.step(at: 5, liveAfter: 6, limit: 100, byteBudget: 1 << 20)) == [5, 6])
     }
 
     @Test func caughtUpWaitsAndATerminalStreamEnds() {

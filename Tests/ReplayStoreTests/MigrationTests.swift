@@ -157,8 +157,9 @@ struct MigrationTests {
             let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
             #expect(applied.contains("0003_one_integer_key"))
             let columns = try store.query { db in try db.columns(in: "event_log").map(\.name) }
-            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013; `hash`: 0014; `event_key`: 0015
-            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent", "hash", "event_key"])
+            // `stamp`: schema 0011; `origin`: 0012; `traceparent`: 0013; `hash`: 0014; `event_key`: 0015;
+            // `expires_at`: 0020
+            #expect(columns == ["key", "time", "payload", "stamp", "origin", "traceparent", "hash", "event_key", "expires_at"])
 
             // Through the store: settings, windows, terminal states, the source.
             #expect(store.info("orders")?.config == StreamConfig(capacity: nil))

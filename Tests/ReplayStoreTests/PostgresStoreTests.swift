@@ -66,7 +66,7 @@ struct PostgresStoreTests {
             defer { session.close() }
             let id = try #require(Int64(try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")))
             func packed(bytes: Int) throws -> Int {
-                try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes)?.events.readableBytes ?? 0
+                try PostgresTransaction.packedPage(session, stream: id, from: 1, through: 20, bytes: bytes, expiredBy: .min)?.events.readableBytes ?? 0
             }
             // Sequence number, time, payload size, trace context, hash and key sizes; and the hash.
             let header = 26 + 32

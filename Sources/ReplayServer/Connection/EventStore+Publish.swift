@@ -23,6 +23,6 @@ extension EventStore {
 
 extension AtomicEvent {
     var append: AtomicAppend {
-        AtomicAppend(stream: stream, payload: payload.readableData, expectedLastSequence: expect, traceParent: traceParent, key: key)
+        AtomicAppend(stream: stream, payload: payload.readableData, expectedLastSequence: expect, traceParent: traceParent, key: key, ttl: ttl)
     }
 }

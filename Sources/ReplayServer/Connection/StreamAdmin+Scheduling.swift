@@ -9,7 +9,7 @@ extension StreamAdmin {
     func schedule(
         _ payload: Data, to stream: String, at due: DueTime, _ annotations: AppendConditions, reply: @escaping @Sendable (ServerFrame) -> Void
     ) {
-        store.schedule(payload, to: stream, at: due, key: annotations.key, traceParent: annotations.traceParent) { [self] result in
+        store.schedule(payload, to: stream, at: due, key: annotations.key, traceParent: annotations.traceParent, ttl: annotations.ttl) { [self] result in
             switch result {
             case .success(let event): reply(json(ScheduledDescription(event, withPayload: false), ServerFrame.info))
             case .failure(let error): reply(.error(ReplayError(error)))

@@ -33,6 +33,6 @@ extension CreateOptions {
         } else if !sourceOptions.isEmpty {
             throw ReplayError(.invalidConfig, "source options need a source")
         }
-        return StreamConfig(capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource, keepUnacked: keepUnacked)
+        return StreamConfig(capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource, keepUnacked: keepUnacked, eventTTL: eventTTL)
     }
 }

@@ -11,7 +11,8 @@ import ReplayStore
 /// {"streams": [
 ///   {"name": "uptime", "capacity": 100, "source": "while true; do uptime; sleep 60; done",
 ///    "connect": "eager", "restart": "on-failure"},
-///   {"name": "jobs", "capacity": 10000, "keep_unacked": 100000}
+///   {"name": "jobs", "capacity": 10000, "keep_unacked": 100000},
+///   {"name": "sessions", "event_ttl": 1800}
 /// ],
 ///  "derived": [
 ///   {"name": "big-orders", "inputs": ["orders"], "program": "select(.amount > 100)", "capacity": 1000}
@@ -46,6 +47,9 @@ struct StreamDeclarations: Decodable {
         /// Events a consumer group has not acknowledged kept beyond the limits, as
         /// `create --keep-unacked`.
         var keepUnacked: Int?
+        /// How long events live when their publish does not say, in seconds, as
+        /// `create --event-ttl`.
+        var eventTTL: Double?
         var source: String?
         var connect: String?
         /// The source's options, at the declaration's top level under their own keys
@@ -57,6 +61,7 @@ struct StreamDeclarations: Decodable {
             case maxBytes = "max_bytes"
             case maxAge = "max_age"
             case keepUnacked = "keep_unacked"
+            case eventTTL = "event_ttl"
         }
 
         init(from decoder: any Decoder) throws {
@@ -66,6 +71,7 @@ struct StreamDeclarations: Decodable {
             maxBytes = try container.decodeIfPresent(Int.self, forKey: .maxBytes)
             maxAge = try container.decodeIfPresent(Double.self, forKey: .maxAge)
             keepUnacked = try container.decodeIfPresent(Int.self, forKey: .keepUnacked)
+            eventTTL = try container.decodeIfPresent(Double.self, forKey: .eventTTL)
             source = try container.decodeIfPresent(String.self, forKey: .source)
             connect = try container.decodeIfPresent(String.self, forKey: .connect)
             let given = try decoder.container(keyedBy: SourceOptions.Key.self).allKeys
@@ -169,6 +175,7 @@ extension StreamDeclarations.Stream {
         if let sourceOptions, words.isEmpty { words[SourceOptions.Key.framing.rawValue] = sourceOptions.framing.rawValue }
         let limit: CreateOptions.Capacity? = capacity.map { $0 < 0 ? .unlimited : .count($0) }
         return CreateOptions(
-            capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words, keepUnacked: keepUnacked)
+            capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words, keepUnacked: keepUnacked,
+            eventTTL: eventTTL)
     }
 }

@@ -36,6 +36,10 @@ extension HTTPField.Name {
     static let replayAt = Self("Replay-At")!
     static let replayScheduledID = Self("Replay-Scheduled-Id")!
     static let replayDue = Self("Replay-Due")!
+    /// replay's extension: how long a POST's events live (`Replay-TTL: 30` seconds), and a
+    /// stream's default for events that do not say (on PUT, asked; on HEAD, told).
+    static let replayTTL = Self("Replay-TTL")!
+    static let replayEventTTL = Self("Replay-Event-TTL")!
     /// A key's current value (`?key=`): the sequence number of the event it is.
     static let replaySeq = Self("Replay-Seq")!
     /// W3C Trace Context: a POST's, stored with its events; a webhook's, sent with it.

@@ -34,6 +34,22 @@ struct RequestHeaders {
         return key
     }
 
+    /// `Replay-TTL`, how long each of the request's events lives (seconds).
+    func ttl() throws -> EventTTL? {
+        try ttl(.replayTTL)
+    }
+
+    /// `Replay-Event-TTL`, a PUT's default for the new stream's events (seconds).
+    func eventTTL() throws -> EventTTL? {
+        try ttl(.replayEventTTL)
+    }
+
+    private func ttl(_ name: HTTPField.Name) throws -> EventTTL? {
+        guard let value = fields.value(name) else { return nil }
+        guard let ttl = EventTTL(Substring(value)) else { throw HTTPProblem.invalid("\(name) takes \(EventTTL.rangeMessage), such as 30") }
+        return ttl
+    }
+
     /// `Replay-Delay` (seconds) or `Replay-At` (an RFC 3339 time), at most one: the POST's
     /// event is scheduled rather than appended now.
     func due() throws -> DueTime? {

@@ -24,7 +24,7 @@ extension StreamEndpoint {
             throw HTTPProblem.invalid("a scheduled POST carries one event (a JSON stream: one value, or an array of one)")
         }
         let event = try await withStoreErrors { () async throws(StoreError) in
-            try await store.schedule(payload, to: name, at: due, key: write.key, traceParent: write.traceParent)
+            try await store.schedule(payload, to: name, at: due, key: write.key, traceParent: write.traceParent, ttl: write.ttl)
         }
         let description = ScheduledDescription(event, withPayload: false)
         let encoder = JSONEncoder()

@@ -121,10 +121,12 @@ struct StreamEndpoint: Sendable {
         let payloads = try messages(body, json: RequestHeaders.sameMediaType(contentType, "application/json"), creating: true)
         // Kept whole unless the PUT or the daemon (`--http-capacity`) asks for a cap: a
         // Durable Streams client expects a stream to keep what it was given.
-        let config = StreamConfig(capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry)
+        let config = StreamConfig(
+            capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry, eventTTL: try headers.eventTTL()?.seconds)
         var write = StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork)
         write.traceParent = headers.traceParent
         write.key = try headers.key()
+        write.ttl = try headers.ttl()
         // A scoped token's streams are recorded as its own, and counted against its cap.
         let principal = stream.principal
         if principal.grants != nil {
@@ -247,6 +249,7 @@ struct StreamEndpoint: Sendable {
         var write = StreamWrite(stream: name, payloads: payloads, producer: producer, writerSequence: headers.writerSequence, close: closes)
         write.traceParent = headers.traceParent
         write.key = key
+        write.ttl = try headers.ttl()
         return write
     }
 
@@ -307,6 +310,7 @@ struct StreamEndpoint: Sendable {
         // (the same `from:to[:c]` form), so that HEAD tells whether a cached copy is current.
         fields[.eTag] = Self.etag(info, from: info.firstSequence - 1, to: info.lastSequence, closed: info.terminal != nil)
         if let capacity = info.config.capacity { fields[.replayMaxEvents] = String(capacity) }
+        if let ttl = info.config.eventTTL.flatMap(EventTTL.init(seconds:)) { fields[.replayEventTTL] = ttl.text }
         info.addState(to: &fields)
         return Response(status: .ok, headers: fields)
     }

@@ -1,4 +1,6 @@
+import Foundation
 import NIOCore
+import ReplayModel
 import ReplayProtocol
 import ReplayStore
 import ReplaySync
@@ -44,7 +46,11 @@ final class StreamHub: Sendable {
     /// live view's delivery rate: an atomic, so delivering costs no lock.
     private let deliveredEvents = Atomic<Int>(0)
 
-    init(info: StreamInfo, tailEvents: Int, tailBytes: Int) {
+    /// The time (ms since 1970) an event's expiry is judged by.
+    private let clock: @Sendable () -> Int64
+
+    init(info: StreamInfo, tailEvents: Int, tailBytes: Int, clock: @escaping @Sendable () -> Int64 = { Timestamp.millis(Date()) }) {
+        self.clock = clock
         name = info.name
         state = Locked(State(info: info, ring: TailRing(maxEvents: tailEvents, maxBytes: tailBytes)))
     }
@@ -109,7 +115,14 @@ final class StreamHub: Sendable {
             }
             let ringFirst = state.ring.firstSequence ?? info.lastSequence + 1
             if next >= ringFirst {
-                return .send(state.ring.slice(from: next, limit: limit, byteBudget: byteBudget, sharingFrom: minimum))
+                guard state.ring.expiring > 0 else {
+                    return .send(state.ring.slice(from: next, limit: limit, byteBudget: byteBudget, sharingFrom: minimum))
+                }
+                // Expired events are never served: the store leaves them out, and the
+                // reader reports them as a gap.
+                let now = clock()
+                if let expired = state.ring.expiredRun(from: next, by: now) { return .read(through: expired) }
+                return .send(state.ring.slice(from: next, limit: limit, byteBudget: byteBudget, sharingFrom: minimum, expiredBy: now))
             }
             // Behind the ring: what the store still holds is read from it, the rest is gone.
             if next < info.firstSequence { return .gap(through: min(info.firstSequence, ringFirst) - 1) }

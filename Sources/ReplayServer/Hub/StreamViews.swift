@@ -22,6 +22,7 @@ struct StreamViews: Sendable {
             bytes: info.byteCount, terminal: info.terminal?.kind, terminalMessage: info.terminal?.message,
             subscribers: hub?.subscriberCount ?? 0, source: sources?.describe(info.name), keepUnacked: info.config.keepUnacked,
             delivered: hub?.delivered ?? 0, derivation: derivations?.describe(info.name))
+        description.eventTTL = info.config.eventTTL
         description.scheduled = info.scheduledCount
         description.nextDue = info.nextDue.map { Timestamp.format(millis: $0) }
         return description

@@ -18,6 +18,8 @@ struct TailRing {
         let traceParent: TraceParent?
         let hash: EventHash?
         let key: EventKey?
+        /// When it expires (ms since 1970), if it does: from then on it is not served.
+        let expiresAt: Int64?
         var shared: ByteBuffer?
     }
 
@@ -25,6 +27,8 @@ struct TailRing {
     let maxBytes: Int
     private var entries = Deque<Entry>()
     private var bytes = 0
+    /// How many entries expire: while none does, a step never reads the clock.
+    private(set) var expiring = 0
 
     init(maxEvents: Int, maxBytes: Int) {
         self.maxEvents = max(1, maxEvents)
@@ -42,44 +46,69 @@ struct TailRing {
         append(
             Entry(
                 sequence: event.sequence, timestamp: event.timestamp, payload: event.payload, traceParent: event.traceParent, hash: event.hash,
-                key: event.key))
+                key: event.key, expiresAt: event.expiresAt))
     }
 
     private mutating func append(_ event: consuming Entry) {
         if let last = lastSequence, event.sequence != last + 1 {
             // Not contiguous (cannot happen with one writer, but a ring with a hole would
             // serve wrong events): start over from this one.
-            entries.removeAll()
-            bytes = 0
+            removeAll()
         }
         bytes += event.payload.count
+        if event.expiresAt != nil { expiring += 1 }
         entries.append(event)
         while entries.count > maxEvents || (bytes > maxBytes && entries.count > 1) {
-            bytes -= entries.removeFirst().payload.count
+            dropFirst()
         }
+    }
+
+    private mutating func dropFirst() {
+        let first = entries.removeFirst()
+        bytes -= first.payload.count
+        if first.expiresAt != nil { expiring -= 1 }
     }
 
     /// Drops the entries up to `sequence`: events removed from the store (`EventHole`)
     /// are never served from here.
     mutating func removeFirst(through sequence: UInt64) {
-        while let first = firstSequence, first <= sequence { bytes -= entries.removeFirst().payload.count }
+        while let first = firstSequence, first <= sequence { dropFirst() }
     }
 
     mutating func removeAll() {
         entries.removeAll()
         bytes = 0
+        expiring = 0
+    }
+
+    /// The last of the entries from `sequence` on that expired by `millis`, one after
+    /// another; `nil` if the entry at `sequence` has not.
+    func expiredRun(from sequence: UInt64, by millis: Int64) -> UInt64? {
+        guard let first = firstSequence, sequence >= first else { return nil }
+        var index = Int(sequence - first)
+        var last: UInt64?
+        while index < entries.count, let expiry = entries[index].expiresAt, expiry <= millis {
+            last = entries[index].sequence
+            index += 1
+        }
+        return last
     }
 
     /// Entries from `sequence` on, at most `limit` of them and about `byteBudget` bytes.
     /// Those of `sharingFrom` bytes or more come with their `shared` buffer, made here the
     /// first time any subscriber asks (on its own thread, not the writer's: the commit path
     /// only keeps the store's `Data`).
-    mutating func slice(from sequence: UInt64, limit: Int, byteBudget: Int, sharingFrom minimum: Int = .max) -> [Entry] {
+    /// An entry expired by `expiredBy` (ms) ends the slice before it.
+    mutating func slice(
+        from sequence: UInt64, limit: Int, byteBudget: Int, sharingFrom minimum: Int = .max, expiredBy: Int64 = .min
+    ) -> [Entry] {
         guard let first = entries.first?.sequence, sequence >= first else { return [] }
         var index = Int(sequence - first)
         var out: [Entry] = []
         var used = 0
-        while index < entries.count, out.count < limit, out.isEmpty || used < byteBudget {
+        while index < entries.count, out.count < limit, out.isEmpty || used < byteBudget,
+            (entries[index].expiresAt ?? .max) > expiredBy
+        {
             if entries[index].payload.count >= minimum, entries[index].shared == nil {
                 entries[index].shared = ByteBuffer(bytes: entries[index].payload)
             }

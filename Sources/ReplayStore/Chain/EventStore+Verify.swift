@@ -69,7 +69,8 @@ extension EventStore {
             let segments = LogSegments(of: record, from: from, through: last) { catalog[$0] }
             var found = 0
             do {
-                try log.forEachEvent(segments, limit: pageEvents, byteBudget: pageBytes) { sequence, _, payload, _, hash, _ in
+                try log.forEachEvent(segments, limit: pageEvents, byteBudget: pageBytes, includingExpired: true) {
+                    sequence, _, payload, _, hash, _ in
                     report.checked(sequence, bytes: payload.count)
                     lastHash = hash.flatMap(EventHash.init(bytes:))
                     from = sequence + 1

@@ -13,14 +13,18 @@ public struct AtomicAppend: Sendable, Equatable {
     public var traceParent: TraceParent?
     /// The event's key, stored with it.
     public var key: EventKey?
+    /// How long the event lives; `nil`: its stream's default.
+    public var ttl: EventTTL?
 
     public init(
-        stream: String, payload: Data, expectedLastSequence: UInt64? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil
+        stream: String, payload: Data, expectedLastSequence: UInt64? = nil, traceParent: TraceParent? = nil, key: EventKey? = nil,
+        ttl: EventTTL? = nil
     ) {
         self.stream = stream
         self.payload = payload
         self.expectedLastSequence = expectedLastSequence
         self.traceParent = traceParent
         self.key = key
+        self.ttl = ttl
     }
 }

@@ -25,6 +25,8 @@ public struct StreamWrite: Sendable {
     public var traceParent: TraceParent?
     /// The key of each of the write's events (`Replay-Key`).
     public var key: EventKey?
+    /// How long each of the write's events lives (`Replay-TTL`); `nil`: the stream's default.
+    public var ttl: EventTTL?
 
     public init(
         stream: String, payloads: [Data], create: StreamConfig? = nil, producer: ProducerStamp? = nil,

@@ -12,9 +12,14 @@ public struct ScheduledEvent: Sendable, Equatable {
     public let created: Int64
     public let key: EventKey?
     public let traceParent: TraceParent?
+    /// How long it lives once appended; `nil`: its stream's default then.
+    public let ttl: EventTTL?
     public let payload: Data
 
-    public init(id: Int64, stream: String, due: Int64, created: Int64, key: EventKey?, traceParent: TraceParent?, payload: Data) {
+    public init(
+        id: Int64, stream: String, due: Int64, created: Int64, key: EventKey?, traceParent: TraceParent?, ttl: EventTTL? = nil, payload: Data
+    ) {
+        self.ttl = ttl
         self.id = id
         self.stream = stream
         self.due = due

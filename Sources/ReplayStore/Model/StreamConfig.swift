@@ -23,12 +23,17 @@ public struct StreamConfig: Sendable, Equatable {
     /// beyond them (the hard bound: a dead group cannot fill the disk). `nil`: the limits
     /// apply whatever the groups have done.
     public var keepUnacked: Int?
+    /// How long an event lives when its publish does not say (`ttl=`), in seconds: past it,
+    /// it is never served, and the retention pass removes it. `nil`: events live until
+    /// retention's limits remove them.
+    public var eventTTL: TimeInterval?
 
     public init(
         capacity: Int?, maxBytes: Int? = nil, maxAge: TimeInterval? = nil, source: StreamSource? = nil,
-        contentType: String? = nil, expiry: StreamExpiry? = nil, keepUnacked: Int? = nil
+        contentType: String? = nil, expiry: StreamExpiry? = nil, keepUnacked: Int? = nil, eventTTL: TimeInterval? = nil
     ) {
         self.keepUnacked = keepUnacked
+        self.eventTTL = eventTTL
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge
@@ -48,6 +53,7 @@ public struct StreamConfig: Sendable, Equatable {
         if let maxBytes, maxBytes < 0 { throw .invalidConfig("max bytes must be 0 or more") }
         if let maxAge, !(maxAge > 0) { throw .invalidConfig("max age must be more than 0 seconds") }
         if let keepUnacked, keepUnacked < 0 { throw .invalidConfig("keep_unacked must be 0 or more") }
+        if let eventTTL, EventTTL(seconds: eventTTL) == nil { throw .invalidConfig(EventTTL.rangeMessage) }
         if let source, source.command.isEmpty { throw .invalidConfig("a source needs a command") }
         if case .idle(let seconds) = expiry, !(0...Self.maxTimeToLive).contains(seconds) {
             throw .invalidConfig("a time-to-live must be 0 to \(Self.maxTimeToLive) seconds")

@@ -110,10 +110,14 @@ public struct StoredEvent: Sendable, Equatable {
     public let hash: EventHash?
     /// Its key, if its publisher gave one.
     public let key: EventKey?
+    /// When it expires (ms since 1970), if it does: from then on it is never served.
+    public let expiresAt: Int64?
 
     public init(
-        sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil, hash: EventHash? = nil, key: EventKey? = nil
+        sequence: UInt64, timestamp: String, payload: Data, traceParent: TraceParent? = nil, hash: EventHash? = nil, key: EventKey? = nil,
+        expiresAt: Int64? = nil
     ) {
+        self.expiresAt = expiresAt
         self.sequence = sequence
         self.timestamp = timestamp
         self.payload = payload

@@ -342,10 +342,13 @@ final class PostgresLog: LogDatabase {
     }
 
     func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, includingExpired: Bool,
         _ body: EventVisitor
     ) throws(StoreError) {
-        try withReader { session in try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, body) }
+        let expiredBy = includingExpired ? Int64.min : Timestamp.millis(now())
+        try withReader { session in
+            try PostgresTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, expiredBy: expiredBy, session, body)
+        }
     }
 
     /// The lookup and the read are two statements, each its own snapshot: an event that
@@ -362,7 +365,9 @@ final class PostgresLog: LogDatabase {
                         """)
                     guard let sequence = try rows.rows.first?.decode(Int64?.self) else { continue }
                     var found: StoredEvent?
-                    try PostgresTransaction.forEachEvent(.single(UInt64(sequence), of: segment), limit: 1, byteBudget: .max, session) {
+                    try PostgresTransaction.forEachEvent(
+                        .single(UInt64(sequence), of: segment), limit: 1, byteBudget: .max, expiredBy: Timestamp.millis(now()), session
+                    ) {
                         sequence, time, payload, trace, hash, key in
                         found = StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key)
                     }
@@ -415,7 +420,7 @@ final class PostgresLog: LogDatabase {
     func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
         try withReader { session in
             try LogSegments.readEach(reads, byteBudget: byteBudget, body) { read, visit in
-                try PostgresTransaction.forEachEvent(read, limit: .max, byteBudget: .max, session, visit)
+                try PostgresTransaction.forEachEvent(read, limit: .max, byteBudget: .max, expiredBy: Timestamp.millis(now()), session, visit)
             }
         }
     }
@@ -443,6 +448,13 @@ final class PostgresLog: LogDatabase {
             let (first, last) = try row.decode((Int64, Int64).self)
             guard first <= last else { return UInt64(last) + 1 }
             return try PostgresTransaction.firstSequence(of: record.id, in: UInt64(first)...UInt64(last), atOrAfter: millis, session)
+        }
+    }
+
+    func nextExpiry() throws(StoreError) -> Int64? {
+        try withReader { session in
+            let rows = try session.query("SELECT min(expires_at) FROM event_log WHERE expires_at IS NOT NULL")
+            return try rows.rows.first?.decode(Int64?.self) ?? nil
         }
     }
 

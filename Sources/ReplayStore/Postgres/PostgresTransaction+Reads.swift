@@ -36,7 +36,7 @@ extension PostgresTransaction {
     ///   `corruptEvent`. `inWriter`: the read is the writer's, whose working record has the
     ///   stream's chain base before its row does.
     static func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int, _ session: some PostgresQuerying, inWriter: Bool = false,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, expiredBy: Int64, _ session: some PostgresQuerying, inWriter: Bool = false,
         _ body: EventVisitor
     ) throws {
         var reading = PageReading(remaining: limit, byteBudget: byteBudget)
@@ -49,7 +49,8 @@ extension PostgresTransaction {
                 let rows = min(reading.remaining, PageReading.pageRows)
                 let last = from > through - Int64(rows - 1) ? through : from + Int64(rows - 1)
                 let bytes = reading.byteBudget - reading.bytes
-                let small = try smallEventsPage(session, stream: segment.streamID, from: from, through: last, smallest: bytes / rows)
+                let small = try smallEventsPage(
+                    session, stream: segment.streamID, from: from, through: last, smallest: bytes / rows, expiredBy: expiredBy)
                 if let page = small.page {
                     let start = from
                     reading.startChain(small.start)
@@ -58,10 +59,12 @@ extension PostgresTransaction {
                 }
                 // The page starts with a longer event, or there is none in the range.
                 var page =
-                    small.firstLarge == nil ? nil : try packedPage(session, stream: segment.streamID, from: from, through: last, bytes: bytes)
+                    small.firstLarge == nil
+                    ? nil : try packedPage(session, stream: segment.streamID, from: from, through: last, bytes: bytes, expiredBy: expiredBy)
                 if page == nil && last < through {
                     // Below the stream's first retained event: find where it starts.
-                    page = try packedPage(session, stream: segment.streamID, from: from, through: through, limit: rows, bytes: bytes)
+                    page = try packedPage(
+                        session, stream: segment.streamID, from: from, through: through, limit: rows, bytes: bytes, expiredBy: expiredBy)
                 }
                 guard let page else { break }
                 reading.startChain(page.start)
@@ -75,7 +78,7 @@ extension PostgresTransaction {
     /// event's sequence number, if any: the page's events are those before it. One index
     /// range scan and one aggregate, and the value is at most `smallest` times the rows.
     static func smallEventsPage(
-        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, smallest: Int
+        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, smallest: Int, expiredBy: Int64
     ) throws -> (page: ByteBuffer?, firstLarge: Int64?, start: ChainStart) {
         let result = try session.query(
             """
@@ -83,6 +86,7 @@ extension PostgresTransaction {
                 min(seq) FILTER (WHERE octet_length(payload) > \(smallest)),
                 \(unescaped: chainStart(stream: stream, firstSeq: "min(event_log.seq)"))
             FROM event_log WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)
+                AND (expires_at IS NULL OR expires_at > \(expiredBy))
             """)
         let (page, firstLarge, before, base) = try firstRow(result).decode((ByteBuffer?, Int64?, Data?, Data?).self)
         return (page, firstLarge, ChainStart(before: before, base: base))
@@ -126,7 +130,7 @@ extension PostgresTransaction {
     /// payloads that meets large ones would otherwise pack thousands of them into one
     /// value, past what the read may cost and past PostgreSQL's 1 GB for a value.
     static func packedPage(
-        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, limit: Int? = nil, bytes: Int
+        _ session: some PostgresQuerying, stream: Int64, from: Int64, through: Int64, limit: Int? = nil, bytes: Int, expiredBy: Int64
     ) throws -> (events: ByteBuffer, start: ChainStart)? {
         let before = "sum(octet_length(payload)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - octet_length(payload) AS before"
         let result =
@@ -136,7 +140,8 @@ extension PostgresTransaction {
                     SELECT \(unescaped: packedEvents), \(unescaped: chainStart(stream: stream, firstSeq: "min(page.seq)"))
                     FROM (SELECT seq, time, payload, traceparent, hash, event_key, \(unescaped: before) FROM (
                         SELECT seq, time, payload, traceparent, hash, event_key FROM event_log
-                        WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through) ORDER BY seq LIMIT \(limit)) first) page
+                        WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)
+                            AND (expires_at IS NULL OR expires_at > \(expiredBy)) ORDER BY seq LIMIT \(limit)) first) page
                     WHERE before < \(bytes)
                     """)
             } else {
@@ -144,7 +149,8 @@ extension PostgresTransaction {
                     """
                     SELECT \(unescaped: packedEvents), \(unescaped: chainStart(stream: stream, firstSeq: "min(page.seq)"))
                     FROM (SELECT seq, time, payload, traceparent, hash, event_key, \(unescaped: before) FROM event_log
-                        WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)) page
+                        WHERE stream_id = \(stream) AND seq BETWEEN \(from) AND \(through)
+                            AND (expires_at IS NULL OR expires_at > \(expiredBy))) page
                     WHERE before < \(bytes)
                     """)
             }

@@ -15,8 +15,9 @@ extension PostgresTransaction {
         try flush()
         let rows = try session.query(
             """
-            INSERT INTO scheduled_events (stream_id, due_at, created_at, event_key, traceparent, payload)
-            VALUES (\(stream), \(request.due), \(createdAt), \(request.key?.text), \(request.traceParent?.text), \(ByteBuffer(data: request.payload)))
+            INSERT INTO scheduled_events (stream_id, due_at, created_at, event_key, traceparent, payload, ttl_millis)
+            VALUES (\(stream), \(request.due), \(createdAt), \(request.key?.text), \(request.traceParent?.text), \(ByteBuffer(data: request.payload)),
+                    \(request.ttl?.millis))
             RETURNING id
             """)
         return try Self.single(rows, Int64.self)
@@ -51,14 +52,15 @@ extension PostgresTransaction {
                     SELECT e.id FROM scheduled_events AS e JOIN streams AS s ON s.id = e.stream_id
                     WHERE e.due_at <= \(millis) AND s.name = ANY(\(streams))
                     ORDER BY e.due_at, e.id LIMIT \(limit) FOR UPDATE OF e SKIP LOCKED)
-                RETURNING id, stream_id, due_at, created_at, event_key, traceparent, payload)
-            SELECT t.id, s.name, t.due_at, t.created_at, t.event_key, t.traceparent, t.payload
+                RETURNING id, stream_id, due_at, created_at, event_key, traceparent, payload, ttl_millis)
+            SELECT t.id, s.name, t.due_at, t.created_at, t.event_key, t.traceparent, t.payload, t.ttl_millis
             FROM taken AS t JOIN streams AS s ON s.id = t.stream_id ORDER BY t.due_at, t.id
             """)
         return try rows.rows.map { row in
-            let c = try row.decode((Int64, String, Int64, Int64, String?, String?, ByteBuffer).self)
+            let c = try row.decode((Int64, String, Int64, Int64, String?, String?, ByteBuffer, Int64?).self)
             return ScheduledEvent(
                 id: c.0, stream: c.1, due: c.2, created: c.3, key: c.4.flatMap(EventKey.init), traceParent: c.5.flatMap(TraceParent.init),
+                ttl: c.7.flatMap { EventTTL(seconds: Double($0) / 1000) },
                 payload: Data(c.6.readableBytesView))
         }
     }

@@ -84,7 +84,7 @@ final class PostgresTransaction: LogTransaction {
         s.id, s.name, s.capacity, s.max_bytes, s.max_age_seconds, s.created_at, s.first_seq, s.last_seq, s.byte_count,
         s.terminal, s.terminal_message, s.terminal_at, s.last_time, s.source_command, s.source_connect, s.source_options,
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
-        s.deleted_at, s.keep_unacked, src.name AS fork_source, s.xmin::text::bigint AS row_version, s.chain_head, s.chain_base,
+        s.deleted_at, s.keep_unacked, s.event_ttl_seconds, src.name AS fork_source, s.xmin::text::bigint AS row_version, s.chain_head, s.chain_base,
         s.scheduled_count, s.next_due, s.removed_events, s.removed_through,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
         EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups,
@@ -150,12 +150,12 @@ final class PostgresTransaction: LogTransaction {
             INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                  source_command, source_connect, source_options,
                                  content_type, ttl_seconds, expires_at,
-                                 fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked)
+                                 fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked, event_ttl_seconds)
             VALUES (\(name), \(config.capacity), \(config.maxBytes), \(config.maxAge), \(createdAt),
                     \(config.source?.command), \(config.source?.connect.rawValue), \(config.source?.options.json),
                     \(config.contentType), \(config.expiry?.idleSeconds), \(config.expiry?.deadline.map(Timestamp.millis)),
                     \(fork?.sourceID), \(fork.map { Int64($0.0.sequence) }), \(fork.map { Int64($0.0.requestedSequence) }),
-                    \(fork.map { Int64($0.0.requestedSubOffset) }), \(config.keepUnacked))
+                    \(fork.map { Int64($0.0.requestedSubOffset) }), \(config.keepUnacked), \(config.eventTTL))
             RETURNING id
             """)
         locked[name] = nil
@@ -270,10 +270,11 @@ final class PostgresTransaction: LogTransaction {
     /// (daemons share the rows, and one daemon's stamps would be another's to read back).
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
-        key: EventKey?, hash: EventHash
+        key: EventKey?, expiresAt: Int64?, hash: EventHash
     ) throws {
         pending.append(
-            stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace, key: key, hash: hash)
+            stream: stream, sequence: Int64(sequence), millis: millis, payload: payload, origin: origin, trace: trace, key: key,
+            expiresAt: expiresAt, hash: hash)
         if pending.bytes > 4 << 20 { try flush() }
     }
 
@@ -294,15 +295,16 @@ final class PostgresTransaction: LogTransaction {
                 """)
             return
         }
-        // A derivation's outputs, traced and keyed events: '' is a plain event's origin, trace
-        // and key.
+        // A derivation's outputs, traced, keyed and expiring events: '' is a plain event's
+        // origin, trace and key, 0 its expiry.
         session.send(
             """
-            INSERT INTO event_log (stream_id, seq, time, payload, hash, origin, traceparent, event_key)
-            SELECT s, q, t, p, h, NULLIF(o, ''), NULLIF(c, ''), NULLIF(k, '') FROM unnest(\(events.streams)::bigint[],
+            INSERT INTO event_log (stream_id, seq, time, payload, hash, origin, traceparent, event_key, expires_at)
+            SELECT s, q, t, p, h, NULLIF(o, ''), NULLIF(c, ''), NULLIF(k, ''), NULLIF(x, 0) FROM unnest(\(events.streams)::bigint[],
                 \(events.sequences)::bigint[], \(events.times)::bigint[], \(events.payloads)::bytea[], \(events.hashes)::bytea[],
-                \(events.filledOrigins)::text[], \(events.filledTraces)::text[], \(events.filledKeys)::text[])
-                AS e (s, q, t, p, h, o, c, k)
+                \(events.filledOrigins)::text[], \(events.filledTraces)::text[], \(events.filledKeys)::text[],
+                \(events.filledExpiries)::bigint[])
+                AS e (s, q, t, p, h, o, c, k, x)
             """)
     }
 
@@ -360,6 +362,34 @@ final class PostgresTransaction: LogTransaction {
                 ORDER BY through_seq LIMIT 1
                 """)
         ).first
+    }
+
+    func expiredEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [(stream: String, sequence: UInt64)] {
+        try requireLocks()
+        try flush()
+        guard let streams, !streams.isEmpty else { return [] }
+        let rows = try session.query(
+            """
+            SELECT s.name, e.seq FROM event_log AS e JOIN streams AS s ON s.id = e.stream_id
+            WHERE e.expires_at IS NOT NULL AND e.expires_at <= \(millis) AND s.name = ANY(\(streams))
+            ORDER BY e.expires_at LIMIT \(limit)
+            """)
+        return try rows.rows.map { row in
+            let (name, sequence) = try row.decode((String, Int64).self)
+            return (name, UInt64(sequence))
+        }
+    }
+
+    func streamsWithExpiredEvents(by millis: Int64, limit: Int) throws -> [String] {
+        try requireLocks()
+        try flush()
+        let rows = try session.query(
+            """
+            SELECT DISTINCT s.name FROM (SELECT stream_id FROM event_log WHERE expires_at IS NOT NULL AND expires_at <= \(millis)
+                                         ORDER BY expires_at LIMIT \(limit)) AS e
+            JOIN streams AS s ON s.id = e.stream_id
+            """)
+        return try rows.rows.map { try $0.decode(String.self) }
     }
 
     func dropHoles(of stream: Int64, through: UInt64) throws -> Int {
@@ -444,7 +474,7 @@ final class PostgresTransaction: LogTransaction {
     }
 
     func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, expiredBy: Int64,
         _ body: EventVisitor
     ) throws {
         // Only what this transaction buffered for the streams read goes out first (see
@@ -453,7 +483,7 @@ final class PostgresTransaction: LogTransaction {
         if pending.streams.contains(where: read.contains) || heldUpdate?.events.streams.contains(where: read.contains) == true {
             try flush()
         }
-        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, session, inWriter: true, body)
+        try Self.forEachEvent(segments, limit: limit, byteBudget: byteBudget, expiredBy: expiredBy, session, inWriter: true, body)
     }
 
     /// Writes, sent without waiting (see `updateStream`).
@@ -583,7 +613,7 @@ final class PostgresTransaction: LogTransaction {
                 expiresAt: try c["expires_at"].decode(Int64?.self), writerSequence: try c["writer_seq"].decode(String?.self),
                 forkSequence: try c["fork_seq"].decode(Int64?.self), forkOffset: try c["fork_offset"].decode(Int64?.self),
                 forkSubOffset: try c["fork_sub_offset"].decode(Int64?.self), deletedAt: try c["deleted_at"].decode(String?.self),
-                keepUnacked: try c["keep_unacked"].decode(Int?.self),
+                keepUnacked: try c["keep_unacked"].decode(Int?.self), eventTTL: try c["event_ttl_seconds"].decode(Double?.self),
                 forkSource: try c["fork_source"].decode(String?.self),
                 chainHead: StreamRow.hash(try c["chain_head"].decode(Data?.self)),
                 chainBase: StreamRow.hash(try c["chain_base"].decode(Data?.self)),
@@ -632,22 +662,28 @@ struct PendingEvents: Sendable {
     var traces: [String] = []
     /// Filled only once an event has a key: '' for the others (a key is never empty).
     var keys: [String] = []
+    /// Filled only once an event expires: 0 for the others.
+    var expiries: [Int64] = []
     var bytes = 0
 
     var isEmpty: Bool { streams.isEmpty }
-    /// Whether an event has an origin, a trace context or a key (the plain INSERT has none).
-    var isAnnotated: Bool { !origins.isEmpty || !traces.isEmpty || !keys.isEmpty }
+    /// Whether an event has an origin, a trace context, a key or an expiry (the plain
+    /// INSERT has none).
+    var isAnnotated: Bool { !origins.isEmpty || !traces.isEmpty || !keys.isEmpty || !expiries.isEmpty }
     /// One per event, '' for none: for the INSERT that takes them all.
     var filledOrigins: [String] { origins.isEmpty ? Array(repeating: "", count: streams.count) : origins }
     var filledTraces: [String] { traces.isEmpty ? Array(repeating: "", count: streams.count) : traces }
     var filledKeys: [String] { keys.isEmpty ? Array(repeating: "", count: streams.count) : keys }
+    var filledExpiries: [Int64] { expiries.isEmpty ? Array(repeating: 0, count: streams.count) : expiries }
 
     mutating func append(
-        stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?, key: EventKey?, hash: EventHash
+        stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?, key: EventKey?,
+        expiresAt: Int64?, hash: EventHash
     ) {
         Self.note(origin, in: &origins, before: streams.count)
         Self.note(trace?.text, in: &traces, before: streams.count)
         Self.note(key?.text, in: &keys, before: streams.count)
+        Self.note(expiresAt, in: &expiries, before: streams.count, none: 0)
         streams.append(stream)
         sequences.append(sequence)
         times.append(millis)
@@ -656,13 +692,18 @@ struct PendingEvents: Sendable {
         bytes += payload.count
     }
 
-    /// Keeps a column that stays empty until its first value (then '' for every event before).
-    private static func note(_ value: String?, in column: inout [String], before count: Int) {
+    /// Keeps a column that stays empty until its first value (then `none` for every event
+    /// before, and for each without one).
+    private static func note<Value>(_ value: Value?, in column: inout [Value], before count: Int, none: Value) {
         if let value {
-            if column.isEmpty { column = Array(repeating: "", count: count) }
+            if column.isEmpty { column = Array(repeating: none, count: count) }
             column.append(value)
         } else if !column.isEmpty {
-            column.append("")
+            column.append(none)
         }
+    }
+
+    private static func note(_ value: String?, in column: inout [String], before count: Int) {
+        note(value, in: &column, before: count, none: "")
     }
 }

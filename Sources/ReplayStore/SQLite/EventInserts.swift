@@ -28,6 +28,8 @@ struct EventInserts {
         let origin: String?
         /// The event's own key (`key=`); `key` above is the row's.
         let eventKey: EventKey?
+        /// When it expires (ms), if it does.
+        let expiresAt: Int64?
     }
 
     private static let hashBytes = 32
@@ -91,11 +93,16 @@ struct EventInserts {
             } else {
                 insert.bindNull(at: column + 8)
             }
+            if let expiresAt = row.expiresAt {
+                insert.bind(expiresAt, at: column + 9)
+            } else {
+                insert.bindNull(at: column + 9)
+            }
         }
         try insert.execute()
     }
 
-    private static let columns = 8
+    private static let columns = 9
     private static let statements = RowChunks(
-        head: "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin, event_key) VALUES ", columns: columns)
+        head: "INSERT INTO event_log (key, time, payload, stamp, hash, traceparent, origin, event_key, expires_at) VALUES ", columns: columns)
 }

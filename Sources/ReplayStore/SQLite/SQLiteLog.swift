@@ -121,24 +121,28 @@ final class SQLiteLog: LogDatabase {
     func writerIdle() {}
 
     func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, includingExpired: Bool,
         _ body: EventVisitor
     ) throws(StoreError) {
+        let expiredBy = includingExpired ? Int64.min : Timestamp.millis(now())
         do {
-            try pool.read { db in try SQLiteTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, db, body) }
+            try pool.read { db in
+                try SQLiteTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, expiredBy: expiredBy, db, body)
+            }
         } catch {
             throw StoreError(error, path: path)
         }
     }
 
     func latestEvent(withKey key: EventKey, in segments: LogSegments) throws(StoreError) -> StoredEvent? {
+        let expiredBy = Timestamp.millis(now())
         do {
             // The lookup and the read in one read transaction: the event found is the one read.
             return try pool.read { db in
                 for segment in segments.segments.reversed() {
                     guard let sequence = try Self.newestEvent(of: key.text, in: segment, db) else { continue }
                     var found: StoredEvent?
-                    try SQLiteTransaction.forEachEvent(.single(sequence, of: segment), limit: 1, byteBudget: .max, db) {
+                    try SQLiteTransaction.forEachEvent(.single(sequence, of: segment), limit: 1, byteBudget: .max, expiredBy: expiredBy, db) {
                         sequence, time, payload, trace, hash, key in
                         found = StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key)
                     }
@@ -209,10 +213,11 @@ final class SQLiteLog: LogDatabase {
     }
 
     func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
+        let expiredBy = Timestamp.millis(now())
         do {
             return try pool.read { db in
                 try LogSegments.readEach(reads, byteBudget: byteBudget, body) { read, visit in
-                    try SQLiteTransaction.forEachEvent(read, limit: .max, byteBudget: .max, db, visit)
+                    try SQLiteTransaction.forEachEvent(read, limit: .max, byteBudget: .max, expiredBy: expiredBy, db, visit)
                 }
             }
         } catch {
@@ -262,6 +267,16 @@ final class SQLiteLog: LogDatabase {
                 let last = UInt64(bounds?["last_seq"] as Int64? ?? Int64(record.info.lastSequence))
                 guard first <= last else { return last + 1 }
                 return try SQLiteTransaction.firstSequence(of: record.id, in: first...last, atOrAfter: millis, db)
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    func nextExpiry() throws(StoreError) -> Int64? {
+        do {
+            return try pool.read { db in
+                try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(expires_at) FROM event_log WHERE expires_at IS NOT NULL"))
             }
         } catch {
             throw StoreError(error, path: path)

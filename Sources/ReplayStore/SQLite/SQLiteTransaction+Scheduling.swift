@@ -9,8 +9,11 @@ extension SQLiteTransaction {
     func insertScheduled(stream: Int64, _ request: ScheduleRequest, createdAt: Int64) throws -> Int64 {
         let db = try self.db
         try db.cachedStatement(
-            sql: "INSERT INTO scheduled_events (stream_id, due_at, created_at, event_key, traceparent, payload) VALUES (?, ?, ?, ?, ?, ?)"
-        ).execute(arguments: [stream, request.due, createdAt, request.key?.text, request.traceParent?.text, request.payload])
+            sql: """
+                INSERT INTO scheduled_events (stream_id, due_at, created_at, event_key, traceparent, payload, ttl_millis)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [stream, request.due, createdAt, request.key?.text, request.traceParent?.text, request.payload, request.ttl?.millis])
         return db.lastInsertedRowID
     }
 
@@ -28,7 +31,7 @@ extension SQLiteTransaction {
         let rows = try Row.fetchAll(
             db.cachedStatement(
                 sql: """
-                    SELECT e.id, s.name, e.due_at, e.created_at, e.event_key, e.traceparent, e.payload
+                    SELECT e.id, s.name, e.due_at, e.created_at, e.event_key, e.traceparent, e.payload, e.ttl_millis
                     FROM scheduled_events AS e JOIN streams AS s ON s.id = e.stream_id
                     WHERE e.due_at <= ? ORDER BY e.due_at, e.id LIMIT ?
                     """), arguments: [millis, limit])
@@ -38,7 +41,8 @@ extension SQLiteTransaction {
             try delete.execute(arguments: [id])
             return ScheduledEvent(
                 id: id, stream: row[1], due: row[2], created: row[3], key: (row[4] as String?).flatMap(EventKey.init),
-                traceParent: (row[5] as String?).flatMap(TraceParent.init), payload: row[6])
+                traceParent: (row[5] as String?).flatMap(TraceParent.init), ttl: (row[7] as Int64?).flatMap { EventTTL(seconds: Double($0) / 1000) },
+                payload: row[6])
         }
     }
 

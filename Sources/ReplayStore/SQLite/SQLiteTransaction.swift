@@ -77,15 +77,15 @@ final class SQLiteTransaction: LogTransaction {
                 INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                      source_command, source_connect, source_options,
                                      content_type, ttl_seconds, expires_at,
-                                     fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked, event_ttl_seconds)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 name, config.capacity, config.maxBytes, config.maxAge, createdAt,
                 config.source?.command, config.source?.connect.rawValue, config.source?.options.json,
                 config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
                 fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
-                fork.map { Int64($0.0.requestedSubOffset) }, config.keepUnacked,
+                fork.map { Int64($0.0.requestedSubOffset) }, config.keepUnacked, config.eventTTL,
             ])
         return try db.lastInsertedRowID
     }
@@ -139,11 +139,12 @@ final class SQLiteTransaction: LogTransaction {
 
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
-        key: EventKey?, hash: EventHash
+        key: EventKey?, expiresAt: Int64?, hash: EventHash
     ) throws {
         let row = EventInserts.Row(
             key: LogRowKey.key(stream: stream, sequence: sequence), millis: millis, payload: payload,
-            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace, origin: origin, eventKey: key)
+            stamp: try stamp.map { try self.stamp($0, stream: stream) }, hash: hash, trace: trace, origin: origin, eventKey: key,
+            expiresAt: expiresAt)
         if let key { keys.add(key, stream: stream, sequence: sequence) }
         if inserts.add(row) { try writeInserts() }
     }
@@ -258,6 +259,27 @@ final class SQLiteTransaction: LogTransaction {
         try EventHoles.hole(of: stream, containing: sequence, db)
     }
 
+    /// The keys from the expiry index, and each stream's name once: a join named the
+    /// stream of every event, a lookup each.
+    func expiredEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [(stream: String, sequence: UInt64)] {
+        let keys = try Int64.fetchAll(
+            db.cachedStatement(sql: "SELECT key FROM event_log WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?"),
+            arguments: [millis, limit])
+        let name = try db.cachedStatement(sql: "SELECT name FROM streams WHERE id = ?")
+        var names: [Int64: String] = [:]
+        var expired: [(stream: String, sequence: UInt64)] = []
+        expired.reserveCapacity(keys.count)
+        for key in keys {
+            let id = LogRowKey.stream(of: key)
+            if names[id] == nil { names[id] = try String.fetchOne(name, arguments: [id]) ?? "" }
+            expired.append((names[id]!, LogRowKey.sequence(of: key)))
+        }
+        return expired
+    }
+
+    /// One writer: nothing to lock.
+    func streamsWithExpiredEvents(by millis: Int64, limit: Int) throws -> [String] { [] }
+
     func dropHoles(of stream: Int64, through: UInt64) throws -> Int {
         try EventHoles.drop(of: stream, through: through, db)
     }
@@ -304,11 +326,11 @@ final class SQLiteTransaction: LogTransaction {
         }
     }
 
-    func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ body: EventVisitor) throws {
+    func forEachEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, expiredBy: Int64, _ body: EventVisitor) throws {
         // Inside the writer's transaction the working records are current: a retention
         // earlier in this batch moved the base in the record, not yet in the row.
         try Self.forEachEvent(
-            segments, limit: limit, byteBudget: byteBudget, db,
+            segments, limit: limit, byteBudget: byteBudget, expiredBy: expiredBy, db,
             base: { segment, sequence, db in try Self.hashBefore(segment, sequence, db, known: segment.base) },
             body)
     }
@@ -321,9 +343,11 @@ final class SQLiteTransaction: LogTransaction {
     /// a reader reports the hole as a gap before reading on, from the event after it); the
     /// time, payload and trace context are SQLite's buffers, valid only during the call.
     /// Each event's hash is checked against its chain first (`ChainCheck`): a corrupt one
-    /// ends the read with `corruptEvent`, and is never handed on.
+    /// ends the read with `corruptEvent`, and is never handed on. An event expired by
+    /// `expiredBy` (ms) is not read, and ends the read as a hole does.
     static func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int, _ db: Database, base: ChainStart = { try hashBefore($0, $1, $2) },
+        _ segments: LogSegments, limit: Int, byteBudget: Int, expiredBy: Int64, _ db: Database,
+        base: ChainStart = { try hashBefore($0, $1, $2) },
         _ body: EventVisitor
     ) throws {
         var remaining = limit
@@ -336,11 +360,15 @@ final class SQLiteTransaction: LogTransaction {
         for segment in segments.segments where remaining > 0 && bytes < byteBudget && !atHole {
             let statement = RawStatement(
                 try db.cachedStatement(
-                    sql: "SELECT key, time, payload, traceparent, hash, event_key FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
+                    sql: """
+                        SELECT key, time, payload, traceparent, hash, event_key FROM event_log
+                        WHERE key BETWEEN ? AND ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY key LIMIT ?
+                        """),
                 in: db)
             statement.bind(LogRowKey.key(stream: segment.streamID, sequence: segment.from), at: 1)
             statement.bind(LogRowKey.key(stream: segment.streamID, sequence: segment.through), at: 2)
-            statement.bind(Int64(remaining), at: 3)
+            statement.bind(expiredBy, at: 3)
+            statement.bind(Int64(remaining), at: 4)
             var chain = ChainCheck(stream: segment.stream)
             var failure: Error?
             try statement.forEachRow { row in

@@ -16,6 +16,10 @@ enum LogRowKey {
         UInt64(key & Int64(maxSequence))
     }
 
+    static func stream(of key: Int64) -> Int64 {
+        key >> sequenceBits
+    }
+
     /// Every key the stream can have.
     static func range(of stream: Int64) -> ClosedRange<Int64> {
         key(stream: stream, sequence: 0)...key(stream: stream, sequence: maxSequence)

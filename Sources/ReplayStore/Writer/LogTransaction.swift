@@ -48,10 +48,11 @@ protocol LogTransaction: AnyObject {
     /// `stamp`: the producer's, on the first event of each publish it makes (SQLite keeps
     /// it in the event's row, so that the producer's own row can be written behind).
     /// `origin`: a derivation's output's input event (`stream:seq`). `trace`: the
-    /// publisher's trace context. `hash`: its link in the stream's chain (`HashChain`).
+    /// publisher's trace context. `expiresAt`: when it expires (ms), if it does. `hash`:
+    /// its link in the stream's chain (`HashChain`).
     func insertEvent(
         stream: Int64, sequence: UInt64, millis: Int64, payload: Data, stamp: ProducerStamp?, origin: String?, trace: TraceParent?,
-        key: EventKey?, hash: EventHash
+        key: EventKey?, expiresAt: Int64?, hash: EventHash
     ) throws
     /// The stored hash of one of the stream's own events; `nil` if there is no such row
     /// (or it was stored before chaining began).
@@ -65,6 +66,12 @@ protocol LogTransaction: AnyObject {
     /// range or beside it (`EventHole`). What went: events (rows that were there) and
     /// payload bytes. A key whose newest event went loses its value.
     func removeEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> (events: Int, bytes: Int)
+    /// Up to `limit` events expired by `millis`, earliest expiry first (of `streams` only,
+    /// when given: the ones locked up front).
+    func expiredEvents(by millis: Int64, limit: Int, streams: [String]?) throws -> [(stream: String, sequence: UInt64)]
+    /// The streams of (up to `limit` of) the events expired by `millis`, for a database
+    /// shared by several writers to lock up front.
+    func streamsWithExpiredEvents(by millis: Int64, limit: Int) throws -> [String]
     /// The stream's hole that holds `sequence`, if one does.
     func hole(of stream: Int64, containing sequence: UInt64) throws -> EventHole?
     /// Forgets the holes that end at or before `through` (retention has passed them); the
@@ -75,9 +82,10 @@ protocol LogTransaction: AnyObject {
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (_ sequence: UInt64, _ size: Int) -> Bool) throws
     /// The first sequence number in `window` stored at or after `millis` (`upperBound + 1`: none).
     func firstSequence(of stream: Int64, in window: ClosedRange<UInt64>, atOrAfter millis: Int64) throws -> UInt64
-    /// Reads as this transaction sees them (a fork's first event is cut from its source's).
+    /// Reads as this transaction sees them (a fork's first event is cut from its source's),
+    /// leaving out the events expired by `expiredBy` (ms), as a hole.
     func forEachEvent(
-        _ segments: LogSegments, limit: Int, byteBudget: Int,
+        _ segments: LogSegments, limit: Int, byteBudget: Int, expiredBy: Int64,
         _ body: EventVisitor
     ) throws
 

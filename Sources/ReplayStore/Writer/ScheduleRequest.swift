@@ -9,4 +9,6 @@ struct ScheduleRequest: Sendable {
     let due: Int64
     let key: EventKey?
     let traceParent: TraceParent?
+    /// How long the event lives once appended; `nil`: its stream's default then.
+    let ttl: EventTTL?
 }

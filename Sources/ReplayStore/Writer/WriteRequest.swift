@@ -34,6 +34,9 @@ enum WriteRequest: Sendable {
     case delete(stream: String, Completion<Void>)
     case terminate(stream: String, Terminal, Completion<StreamInfo>)
     case reset(stream: String, keepHistory: Bool, Completion<StreamInfo>)
+    /// Removes expired events (`WriterRules.expireEvents`): answered `true` if more are
+    /// expired than one batch removes.
+    case expireEvents(Completion<Bool>)
     /// Events `from...through` removed, from inside the window or its front (`EventHole`).
     case removeEvents(stream: String, from: UInt64, through: UInt64, Completion<StreamInfo>)
     case enforceRetention(Completion<Void>)
@@ -79,7 +82,7 @@ enum WriteRequest: Sendable {
         case .schedule(let request, _): [request.stream]
         case .derivationStep(let step, _): [step.stream] + (step.deadLetterStream.map { [$0] } ?? [])
         // The due events' streams are found in the table as the batch begins (`lockUpFront`).
-        case .enforceRetention, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey, .appendDueEvents: []
+        case .enforceRetention, .expireEvents, .barrier, .refresh, .serveDueWaiters, .subscription, .signingKey, .appendDueEvents: []
         }
     }
 
@@ -120,6 +123,7 @@ enum WriteRequest: Sendable {
         case .reset(_, _, let done): done(.failure(error))
         case .removeEvents(_, _, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
+        case .expireEvents(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))
         case .subscription(_, let done): done(.failure(error))
         case .signingKey(_, let done): done(.failure(error))

@@ -42,7 +42,10 @@ extension WriterRules {
             index = try insertStream(name, autoCreate)
         }
         if let full = sequenceNumbersLeft(for: 1, in: index) { return .failure(full) }
-        guard let event = try append(payload, to: index, stamp: conditions.producer, trace: conditions.traceParent, key: conditions.key) else {
+        guard
+            let event = try append(
+                payload, to: index, stamp: conditions.producer, trace: conditions.traceParent, key: conditions.key, ttl: conditions.ttl)
+        else {
             return .failure(.terminated(stream: name))
         }
         if let stamp = conditions.producer {
@@ -127,7 +130,8 @@ extension WriterRules {
         // The producer's stamp goes on the publish's first event, which its runs map its pseq to.
         for (offset, payload) in write.payloads.enumerated() {
             _ = try append(
-                payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil, trace: write.traceParent, key: write.key)
+                payload, to: index, stamp: offset == 0 && producerKey != nil ? write.producer : nil, trace: write.traceParent, key: write.key,
+                ttl: write.ttl)
         }
         if let stamp = write.producer, let producerKey {
             if write.payloads.isEmpty { db.publishedWithoutEvent(producerKey) }
@@ -154,7 +158,8 @@ extension WriterRules {
         for event in events {
             let result = try appendResult(
                 event.payload, to: event.stream, autoCreate: autoCreate,
-                conditions: AppendConditions(expectedLastSequence: event.expectedLastSequence, traceParent: event.traceParent, key: event.key))
+                conditions: AppendConditions(
+                    expectedLastSequence: event.expectedLastSequence, traceParent: event.traceParent, key: event.key, ttl: event.ttl))
             switch result {
             case .success(let appended):
                 sequences.append(appended.sequence)
@@ -173,9 +178,11 @@ extension WriterRules {
 
     /// Numbers and inserts one event, with the producer's stamp if it is a publish's first,
     /// the input event it came from if a derivation computed it, its publisher's trace
-    /// context and its key; `nil` if the stream has ended.
+    /// context, its key and its time-to-live (else its stream's default); `nil` if the
+    /// stream has ended.
     mutating func append(
-        _ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil, trace: TraceParent? = nil, key: EventKey? = nil
+        _ payload: Data, to index: Int, stamp: ProducerStamp? = nil, origin: String? = nil, trace: TraceParent? = nil, key: EventKey? = nil,
+        ttl: EventTTL? = nil
     ) throws -> StoredEvent? {
         let record = streams[index].record
         guard record.info.terminal == nil else { return nil }
@@ -183,12 +190,13 @@ extension WriterRules {
         let (eventMillis, eventText) = record.lastTime > millis ? (record.lastTime, Timestamp.format(millis: record.lastTime)) : (millis, timeText)
         let hash = HashChain.link(
             after: record.chainHead, stream: record.info.name, sequence: sequence, millis: eventMillis, key: key, payload: payload)
+        let expiresAt = (ttl ?? record.info.config.eventTTL.flatMap(EventTTL.init(seconds:)))?.expiry(committedAt: eventMillis)
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live (its chain goes on, with nothing retained before its base).
         if record.info.config.capacity != 0 {
             try db.insertEvent(
                 stream: record.id, sequence: sequence, millis: eventMillis, payload: payload, stamp: stamp, origin: origin, trace: trace,
-                key: key, hash: hash)
+                key: key, expiresAt: expiresAt, hash: hash)
             streams[index].record.info.byteCount += payload.count
         } else {
             streams[index].record.info.firstSequence = sequence + 1
@@ -200,7 +208,8 @@ extension WriterRules {
         streams[index].record.lastTime = eventMillis
         appendedEvents += 1
         appendedBytes += payload.count
-        let event = StoredEvent(sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace, hash: hash, key: key)
+        let event = StoredEvent(
+            sequence: sequence, timestamp: eventText, payload: payload, traceParent: trace, hash: hash, key: key, expiresAt: expiresAt)
         streams[index].appended.append(event)
         return event
     }

@@ -32,7 +32,9 @@ extension WriterRules {
                     indexByName[name].map { streams[$0].record } ?? catalog[name]
                 }
                 do {
-                    try db.forEachEvent(segments, limit: 1, byteBudget: .max) { _, _, payload, _, _, _ in next = Data(payload) }
+                    try db.forEachEvent(segments, limit: 1, byteBudget: .max, expiredBy: millis) { _, _, payload, _, _, _ in
+                        next = Data(payload)
+                    }
                 } catch let error as StoreError {
                     // A corrupt event refuses the fork, not the writer's whole batch.
                     guard case .corruptEvent = error else { throw error }

@@ -8,7 +8,7 @@ extension WriterRules {
     /// and gets its error.
     func forEachIntactEvent(_ segments: LogSegments, limit: Int, byteBudget: Int, _ body: EventVisitor) throws {
         do {
-            try db.forEachEvent(segments, limit: limit, byteBudget: byteBudget, body)
+            try db.forEachEvent(segments, limit: limit, byteBudget: byteBudget, expiredBy: millis, body)
         } catch let error as StoreError {
             guard case .corruptEvent = error else { throw error }
             CorruptionReports.note(error)

@@ -34,7 +34,7 @@ extension WriterRules {
         return .success(
             ScheduledEvent(
                 id: id, stream: name, due: request.due, created: millis, key: request.key, traceParent: request.traceParent,
-                payload: request.payload))
+                ttl: request.ttl, payload: request.payload))
     }
 
     /// Cancels a pending scheduled event of the stream. (The alarm stays as it is: if it
@@ -60,7 +60,7 @@ extension WriterRules {
             }
             scheduledTaken(from: index)
             guard refusal(toAppendTo: index) == nil, sequenceNumbersLeft(for: 1, in: index) == nil,
-                try append(event.payload, to: index, trace: event.traceParent, key: event.key) != nil
+                try append(event.payload, to: index, trace: event.traceParent, key: event.key, ttl: event.ttl) != nil
             else {
                 droppedDueEvents += 1
                 continue

@@ -93,9 +93,14 @@ struct WriterRules<DB: LogTransaction> {
     var earliestScheduled: Int64?
     var drainedSchedule: DrainOutcome?
     var dueStreams: [String] = []
+    /// The streams of the expired events this batch removes, locked up front where the
+    /// database is shared (`expireEvents`).
+    var expiringStreams: [String] = []
     /// Streams whose scheduled events this batch appended, dropped or cancelled.
     var scheduledLeft: Set<Int> = []
     var appendedDueEvents = 0
+    /// Events this batch removed because they expired (`expireEvents`).
+    var expiredEvents = 0
     var droppedDueEvents = 0
     var alarmChange: ScheduledAlarm.Change?
 
@@ -162,8 +167,10 @@ struct WriterRules<DB: LogTransaction> {
         earliestScheduled = nil
         drainedSchedule = nil
         dueStreams = []
+        expiringStreams = []
         scheduledLeft = []
         appendedDueEvents = 0
+        expiredEvents = 0
         droppedDueEvents = 0
         alarmChange = nil
     }
@@ -222,6 +229,10 @@ struct WriterRules<DB: LogTransaction> {
             // them with the rest, in the one order.
             if case .enforceRetention = request { names.formUnion(retentionCandidates.map(\.info.name)) }
             if case .serveDueWaiters = request { names.formUnion(waiting.streams(dueBy: millis)) }
+            if case .expireEvents = request, expiringStreams.isEmpty {
+                expiringStreams = try db.streamsWithExpiredEvents(by: millis, limit: Self.expiredEventsPerBatch)
+                names.formUnion(expiringStreams)
+            }
             if case .appendDueEvents = request, dueStreams.isEmpty {
                 dueStreams = try db.streamsWithDueEvents(by: millis, limit: Self.dueEventsPerBatch)
                 names.formUnion(dueStreams)
@@ -267,6 +278,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try terminate(name, terminal))
         case .reset(let name, let keepHistory, let done):
             complete(done, try reset(name, keepHistory: keepHistory))
+        case .expireEvents(let done):
+            complete(done, .success(try expireEvents()))
         case .removeEvents(let name, let from, let through, let done):
             guard let index = try touch(name) else { return complete(done, .failure(.unknownStream(name))) }
             try Retention.remove(from...through, from: &streams[index].record, db)
@@ -367,6 +380,7 @@ struct WriterRules<DB: LogTransaction> {
         StoreMetrics.bytesPublished.increment(by: appendedBytes)
         if appendedDueEvents > 0 { StoreMetrics.scheduledAppended.increment(by: appendedDueEvents) }
         if droppedDueEvents > 0 { StoreMetrics.scheduledDropped.increment(by: droppedDueEvents) }
+        if expiredEvents > 0 { StoreMetrics.eventsExpired.increment(by: expiredEvents) }
         catalog.apply(changedRecords)
         listeners.notify(commitBatch)
         sinks.deliver()
