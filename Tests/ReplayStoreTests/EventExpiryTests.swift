@@ -96,4 +96,24 @@ struct EventExpiryTests {
             #expect(try store.verify("s").isIntact)
         }
     }
+
+    /// A source deleted while a fork reads from it keeps its events for the fork, and they
+    /// expire for it as for anyone.
+    @Test(arguments: StoreKind.allCases) func theEventsOfASourceKeptForItsForksExpireToo(_ kind: StoreKind) async throws {
+        let now = Locked(Self.start)
+        try await withStoreLocation(kind) { location in
+            let store = try openStore(location, clock: { now.value })
+            defer { store.close() }
+            _ = try await store.create("source", config: .unlimited)
+            for index in 1...3 { try await Self.append(store, "e\(index)", to: "source", ttl: index == 2 ? 1 : nil) }
+            _ = try await store.write(StreamWrite(stream: "fork", payloads: [], create: .unlimited, fork: ForkRequest(source: "source", sequence: 3)))
+            _ = try await store.delete("source")
+            now.withLock { $0 += 1 }
+            #expect(try store.read("fork", from: 2).map(\.sequence) == [3])
+            #expect(try await store.expireEvents() == false)
+            #expect(try store.nextExpiry() == nil, "its row is gone")
+            #expect(try store.read("fork", from: 1).map(\.sequence) == [1])
+            #expect(try store.read("fork", from: 2).map(\.sequence) == [3], "the fork reads on across its source's hole")
+        }
+    }
 }

@@ -22,7 +22,7 @@ extension WriterRules {
         for event in expired { byStream[event.stream, default: []].append(event.sequence) }
         var runs = 0
         for (name, sequences) in byStream.sorted(by: { $0.key < $1.key }) {
-            guard let index = try touch(name) else { continue }
+            guard let index = try expiring(name) else { continue }
             for run in sequences.sorted().consecutiveRuns {
                 guard runs < Self.expiredRunsPerBatch else { return true }
                 let before = streams[index].record.info.eventCount
@@ -31,6 +31,16 @@ extension WriterRules {
                 runs += 1
             }
         }
-        return expired.count == Self.expiredEventsPerBatch
+        // More only if this batch got somewhere: rows it could not remove are not asked for
+        // again and again.
+        return expired.count == Self.expiredEventsPerBatch && expiredEvents > 0
+    }
+
+    /// The stream whose events expired, brought into the batch: also one deleted while its
+    /// forks read from it (its events stay for them, and expire for them as for anyone).
+    private mutating func expiring(_ name: String) throws -> Int? {
+        if let index = indexByName[name] { return index }
+        guard let record = try lookUp(name) else { return nil }
+        return add(record)
     }
 }

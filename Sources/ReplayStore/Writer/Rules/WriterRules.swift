@@ -194,7 +194,7 @@ struct WriterRules<DB: LogTransaction> {
     /// A stream this transaction has not brought in yet, as the database has it. One
     /// another daemon created or deleted (a shared database), found while reading it: the
     /// catalog and the hubs learn it with this commit.
-    private mutating func lookUp(_ name: String) throws -> Catalog.Record? {
+    mutating func lookUp(_ name: String) throws -> Catalog.Record? {
         guard !deleted.contains(name) else { return nil }
         let cached = catalog[name]
         let found = try db.record(name, cached: cached)
