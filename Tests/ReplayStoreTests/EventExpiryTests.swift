@@ -21,11 +21,18 @@ struct EventExpiryTests {
         _ = try await store.write(write)
     }
 
-    @Test(arguments: StoreKind.allCases) func anExpiredEventIsNeverReadAndItsRemovalLeavesAHole(_ kind: StoreKind) async throws {
+    /// A store of `kind` whose clock is `now`, starting at `start`.
+    static func withClockedStore(_ kind: StoreKind, _ body: (EventStore, Locked<Date>) async throws -> Void) async throws {
         let now = Locked(Self.start)
         try await withStoreLocation(kind) { location in
             let store = try openStore(location, clock: { now.value })
             defer { store.close() }
+            try await body(store, now)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func anExpiredEventIsNeverReadAndItsRemovalLeavesAHole(_ kind: StoreKind) async throws {
+        try await Self.withClockedStore(kind) { store, now in
             _ = try await store.create("s", config: .unlimited)
             for (payload, ttl) in [("e1", nil), ("e2", 10.0), ("e3", nil), ("e4", 10.0), ("e5", 30.0)] as [(String, Double?)] {
                 try await Self.append(store, payload, to: "s", ttl: ttl)
@@ -56,10 +63,7 @@ struct EventExpiryTests {
     }
 
     @Test(arguments: StoreKind.allCases) func aStreamsDefaultExpiresItsEventsFromTheFront(_ kind: StoreKind) async throws {
-        let now = Locked(Self.start)
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location, clock: { now.value })
-            defer { store.close() }
+        try await Self.withClockedStore(kind) { store, now in
             _ = try await store.create("sessions", config: StreamConfig(capacity: nil, eventTTL: 5))
             for index in 1...3 { try await Self.append(store, "e\(index)", to: "sessions") }
             now.withLock { $0 += 2 }
@@ -78,10 +82,7 @@ struct EventExpiryTests {
     @Test(arguments: StoreKind.allCases) func expiriesScatteredThroughAStreamAreRemovedABoundedNumberOfRunsPerBatch(
         _ kind: StoreKind
     ) async throws {
-        let now = Locked(Self.start)
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location, clock: { now.value })
-            defer { store.close() }
+        try await Self.withClockedStore(kind) { store, now in
             _ = try await store.create("s", config: .unlimited)
             // Every other event expires: each is a run of its own.
             let runs = WriterRules<SQLiteTransaction>.expiredRunsPerBatch + 44
@@ -100,10 +101,7 @@ struct EventExpiryTests {
     /// A source deleted while a fork reads from it keeps its events for the fork, and they
     /// expire for it as for anyone.
     @Test(arguments: StoreKind.allCases) func theEventsOfASourceKeptForItsForksExpireToo(_ kind: StoreKind) async throws {
-        let now = Locked(Self.start)
-        try await withStoreLocation(kind) { location in
-            let store = try openStore(location, clock: { now.value })
-            defer { store.close() }
+        try await Self.withClockedStore(kind) { store, now in
             _ = try await store.create("source", config: .unlimited)
             for index in 1...3 { try await Self.append(store, "e\(index)", to: "source", ttl: index == 2 ? 1 : nil) }
             _ = try await store.write(StreamWrite(stream: "fork", payloads: [], create: .unlimited, fork: ForkRequest(source: "source", sequence: 3)))
