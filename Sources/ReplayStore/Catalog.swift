@@ -36,6 +36,17 @@ final class Catalog: Sendable {
     /// countdown starts again from the last write, which only keeps a stream longer).
     private let reads = Locked<[String: Int64]>([:])
 
+    /// Whether the database may hold events that expire: set once this process stores one
+    /// or sees one (`EventStore.nextExpiry`). From then on another daemon's new events are
+    /// not kept in memory as they are read (the read does not carry their expiry): readers
+    /// read them from the store, which leaves out the expired ones.
+    private let expiringSeen = Locked(false)
+    var mayHoldExpiringEvents: Bool { expiringSeen.value }
+    func noteExpiringEvents() {
+        guard !expiringSeen.value else { return }
+        expiringSeen.withLock { $0 = true }
+    }
+
     init(_ records: [Record]) {
         self.records = Locked(Dictionary(records.map { ($0.info.name, $0) }, uniquingKeysWith: { $1 }))
     }

@@ -477,7 +477,9 @@ extension EventStore {
     /// The earliest time (ms since 1970) a stored event expires at; `nil` when none does.
     /// Blocking: a read of the expiry index.
     public func nextExpiry() throws(StoreError) -> Int64? {
-        try log.nextExpiry()
+        let next = try log.nextExpiry()
+        if next != nil { catalog.noteExpiringEvents() }
+        return next
     }
 
     /// Removes events whose time-to-live ran out (a batch's worth at most, see

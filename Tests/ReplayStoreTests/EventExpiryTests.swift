@@ -114,4 +114,29 @@ struct EventExpiryTests {
             #expect(try store.read("fork", from: 2).map(\.sequence) == [3], "the fork reads on across its source's hole")
         }
     }
+
+    /// A store sharing PostgreSQL with another hands the other's new events to its commit
+    /// listeners (the daemon's rings) as it reads them, without their expiry; once it has
+    /// seen that events may expire, it no longer does, and its readers read them from the
+    /// store, which leaves out the expired ones.
+    @Test func anotherStoresEventsAreNotHandedOnOnceEventsMayExpire() async throws {
+        try await TestPostgres.withDatabase { url in
+            let first = try openStore(url)
+            let second = try openStore(url)
+            defer {
+                first.close()
+                second.close()
+            }
+            let handed = Locked<[UInt64]>([])
+            second.onCommit { batch in handed.withLock { $0 += batch.changes["s"]?.appended.map(\.sequence) ?? [] } }
+            _ = try await first.create("s", config: .unlimited)
+            try await Self.append(first, "a", to: "s")
+            try await eventually("the other store reads the event and hands it on") { handed.value == [1] }
+            try await Self.append(first, "b", to: "s", ttl: 3_600)
+            #expect(try second.nextExpiry() != nil, "the retention pass's look")
+            try await Self.append(first, "c", to: "s")
+            try await eventually("the other store learns of the third event") { second.info("s")?.lastSequence == 3 }
+            #expect(!handed.value.contains(3), "\(handed.value)")
+        }
+    }
 }

@@ -191,6 +191,7 @@ extension WriterRules {
         let hash = HashChain.link(
             after: record.chainHead, stream: record.info.name, sequence: sequence, millis: eventMillis, key: key, payload: payload)
         let expiresAt = (ttl ?? record.info.config.eventTTL.flatMap(EventTTL.init(seconds:)))?.expiry(committedAt: eventMillis)
+        if expiresAt != nil { catalog.noteExpiringEvents() }
         // A stream of capacity 0 keeps nothing: skip the insert, still number and deliver
         // the event live (its chain goes on, with nothing retained before its base).
         if record.info.config.capacity != 0 {

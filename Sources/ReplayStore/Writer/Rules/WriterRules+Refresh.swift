@@ -40,8 +40,11 @@ extension WriterRules {
             events.append(StoredEvent(sequence: sequence, time: time, payload: payload, traceParent: trace, hash: hash, key: key))
         }
         // Only a complete, contiguous run can go to the ring (retention may have
-        // trimmed some already, or the byte budget stopped the read).
-        if events.first?.sequence == known.info.lastSequence + 1, events.last?.sequence == record.info.lastSequence {
+        // trimmed some already, or the byte budget stopped the read), and only while no
+        // event may expire (`Catalog.mayHoldExpiringEvents`).
+        if events.first?.sequence == known.info.lastSequence + 1, events.last?.sequence == record.info.lastSequence,
+            !catalog.mayHoldExpiringEvents
+        {
             refreshedEvents[name] = events
         }
     }
