@@ -1,4 +1,4 @@
--- Events removed from inside a stream's retained window (per-event expiry, compaction),
+-- Events removed from inside a stream's retained window (by their expiry),
 -- where retention only ever removed the oldest. Each row is one hole, `from_seq` through
 -- `through_seq`, and keeps the chain link (`hash`) of the hole's last event: the event after
 -- the hole was hashed from it, so the chain is still checked across the hole, and a row

@@ -6,8 +6,8 @@ import Testing
 
 @testable import ReplayStore
 
-/// Events removed from inside a stream's window (`EventHole`), as an event's expiry and
-/// compaction remove them, on both stores: reads end before a hole and go on after it,
+/// Events removed from inside a stream's window (`EventHole`), as expiry removes them, on
+/// both stores: reads end before a hole and go on after it,
 /// the chain is checked across it, the count leaves it out, retention passes it, and a
 /// key whose newest event went falls back to the one before.
 @Suite("Holes inside a stream")

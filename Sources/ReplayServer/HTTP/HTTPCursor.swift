@@ -206,7 +206,7 @@ struct HTTPCursor: Sendable {
             position = page.last
             return false
         case .gap(_, let through) where through >= cursor.hub.info.firstSequence:
-            // A hole inside the window (expired or compacted events): nothing is there to
+            // A hole inside the window (expired events): nothing is there to
             // read any more, and the offsets after it are where they were. Passed over, as
             // a Kafka reader passes over compacted offsets; only history before the first
             // retained event is gone.

@@ -55,7 +55,7 @@ public struct StreamInfo: Sendable, Equatable {
     /// appends them, so every view reads them without a query.
     public var scheduledCount = 0
     public var nextDue: Int64? = nil
-    /// Events removed from inside the window (an event's expiry, compaction), where the
+    /// Events removed from inside the window (by their expiry), where the
     /// oldest are removed by retention: holes the stream's count leaves out, and a reader
     /// is told of as gaps.
     public var removedEvents = 0

@@ -1,7 +1,7 @@
 import ReplayModel
 
-/// Events removed from inside a stream's retained window, `from...through` (an event's
-/// expiry, compaction), where retention only removes the oldest. A hole keeps the chain
+/// Events removed from inside a stream's retained window, `from...through` (by their
+/// expiry), where retention only removes the oldest. A hole keeps the chain
 /// link of its last event: the event after it was hashed from that link, so the chain is
 /// still checked across the hole, and a row removed without a hole (by hand) still breaks
 /// it. Holes side by side are one hole, so a stream has at most one per event it keeps.

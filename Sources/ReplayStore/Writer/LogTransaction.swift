@@ -64,7 +64,8 @@ protocol LogTransaction: AnyObject {
     /// Events `from...through` removed from inside the window (`from` after its first
     /// event): their rows, and the hole they leave, merged with the holes inside the
     /// range or beside it (`EventHole`). What went: events (rows that were there) and
-    /// payload bytes. A key whose newest event went loses its value.
+    /// payload bytes. A key whose newest event went falls back to its newest before the
+    /// range, if it has one.
     func removeEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> (events: Int, bytes: Int)
     /// Up to `limit` events expired by `millis`, earliest expiry first (of `streams` only,
     /// when given: the ones locked up front).
