@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ReplayModel
 import ReplaySync
+import Synchronization
 
 /// The streams, in memory: one record per row of `streams`, loaded at open (O(streams))
 /// and replaced by the writer after each commit. Readers take a snapshot; nobody waits on
@@ -40,11 +41,11 @@ final class Catalog: Sendable {
     /// or sees one (`EventStore.nextExpiry`). From then on another daemon's new events are
     /// not kept in memory as they are read (the read does not carry their expiry): readers
     /// read them from the store, which leaves out the expired ones.
-    private let expiringSeen = Locked(false)
-    var mayHoldExpiringEvents: Bool { expiringSeen.value }
+    /// An atomic: the writer notes it for every expiring event it appends.
+    private let expiringSeen = Atomic<Bool>(false)
+    var mayHoldExpiringEvents: Bool { expiringSeen.load(ordering: .relaxed) }
     func noteExpiringEvents() {
-        guard !expiringSeen.value else { return }
-        expiringSeen.withLock { $0 = true }
+        if !expiringSeen.load(ordering: .relaxed) { expiringSeen.store(true, ordering: .relaxed) }
     }
 
     init(_ records: [Record]) {

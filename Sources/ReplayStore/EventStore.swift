@@ -229,8 +229,9 @@ public final class EventStore: Sendable {
     /// Removes the stream's events `from...through` (those still retained), from inside its
     /// window as well as from its front: readers see a gap where they were, the stream's
     /// hash chain is still checked across it (`EventHole`), and the stream's count leaves
-    /// them out. Answers the stream as the removal left it.
-    public func removeEvents(
+    /// them out. Answers the stream as the removal left it. Not public: what removes events
+    /// from inside a stream is its expiry (`expireEvents`); tests remove exact ranges.
+    func removeEvents(
         _ stream: String, from: UInt64, through: UInt64, completion: @escaping @Sendable (Result<StreamInfo, StoreError>) -> Void
     ) {
         writer.submit(.removeEvents(stream: stream, from: from, through: through, completion))
@@ -488,7 +489,7 @@ extension EventStore {
         try await bridge { done in writer.submit(.expireEvents(done)) }
     }
 
-    public func removeEvents(_ stream: String, from: UInt64, through: UInt64) async throws(StoreError) -> StreamInfo {
+    func removeEvents(_ stream: String, from: UInt64, through: UInt64) async throws(StoreError) -> StreamInfo {
         try await bridge { removeEvents(stream, from: from, through: through, completion: $0) }
     }
 

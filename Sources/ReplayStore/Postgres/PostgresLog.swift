@@ -459,18 +459,7 @@ final class PostgresLog: LogDatabase {
     }
 
     func hole(of stream: Int64, containing sequence: UInt64) throws(StoreError) -> EventHole? {
-        try withReader { session in
-            let rows = try session.query(
-                """
-                SELECT from_seq, through_seq, hash FROM event_holes
-                WHERE stream_id = \(stream) AND through_seq >= \(Int64(sequence)) AND from_seq <= \(Int64(sequence))
-                ORDER BY through_seq LIMIT 1
-                """)
-            return try rows.rows.first.map { row in
-                let (from, through, hash) = try row.decode((Int64, Int64, Data?).self)
-                return EventHole(from: UInt64(from), through: UInt64(through), hash: StreamRow.hash(hash))
-            }
-        }
+        try withReader { session in try PostgresTransaction.hole(of: stream, containing: sequence, session) }
     }
 
     // MARK: Sources

@@ -334,12 +334,7 @@ final class PostgresTransaction: LogTransaction {
                 SELECT from_seq, through_seq, hash FROM event_holes
                 WHERE stream_id = \(stream) AND through_seq BETWEEN \(before) AND \(Int64(through))
                 """))
-        neighbours += try Self.holes(
-            session.query(
-                """
-                SELECT from_seq, through_seq, hash FROM event_holes WHERE stream_id = \(stream) AND through_seq >= \(after) AND from_seq <= \(after)
-                ORDER BY through_seq LIMIT 1
-                """))
+        if let next = try Self.hole(of: stream, containing: UInt64(after), session) { neighbours.append(next) }
         let merged = EventHole.merging(first: UInt64(first), last: (UInt64(last), StreamRow.hash(hash)), neighbours: neighbours)
         let parts = neighbours.map { Int64($0.through) }
         try session.query("DELETE FROM event_holes WHERE stream_id = \(stream) AND through_seq = ANY(\(parts)::bigint[])")
@@ -354,7 +349,12 @@ final class PostgresTransaction: LogTransaction {
     func hole(of stream: Int64, containing sequence: UInt64) throws -> EventHole? {
         try requireLocks()
         try flush()
-        return try Self.holes(
+        return try Self.hole(of: stream, containing: sequence, session)
+    }
+
+    /// The stream's hole that holds `sequence`, as `session` sees it.
+    static func hole(of stream: Int64, containing sequence: UInt64, _ session: some PostgresQuerying) throws -> EventHole? {
+        try holes(
             session.query(
                 """
                 SELECT from_seq, through_seq, hash FROM event_holes
@@ -680,9 +680,9 @@ struct PendingEvents: Sendable {
         stream: Int64, sequence: Int64, millis: Int64, payload: Data, origin: String?, trace: TraceParent?, key: EventKey?,
         expiresAt: Int64?, hash: EventHash
     ) {
-        Self.note(origin, in: &origins, before: streams.count)
-        Self.note(trace?.text, in: &traces, before: streams.count)
-        Self.note(key?.text, in: &keys, before: streams.count)
+        Self.note(origin, in: &origins, before: streams.count, none: "")
+        Self.note(trace?.text, in: &traces, before: streams.count, none: "")
+        Self.note(key?.text, in: &keys, before: streams.count, none: "")
         Self.note(expiresAt, in: &expiries, before: streams.count, none: 0)
         streams.append(stream)
         sequences.append(sequence)
@@ -701,9 +701,5 @@ struct PendingEvents: Sendable {
         } else if !column.isEmpty {
             column.append(none)
         }
-    }
-
-    private static func note(_ value: String?, in column: inout [String], before count: Int) {
-        note(value, in: &column, before: count, none: "")
     }
 }

@@ -20,7 +20,7 @@ struct Retention {
             // Keep from the first event a group needs, but never more than `keep` beyond the limits.
             through = max(floor - 1, through - min(UInt64(keep), through))
         }
-        try remove(through: through, from: &record, db)
+        try Self.removeOldest(through: through, from: &record, db)
     }
 
     /// The last event the limits alone would remove (below `firstSequence`: none).
@@ -59,10 +59,6 @@ struct Retention {
             through = max(through, firstKept - 1)
         }
         return through
-    }
-
-    private func remove(through last: UInt64, from record: inout Catalog.Record, _ db: some LogTransaction) throws {
-        try Self.removeOldest(through: last, from: &record, db)
     }
 
     /// Removes events `range` (those of it still retained): from the front as retention
