@@ -199,6 +199,14 @@ def main():
             "(() => { const s = document.querySelector('tr[data-stream=\"view/demo\"] td.retained .scheduled');"
             " return s && s.textContent.startsWith('1 scheduled, next 20') ? s.textContent : null })()"),
             "the stream list to show the scheduled event")
+        # A compacted stream shows its compaction: the older event of the key goes.
+        replayctl(args.replayd, folder, "create", "view/keys", "--compact")
+        replayctl(args.replayd, folder, "send", "view/keys", "--key", "k", "old")
+        replayctl(args.replayd, folder, "send", "view/keys", "--key", "k", "new")
+        compacted = until(lambda: browser.evaluate(
+            "(() => { const s = document.querySelector('tr[data-stream=\"view/keys\"] td.retained .compaction');"
+            " return s && s.textContent.endsWith(', 1 removed') ? s.textContent : null })()"),
+            "the stream list to show the compaction")
         # Publish rates over time: the sparkline gains points each second.
         until(lambda: browser.evaluate(
             "(() => { const p = document.querySelector('tr[data-stream=\"view/demo\"] td.published polyline');"
@@ -291,7 +299,7 @@ def main():
             "(() => { const r = [...document.querySelectorAll('#streams tr')]; return r.length === 1 ? r[0].dataset.stream : null })()"),
             "the filter to find one stream")
         print(json.dumps({"tail": final, "listed": listed, "time": timed, "filtered": filtered, "pretty": pretty, "group": grouped,
-                          "consumer": consumer, "source": source, "subscription": subscribed, "page": counted, "rows": rows, "scheduled": scheduled,
+                          "consumer": consumer, "source": source, "subscription": subscribed, "page": counted, "rows": rows, "scheduled": scheduled, "compacted": compacted,
                           "first_screen_ms": first_screen_ms, "found": found, "port": port}))
         return 0
     except Exception as error:  # noqa: BLE001 - report any failure with the daemon's log

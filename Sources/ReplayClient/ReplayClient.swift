@@ -344,10 +344,13 @@ public final class ReplayClient: Sendable {
     /// stream's events; `connect` is `eager`, `lazy` (the default; `eager` for a source with
     /// a `schedule`) or `refcount`, and `sourceOptions` takes `SourceOptions`' words
     /// (`SourceOptions.Key`, or `options.words`).
+    ///
+    /// `compact` keeps each key's newest event (key compaction); a key's tombstone (a keyed
+    /// event with an empty payload) then stays `tombstoneRetention` seconds (`nil`: a day).
     public func create(
         _ stream: String, capacity: Int? = nil, unlimited: Bool = false, maxBytes: Int? = nil, maxAge: Double? = nil,
         source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil,
-        eventTTL: EventTTL? = nil
+        eventTTL: EventTTL? = nil, compact: Bool = false, tombstoneRetention: Double? = nil
     ) async throws {
         let capacityOption: CreateOptions.Capacity? = unlimited ? .unlimited : capacity.map { .count($0) }
         try await expectOK(
@@ -356,7 +359,7 @@ public final class ReplayClient: Sendable {
                 options: CreateOptions(
                     capacity: capacityOption, maxBytes: maxBytes, maxAge: maxAge,
                     source: source, connect: source == nil ? nil : connect, sourceOptions: sourceOptions,
-                    keepUnacked: keepUnacked, eventTTL: eventTTL?.seconds)))
+                    keepUnacked: keepUnacked, eventTTL: eventTTL?.seconds, compact: compact, tombstoneRetention: tombstoneRetention)))
     }
 
     public func delete(_ stream: String) async throws { try await expectOK(.delete(stream: stream)) }

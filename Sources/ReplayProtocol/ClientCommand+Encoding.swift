@@ -182,6 +182,8 @@ extension CreateOptions {
         if let maxBytes { words.append("max_bytes=\(maxBytes)") }
         if let keepUnacked { words.append("keep_unacked=\(keepUnacked)") }
         if let eventTTL { words.append("event_ttl=\(eventTTL)") }
+        if compact { words.append("compact=yes") }
+        if let tombstoneRetention { words.append("tombstone_retention=\(tombstoneRetention)") }
         if let maxAge { words.append("max_age=\(maxAge)") }
         for (key, value) in sourceOptions.sorted(by: { $0.key < $1.key }) {
             // A schedule's fields are one word on the line, joined by `_` (`CronSchedule`).

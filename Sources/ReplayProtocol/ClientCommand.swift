@@ -44,6 +44,11 @@ public struct CreateOptions: Sendable, Equatable {
     public var keepUnacked: Int?
     /// How long its events live when a publish does not say (`event_ttl=`), in seconds.
     public var eventTTL: Double?
+    /// Key compaction (`compact=yes`): each key keeps its newest event.
+    public var compact: Bool
+    /// How long a compacted stream keeps a key's tombstone (`tombstone_retention=`), in
+    /// seconds; `nil`: the daemon's default (a day).
+    public var tombstoneRetention: Double?
     public var source: String?
     public var connect: String?
 
@@ -87,10 +92,12 @@ public struct CreateOptions: Sendable, Equatable {
     public init(
         capacity: Capacity? = nil, maxBytes: Int? = nil, maxAge: Double? = nil,
         source: String? = nil, connect: String? = nil, sourceOptions: [String: String] = [:], keepUnacked: Int? = nil,
-        eventTTL: Double? = nil
+        eventTTL: Double? = nil, compact: Bool = false, tombstoneRetention: Double? = nil
     ) {
         self.keepUnacked = keepUnacked
         self.eventTTL = eventTTL
+        self.compact = compact
+        self.tombstoneRetention = tombstoneRetention
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge

@@ -170,6 +170,7 @@ enum CommandParser {
         guard let stream = args.first else {
             throw bad(
                 "usage: CREATE <stream> [capacity=<n>|unlimited] [max_bytes=<n>] [max_age=<seconds>] [keep_unacked=<n>] [event_ttl=<seconds>]"
+                    + " [compact=yes [tombstone_retention=<seconds>]]"
                     + " [connect=eager|lazy|refcount source=<bytes>]")
         }
         let (options, sourceSize) = try createOptions(args.dropFirst())
@@ -296,6 +297,17 @@ enum CommandParser {
             case "event_ttl":
                 guard let ttl = EventTTL(Substring(value)) else { throw bad("event_ttl is \(EventTTL.rangeMessage)") }
                 options.eventTTL = ttl.seconds
+            case "compact":
+                switch value.lowercased() {
+                case "yes": options.compact = true
+                case "no": options.compact = false
+                default: throw bad("compact is yes or no")
+                }
+            case "tombstone_retention":
+                guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else {
+                    throw bad("tombstone_retention is a number of seconds, 0 or more")
+                }
+                options.tombstoneRetention = seconds
             case "connect":
                 options.connect = value.lowercased()
             case "source":
@@ -311,6 +323,9 @@ enum CommandParser {
         // scheduled source).
         if options.connect != nil, sourceSize == nil {
             throw bad("connect=<mode> needs source=<bytes>")
+        }
+        if options.tombstoneRetention != nil, !options.compact {
+            throw bad("tombstone_retention=<seconds> needs compact=yes")
         }
         return (options, sourceSize)
     }

@@ -35,6 +35,8 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     /// waits; both `nil` from a daemon that does not say).
     public var scheduled: Int?
     public var nextDue: String?
+    /// A compacted stream's compaction; `nil` for a stream that keeps every event.
+    public var compaction: CompactionDescription?
 
     /// The most keys INFO counts: one index lookup or three each, so an INFO of a stream
     /// of millions of keys stays quick.
@@ -65,7 +67,7 @@ public struct StreamDescription: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation, keys, scheduled
+        case name, capacity, count, bytes, terminal, subscribers, source, delivered, derivation, keys, scheduled, compaction
         case nextDue = "next_due"
         case maxBytes = "max_bytes"
         case maxAge = "max_age"
@@ -100,6 +102,36 @@ public struct StreamDescription: Codable, Sendable, Equatable {
         try container.encodeIfPresent(keys, forKey: .keys)
         try container.encodeIfPresent(scheduled, forKey: .scheduled)
         try container.encodeIfPresent(nextDue, forKey: .nextDue)
+        try container.encodeIfPresent(compaction, forKey: .compaction)
+    }
+}
+
+/// A compacted stream's compaction as INFO and LIST describe it.
+public struct CompactionDescription: Codable, Sendable, Equatable {
+    /// How long a key's tombstone stays once it is the key's newest event, in seconds.
+    public var tombstoneRetention: Double
+    /// When its last whole pass ended (ISO-8601); `nil`: none yet.
+    public var lastRun: String?
+    /// Events compaction has removed from the stream in all.
+    public var removed: Int
+
+    enum CodingKeys: String, CodingKey {
+        case removed
+        case tombstoneRetention = "tombstone_retention"
+        case lastRun = "last_run"
+    }
+
+    public init(tombstoneRetention: Double, lastRun: String?, removed: Int) {
+        self.tombstoneRetention = tombstoneRetention
+        self.lastRun = lastRun
+        self.removed = removed
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(tombstoneRetention, forKey: .tombstoneRetention)
+        try container.encode(lastRun, forKey: .lastRun)
+        try container.encode(removed, forKey: .removed)
     }
 }
 

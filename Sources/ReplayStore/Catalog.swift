@@ -168,6 +168,11 @@ struct StreamRow {
     /// `removed_events`, `removed_through`.
     var removedEvents = 0
     var removedThrough: Int64 = 0
+    /// `compact`, `tombstone_retention_seconds`, `compacted_at`, `compacted_events`.
+    var compact = false
+    var tombstoneRetention: Double?
+    var compactedAt: Int64?
+    var compactedEvents = 0
 
     /// The row as the catalog keeps it; a source's options that are not valid (a row
     /// written by hand) are an error that names the stream, not a silent default.
@@ -190,7 +195,8 @@ struct StreamRow {
         }
         let config = StreamConfig(
             capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: source, contentType: contentType, expiry: expiry,
-            keepUnacked: keepUnacked, eventTTL: eventTTL)
+            keepUnacked: keepUnacked, eventTTL: eventTTL,
+            compaction: compact ? KeyCompaction(tombstoneRetention: tombstoneRetention ?? KeyCompaction.defaultTombstoneRetention) : nil)
         return Catalog.Record(
             id: id,
             info: StreamInfo(
@@ -206,7 +212,8 @@ struct StreamRow {
                         requestedSubOffset: UInt64(forkSubOffset ?? 0))
                 },
                 deletedAt: deletedAt.flatMap(Timestamp.parse), scheduledCount: scheduledCount, nextDue: nextDue,
-                removedEvents: removedEvents, removedThrough: UInt64(removedThrough)),
+                removedEvents: removedEvents, removedThrough: UInt64(removedThrough), compactedAt: compactedAt,
+                compactedEvents: compactedEvents),
             lastTime: lastTime, chainHead: chainHead, chainBase: chainBase)
     }
 }
@@ -223,7 +230,8 @@ extension StreamRow {
             forkSubOffset: row["fork_sub_offset"], deletedAt: row["deleted_at"], keepUnacked: row["keep_unacked"], eventTTL: row["event_ttl_seconds"],
             forkSource: row["fork_source"], chainHead: Self.hash(row["chain_head"]), chainBase: Self.hash(row["chain_base"]),
             scheduledCount: row["scheduled_count"], nextDue: row["next_due"], removedEvents: row["removed_events"],
-            removedThrough: row["removed_through"])
+            removedThrough: row["removed_through"], compact: row["compact"], tombstoneRetention: row["tombstone_retention_seconds"],
+            compactedAt: row["compacted_at"], compactedEvents: row["compacted_events"])
     }
 
     /// A hash column's value; NULL (or anything not 32 bytes) is none.

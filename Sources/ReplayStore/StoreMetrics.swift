@@ -16,6 +16,9 @@ enum StoreMetrics {
     static let scheduledDropped = Counter(label: "replay_scheduled_dropped_total")
     /// Events the retention pass removed because their time-to-live ran out.
     static let eventsExpired = Counter(label: "replay_events_expired_total")
+    /// Events compaction removed because a newer event of their key superseded them (or,
+    /// tombstones, because their retention ran out).
+    static let eventsCompacted = Counter(label: "replay_events_compacted_total")
 
     /// PostgreSQL batches committed on the rows as the daemon last saw them, without the
     /// locks (`rows="cached"`), and under the locks (`rows="locked"`).
@@ -36,7 +39,10 @@ enum StoreMetrics {
     /// The writer's counters and histograms, made now at zero (the PostgreSQL ones appear
     /// when a PostgreSQL store first uses them).
     static func register() {
-        _ = (commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished, scheduledAppended, scheduledDropped, eventsExpired)
+        _ = (
+            commits, failedCommits, batchSize, commitDuration, eventsPublished, bytesPublished, scheduledAppended, scheduledDropped, eventsExpired,
+            eventsCompacted
+        )
         CorruptionReports.register()
     }
 }

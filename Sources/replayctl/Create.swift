@@ -20,6 +20,8 @@ struct Create: DaemonCommand, StreamCommand {
             each run's lines are appended, its end does not end the stream, and a tick missed \
             while the daemon was down runs once at start, not once per missed tick. A scheduled \
             source is eager.
+
+            --compact keeps each key's newest event: compaction removes the events a newer             one of their key superseded, once every durable consumer and consumer group of the             stream has passed them. A keyed event with an empty payload deletes its key, and             goes itself after --tombstone-retention (default 1d).
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -39,6 +41,11 @@ struct Create: DaemonCommand, StreamCommand {
         name: .customLong("event-ttl"),
         help: ArgumentHelp("How long an event lives when its publish does not say: 30s, 15m, 1d.", valueName: "duration"))
     var eventTTL: String?
+    @Flag(help: "Keep each key's newest event (key compaction).") var compact = false
+    @Option(
+        name: .customLong("tombstone-retention"),
+        help: ArgumentHelp("With --compact, how long a key's tombstone stays: 0, 30m, 1d (default 1d).", valueName: "duration"))
+    var tombstoneRetention: String?
 
     @Option(help: ArgumentHelp("A shell command whose output becomes the stream's events.", valueName: "command"))
     var source: String?
@@ -84,6 +91,10 @@ struct Create: DaemonCommand, StreamCommand {
         }
         if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more") }
         if let keepUnacked, keepUnacked < 0 { throw ValidationError("--keep-unacked must be 0 or more") }
+        if tombstoneRetention != nil, !compact { throw ValidationError("--tombstone-retention needs --compact") }
+        if tombstoneRetention != nil, tombstoneSeconds == nil {
+            throw ValidationError("--tombstone-retention takes 0 or a duration such as 30m or 1d")
+        }
         if let eventTTL, Duration.seconds(eventTTL).flatMap(EventTTL.init(seconds:)) == nil {
             throw ValidationError("--event-ttl takes a duration such as 30s, 15m or 1d (\(EventTTL.rangeMessage))")
         }
@@ -94,7 +105,13 @@ struct Create: DaemonCommand, StreamCommand {
             stream, capacity: capacity?.limit, unlimited: capacity == .unlimited,
             maxBytes: maxBytes, maxAge: maxAge.flatMap(Duration.seconds),
             source: source, connect: connect, sourceOptions: sourceOptions, keepUnacked: keepUnacked,
-            eventTTL: eventTTL.flatMap(Duration.seconds).flatMap(EventTTL.init(seconds:)))
+            eventTTL: eventTTL.flatMap(Duration.seconds).flatMap(EventTTL.init(seconds:)), compact: compact,
+            tombstoneRetention: tombstoneSeconds)
+    }
+
+    /// `--tombstone-retention` in seconds: 0 (tombstones go at the next pass) or a duration.
+    private var tombstoneSeconds: Double? {
+        tombstoneRetention.flatMap { $0 == "0" ? 0 : Duration.seconds($0) }
     }
 }
 

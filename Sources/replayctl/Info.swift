@@ -47,6 +47,11 @@ enum StreamTable {
         return try encoder.encode(value) + Data([0x0A])
     }
 
+    /// A compacted stream's line: how long tombstones stay, the last pass, what it removed.
+    static func compaction(_ compaction: CompactionDescription) -> String {
+        "keeps each key's newest, tombstones \(compaction.tombstoneRetention)s; last run \(compaction.lastRun ?? "-"), \(compaction.removed) removed"
+    }
+
     static func details(_ info: StreamDescription) -> String {
         let state =
             switch info.terminal {
@@ -65,6 +70,7 @@ enum StreamTable {
             ("bytes", "\(info.bytes)"),
             ("subscribers", "\(info.subscribers)"),
             ("keys", info.keys.map { $0 >= StreamDescription.keysCounted ? "\($0) or more" : "\($0)" } ?? "-"),
+            ("compaction", info.compaction.map(Self.compaction) ?? "-"),
             ("scheduled", info.scheduled.map { count in count == 0 ? "0" : "\(count), next due \(info.nextDue ?? "-")" } ?? "-"),
             ("created", info.createdAt),
         ]

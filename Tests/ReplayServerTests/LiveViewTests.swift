@@ -25,10 +25,11 @@ struct LiveViewTests {
         #expect(summary["group"] as? String == "workers: 1 members, 2 pending, lag 2", "the group beside its stream")
         #expect((summary["consumer"] as? String)?.hasPrefix("audit") == true, "the durable consumer and its lag")
         #expect((summary["scheduled"] as? String)?.hasPrefix("1 scheduled, next 20") == true, "a scheduled event beside the retained ones")
+        #expect((summary["compacted"] as? String)?.hasPrefix("compacted at ") == true, "a compacted stream's last pass: \(summary["compacted"] ?? "none")")
         let source = summary["source"] as? String ?? ""
         #expect(source.contains("failed") && source.contains("status 3") && source.contains("boom"), "\(source)")
         #expect(summary["subscription"] as? String == "billing|pull-wake|view/*|1|-|active|1", "the subscription, its wake and its lag")
-        #expect(summary["page"] as? String == "1–50 of 1005 streams")
+        #expect(summary["page"] as? String == "1–50 of 1006 streams")
         #expect(summary["rows"] as? Int == 50)
         #expect(summary["found"] as? String == "many/0777")
     }

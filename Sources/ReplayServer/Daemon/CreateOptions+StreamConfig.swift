@@ -33,6 +33,11 @@ extension CreateOptions {
         } else if !sourceOptions.isEmpty {
             throw ReplayError(.invalidConfig, "source options need a source")
         }
-        return StreamConfig(capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource, keepUnacked: keepUnacked, eventTTL: eventTTL)
+        if tombstoneRetention != nil, !compact {
+            throw ReplayError(.invalidConfig, "a tombstone retention needs key compaction (compact)")
+        }
+        return StreamConfig(
+            capacity: capacity, maxBytes: maxBytes, maxAge: maxAge, source: streamSource, keepUnacked: keepUnacked, eventTTL: eventTTL,
+            compaction: compact ? KeyCompaction(tombstoneRetention: tombstoneRetention ?? KeyCompaction.defaultTombstoneRetention) : nil)
     }
 }

@@ -55,7 +55,10 @@ public struct ReplayServer: Sendable {
         let listener = SocketListener(
             configuration: configuration, store: store.store, hubs: hubs, sources: sources, derivations: derivations, ready: ready,
             tracer: tracer, logger: logger)
-        var services: [any Service] = (tracing.map { [$0.service] } ?? []) + [store, sources, derivations, RetentionService(store: store.store), listener]
+        var services: [any Service] =
+            (tracing.map { [$0.service] } ?? []) + [
+                store, sources, derivations, RetentionService(store: store.store), CompactionService(store: store.store, logger: logger), listener,
+            ]
         if let checkpoints = configuration.checkpoints {
             services.append(CheckpointService(store: store.store, settings: checkpoints, logger: logger))
         }

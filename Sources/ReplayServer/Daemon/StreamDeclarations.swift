@@ -12,7 +12,8 @@ import ReplayStore
 ///   {"name": "uptime", "capacity": 100, "source": "while true; do uptime; sleep 60; done",
 ///    "connect": "eager", "restart": "on-failure"},
 ///   {"name": "jobs", "capacity": 10000, "keep_unacked": 100000},
-///   {"name": "sessions", "event_ttl": 1800}
+///   {"name": "sessions", "event_ttl": 1800},
+///   {"name": "customers", "compact": true, "tombstone_retention": 3600}
 /// ],
 ///  "derived": [
 ///   {"name": "big-orders", "inputs": ["orders"], "program": "select(.amount > 100)", "capacity": 1000}
@@ -50,6 +51,10 @@ struct StreamDeclarations: Decodable {
         /// How long events live when their publish does not say, in seconds, as
         /// `create --event-ttl`.
         var eventTTL: Double?
+        /// Key compaction, and how long tombstones stay, as `create --compact
+        /// --tombstone-retention`.
+        var compact: Bool?
+        var tombstoneRetention: Double?
         var source: String?
         var connect: String?
         /// The source's options, at the declaration's top level under their own keys
@@ -62,6 +67,8 @@ struct StreamDeclarations: Decodable {
             case maxAge = "max_age"
             case keepUnacked = "keep_unacked"
             case eventTTL = "event_ttl"
+            case compact
+            case tombstoneRetention = "tombstone_retention"
         }
 
         init(from decoder: any Decoder) throws {
@@ -72,6 +79,8 @@ struct StreamDeclarations: Decodable {
             maxAge = try container.decodeIfPresent(Double.self, forKey: .maxAge)
             keepUnacked = try container.decodeIfPresent(Int.self, forKey: .keepUnacked)
             eventTTL = try container.decodeIfPresent(Double.self, forKey: .eventTTL)
+            compact = try container.decodeIfPresent(Bool.self, forKey: .compact)
+            tombstoneRetention = try container.decodeIfPresent(Double.self, forKey: .tombstoneRetention)
             source = try container.decodeIfPresent(String.self, forKey: .source)
             connect = try container.decodeIfPresent(String.self, forKey: .connect)
             let given = try decoder.container(keyedBy: SourceOptions.Key.self).allKeys
@@ -176,6 +185,6 @@ extension StreamDeclarations.Stream {
         let limit: CreateOptions.Capacity? = capacity.map { $0 < 0 ? .unlimited : .count($0) }
         return CreateOptions(
             capacity: limit, maxBytes: maxBytes, maxAge: maxAge, source: source, connect: connect, sourceOptions: words, keepUnacked: keepUnacked,
-            eventTTL: eventTTL)
+            eventTTL: eventTTL, compact: compact ?? false, tombstoneRetention: tombstoneRetention)
     }
 }

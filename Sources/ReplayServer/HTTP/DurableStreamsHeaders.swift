@@ -40,6 +40,8 @@ extension HTTPField.Name {
     /// stream's default for events that do not say (on PUT, asked; on HEAD, told).
     static let replayTTL = Self("Replay-TTL")!
     static let replayEventTTL = Self("Replay-Event-TTL")!
+    static let replayCompact = Self("Replay-Compact")!
+    static let replayTombstoneRetention = Self("Replay-Tombstone-Retention")!
     /// A key's current value (`?key=`): the sequence number of the event it is.
     static let replaySeq = Self("Replay-Seq")!
     /// W3C Trace Context: a POST's, stored with its events; a webhook's, sent with it.

@@ -53,7 +53,7 @@ struct FrontDoorResponder: HTTPResponder {
         [
             .accept, .authorization, .contentType, .ifNoneMatch, .streamClosed, .streamSeq, .streamTTL, .streamExpiresAt,
             .producerID, .producerEpoch, .producerSeq, .streamForkedFrom, .streamForkOffset, .streamForkSubOffset, .replayMaxEvents,
-            .traceparent, .replayKey, .replayDelay, .replayAt, .replayTTL, .replayEventTTL,
+            .traceparent, .replayKey, .replayDelay, .replayAt, .replayTTL, .replayEventTTL, .replayCompact, .replayTombstoneRetention,
         ]
     }
 

@@ -44,6 +44,28 @@ struct RequestHeaders {
         try ttl(.replayEventTTL)
     }
 
+    /// `Replay-Compact: true` and `Replay-Tombstone-Retention` (seconds), a PUT's key
+    /// compaction for the new stream; `nil`: none.
+    func compaction() throws -> KeyCompaction? {
+        let retention = fields.value(.replayTombstoneRetention)
+        guard let compact = fields.value(.replayCompact) else {
+            if retention != nil { throw HTTPProblem.invalid("Replay-Tombstone-Retention needs Replay-Compact: true") }
+            return nil
+        }
+        switch compact.lowercased() {
+        case "true": break
+        case "false":
+            if retention != nil { throw HTTPProblem.invalid("Replay-Tombstone-Retention needs Replay-Compact: true") }
+            return nil
+        default: throw HTTPProblem.invalid("Replay-Compact takes true or false")
+        }
+        guard let retention else { return KeyCompaction() }
+        guard let seconds = Double(retention), seconds.isFinite, seconds >= 0, seconds <= Double(StreamConfig.maxTimeToLive) else {
+            throw HTTPProblem.invalid("Replay-Tombstone-Retention takes seconds from 0 to \(StreamConfig.maxTimeToLive), such as 86400")
+        }
+        return KeyCompaction(tombstoneRetention: seconds)
+    }
+
     private func ttl(_ name: HTTPField.Name) throws -> EventTTL? {
         guard let value = fields.value(name) else { return nil }
         guard let ttl = EventTTL(Substring(value)) else { throw HTTPProblem.invalid("\(name) takes \(EventTTL.rangeMessage), such as 30") }

@@ -122,7 +122,8 @@ struct StreamEndpoint: Sendable {
         // Kept whole unless the PUT or the daemon (`--http-capacity`) asks for a cap: a
         // Durable Streams client expects a stream to keep what it was given.
         let config = StreamConfig(
-            capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry, eventTTL: try headers.eventTTL()?.seconds)
+            capacity: maxEvents ?? settings.createdCapacity, contentType: contentType, expiry: expiry, eventTTL: try headers.eventTTL()?.seconds,
+            compaction: try headers.compaction())
         var write = StreamWrite(stream: name, payloads: payloads, create: config, close: closed, fork: fork)
         write.traceParent = headers.traceParent
         write.key = try headers.key()
@@ -311,6 +312,10 @@ struct StreamEndpoint: Sendable {
         fields[.eTag] = Self.etag(info, from: info.firstSequence - 1, to: info.lastSequence, closed: info.terminal != nil)
         if let capacity = info.config.capacity { fields[.replayMaxEvents] = String(capacity) }
         if let ttl = info.config.eventTTL.flatMap(EventTTL.init(seconds:)) { fields[.replayEventTTL] = ttl.text }
+        if let compaction = info.config.compaction {
+            fields[.replayCompact] = "true"
+            fields[.replayTombstoneRetention] = "\(compaction.tombstoneRetention)"
+        }
         info.addState(to: &fields)
         return Response(status: .ok, headers: fields)
     }

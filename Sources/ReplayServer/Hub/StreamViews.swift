@@ -25,6 +25,11 @@ struct StreamViews: Sendable {
         description.eventTTL = info.config.eventTTL
         description.scheduled = info.scheduledCount
         description.nextDue = info.nextDue.map { Timestamp.format(millis: $0) }
+        description.compaction = info.config.compaction.map {
+            CompactionDescription(
+                tombstoneRetention: $0.tombstoneRetention, lastRun: info.compactedAt.map { Timestamp.format(millis: $0) },
+                removed: info.compactedEvents)
+        }
         return description
     }
 

@@ -27,13 +27,18 @@ public struct StreamConfig: Sendable, Equatable {
     /// it is never served, and the retention pass removes it. `nil`: events live until
     /// retention's limits remove them.
     public var eventTTL: TimeInterval?
+    /// Keeps each key's newest event and removes those a newer one superseded; `nil`: every
+    /// event stays as long as the limits above allow.
+    public var compaction: KeyCompaction?
 
     public init(
         capacity: Int?, maxBytes: Int? = nil, maxAge: TimeInterval? = nil, source: StreamSource? = nil,
-        contentType: String? = nil, expiry: StreamExpiry? = nil, keepUnacked: Int? = nil, eventTTL: TimeInterval? = nil
+        contentType: String? = nil, expiry: StreamExpiry? = nil, keepUnacked: Int? = nil, eventTTL: TimeInterval? = nil,
+        compaction: KeyCompaction? = nil
     ) {
         self.keepUnacked = keepUnacked
         self.eventTTL = eventTTL
+        self.compaction = compaction
         self.capacity = capacity
         self.maxBytes = maxBytes
         self.maxAge = maxAge
@@ -54,6 +59,9 @@ public struct StreamConfig: Sendable, Equatable {
         if let maxAge, !(maxAge > 0) { throw .invalidConfig("max age must be more than 0 seconds") }
         if let keepUnacked, keepUnacked < 0 { throw .invalidConfig("keep_unacked must be 0 or more") }
         if let eventTTL, EventTTL(seconds: eventTTL) == nil { throw .invalidConfig(EventTTL.rangeMessage) }
+        if let compaction, !(0...Double(Self.maxTimeToLive)).contains(compaction.tombstoneRetention) {
+            throw .invalidConfig("tombstone_retention is 0 to \(Self.maxTimeToLive) seconds")
+        }
         if let source, source.command.isEmpty { throw .invalidConfig("a source needs a command") }
         if case .idle(let seconds) = expiry, !(0...Self.maxTimeToLive).contains(seconds) {
             throw .invalidConfig("a time-to-live must be 0 to \(Self.maxTimeToLive) seconds")

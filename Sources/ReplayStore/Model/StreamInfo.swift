@@ -62,6 +62,10 @@ public struct StreamInfo: Sendable, Equatable {
     /// The highest sequence number removed from inside the window (0: none ever): a copy
     /// of recent events in memory must not serve one at or below it.
     public var removedThrough: UInt64 = 0
+    /// A compacted stream's last whole pass (ms since 1970; `nil`: none yet), and the
+    /// events compaction has removed from it in all.
+    public var compactedAt: Int64? = nil
+    public var compactedEvents = 0
 
     public var isSoftDeleted: Bool { deletedAt != nil }
 

@@ -86,6 +86,7 @@ final class PostgresTransaction: LogTransaction {
         s.content_type, s.ttl_seconds, s.expires_at, s.writer_seq, s.fork_seq, s.fork_offset, s.fork_sub_offset,
         s.deleted_at, s.keep_unacked, s.event_ttl_seconds, src.name AS fork_source, s.xmin::text::bigint AS row_version, s.chain_head, s.chain_base,
         s.scheduled_count, s.next_due, s.removed_events, s.removed_through,
+        s.compact, s.tombstone_retention_seconds, s.compacted_at, s.compacted_events,
         EXISTS (SELECT FROM consumers c WHERE c.stream_id = s.id) AS has_consumers,
         EXISTS (SELECT FROM groups g WHERE g.stream_id = s.id) AS has_groups,
         EXISTS (SELECT FROM derivations d WHERE d.stream_id = s.id) AS is_derived
@@ -150,12 +151,14 @@ final class PostgresTransaction: LogTransaction {
             INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                  source_command, source_connect, source_options,
                                  content_type, ttl_seconds, expires_at,
-                                 fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked, event_ttl_seconds)
+                                 fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked, event_ttl_seconds,
+                                 compact, tombstone_retention_seconds)
             VALUES (\(name), \(config.capacity), \(config.maxBytes), \(config.maxAge), \(createdAt),
                     \(config.source?.command), \(config.source?.connect.rawValue), \(config.source?.options.json),
                     \(config.contentType), \(config.expiry?.idleSeconds), \(config.expiry?.deadline.map(Timestamp.millis)),
                     \(fork?.sourceID), \(fork.map { Int64($0.0.sequence) }), \(fork.map { Int64($0.0.requestedSequence) }),
-                    \(fork.map { Int64($0.0.requestedSubOffset) }), \(config.keepUnacked), \(config.eventTTL))
+                    \(fork.map { Int64($0.0.requestedSubOffset) }), \(config.keepUnacked), \(config.eventTTL),
+                    \(config.compaction != nil), \(config.compaction?.tombstoneRetention))
             RETURNING id
             """)
         locked[name] = nil
@@ -430,6 +433,38 @@ final class PostgresTransaction: LogTransaction {
         return try rows.rows.first.map { StreamRow.hash(try $0.decode(Data?.self)) }
     }
 
+    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws -> [CompactionRow] {
+        try requireLocks()
+        try flush()
+        let rows = try session.query(
+            """
+            SELECT seq, event_key, length(payload)::bigint, time FROM event_log
+            WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(from)) AND \(Int64(through)) ORDER BY seq LIMIT \(limit)
+            """)
+        return try rows.rows.map { row in
+            let (sequence, key, size, millis) = try row.decode((Int64, String?, Int64, Int64).self)
+            return CompactionRow(sequence: UInt64(sequence), key: key, size: Int(size), millis: millis)
+        }
+    }
+
+    /// One descent of `event_log_by_event_key` per key.
+    func newestSequences(of stream: Int64, keys: Set<String>) throws -> [String: UInt64] {
+        guard !keys.isEmpty else { return [:] }
+        try requireLocks()
+        try flush()
+        let rows = try session.query(
+            """
+            SELECT k, (SELECT max(seq) FROM event_log WHERE stream_id = \(stream) AND event_key = k)
+            FROM unnest(\(Array(keys))::text[]) AS k
+            """)
+        var newest: [String: UInt64] = [:]
+        for row in rows.rows {
+            let (key, sequence) = try row.decode((String, Int64?).self)
+            if let sequence { newest[key] = UInt64(sequence) }
+        }
+        return newest
+    }
+
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
         try requireLocks()
         try flush()
@@ -618,7 +653,9 @@ final class PostgresTransaction: LogTransaction {
                 chainHead: StreamRow.hash(try c["chain_head"].decode(Data?.self)),
                 chainBase: StreamRow.hash(try c["chain_base"].decode(Data?.self)),
                 scheduledCount: Int(try c["scheduled_count"].decode(Int64.self)), nextDue: try c["next_due"].decode(Int64?.self),
-                removedEvents: Int(try c["removed_events"].decode(Int64.self)), removedThrough: try c["removed_through"].decode(Int64.self))
+                removedEvents: Int(try c["removed_events"].decode(Int64.self)), removedThrough: try c["removed_through"].decode(Int64.self),
+                compact: try c["compact"].decode(Bool.self), tombstoneRetention: try c["tombstone_retention_seconds"].decode(Double?.self),
+                compactedAt: try c["compacted_at"].decode(Int64?.self), compactedEvents: Int(try c["compacted_events"].decode(Int64.self)))
             records[stream.name] = try stream.record()
             records[stream.name]?.derived = try c["is_derived"].decode(Bool.self)
             versions[stream.id] = try c["row_version"].decode(Int64.self)

@@ -27,7 +27,8 @@ struct StreamRowUpdate: PostgresPreparedStatement {
             UPDATE streams SET first_seq = $6::bigint, last_seq = $7::bigint, event_count = $8::bigint, byte_count = $9::bigint,
                 terminal = $10::text, terminal_message = $11::text, terminal_at = $12::text, last_time = $13::bigint,
                 writer_seq = $14::text, deleted_at = $15::text, chain_head = $16::bytea, chain_base = $17::bytea,
-                scheduled_count = $21::bigint, next_due = $22::bigint, removed_events = $23::bigint, removed_through = $24::bigint
+                scheduled_count = $21::bigint, next_due = $22::bigint, removed_events = $23::bigint, removed_through = $24::bigint,
+                compacted_at = $25::bigint, compacted_events = $26::bigint
             WHERE id = $18::bigint AND ($19::text IS NULL OR xmin = $19::text::xid)
             RETURNING id, xmin::text::bigint AS version)
         SELECT max(id), max(version), replay_require_current($19::text IS NULL OR count(*) = 1),
@@ -44,7 +45,7 @@ struct StreamRowUpdate: PostgresPreparedStatement {
 
     func makeBindings() throws -> PostgresBindings {
         let info = record.info
-        var binds = PostgresBindings(capacity: 24)
+        var binds = PostgresBindings(capacity: 26)
         binds.append(events.streams)
         binds.append(events.sequences)
         binds.append(events.times)
@@ -69,6 +70,8 @@ struct StreamRowUpdate: PostgresPreparedStatement {
         binds.append(info.nextDue)
         binds.append(Int64(info.removedEvents))
         binds.append(Int64(info.removedThrough))
+        binds.append(info.compactedAt)
+        binds.append(Int64(info.compactedEvents))
         return binds
     }
 

@@ -77,8 +77,9 @@ final class SQLiteTransaction: LogTransaction {
                 INSERT INTO streams (name, capacity, max_bytes, max_age_seconds, created_at,
                                      source_command, source_connect, source_options,
                                      content_type, ttl_seconds, expires_at,
-                                     fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked, event_ttl_seconds)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     fork_of, fork_seq, fork_offset, fork_sub_offset, keep_unacked, event_ttl_seconds,
+                                     compact, tombstone_retention_seconds)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 name, config.capacity, config.maxBytes, config.maxAge, createdAt,
@@ -86,6 +87,7 @@ final class SQLiteTransaction: LogTransaction {
                 config.contentType, config.expiry?.idleSeconds, config.expiry?.deadline.map(Timestamp.millis),
                 fork?.sourceID, fork.map { Int64($0.0.sequence) }, fork.map { Int64($0.0.requestedSequence) },
                 fork.map { Int64($0.0.requestedSubOffset) }, config.keepUnacked, config.eventTTL,
+                config.compaction != nil, config.compaction?.tombstoneRetention,
             ])
         return try db.lastInsertedRowID
     }
@@ -116,14 +118,15 @@ final class SQLiteTransaction: LogTransaction {
                 UPDATE streams SET first_seq = ?, last_seq = ?, event_count = ?, byte_count = ?,
                     terminal = ?, terminal_message = ?, terminal_at = ?, last_time = ?, writer_seq = ?,
                     deleted_at = ?, chain_head = ?, chain_base = ?, scheduled_count = ?, next_due = ?,
-                    removed_events = ?, removed_through = ?
+                    removed_events = ?, removed_through = ?, compacted_at = ?, compacted_events = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
             Int64(info.firstSequence), Int64(info.lastSequence), info.eventCount, info.byteCount,
             info.terminal?.kind, info.terminal?.message, info.terminalAt.map(Timestamp.format), record.lastTime,
             info.writerSequence, info.deletedAt.map(Timestamp.format), Self.column(record.chainHead), Self.column(record.chainBase),
-            info.scheduledCount, info.nextDue, info.removedEvents, Int64(info.removedThrough), record.id,
+            info.scheduledCount, info.nextDue, info.removedEvents, Int64(info.removedThrough), info.compactedAt, info.compactedEvents,
+            record.id,
         ])
     }
 
@@ -303,6 +306,36 @@ final class SQLiteTransaction: LogTransaction {
             ])
         }
         return freed
+    }
+
+    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws -> [CompactionRow] {
+        let select = try RawStatement(
+            db.cachedStatement(sql: "SELECT key, event_key, length(payload), time FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
+            in: db)
+        select.bind(LogRowKey.key(stream: stream, sequence: from), at: 1)
+        select.bind(LogRowKey.key(stream: stream, sequence: through), at: 2)
+        select.bind(Int64(limit), at: 3)
+        var rows: [CompactionRow] = []
+        rows.reserveCapacity(limit)
+        try select.forEachRow { row in
+            rows.append(
+                CompactionRow(
+                    sequence: LogRowKey.sequence(of: row.int64(0)), key: row.optionalBytes(1).map { String(decoding: $0, as: UTF8.self) },
+                    size: Int(row.int64(2)), millis: row.int64(3)))
+            return true
+        }
+        return rows
+    }
+
+    /// One lookup per key in `event_keys` (the writer keeps it exact for its own stream).
+    func newestSequences(of stream: Int64, keys: Set<String>) throws -> [String: UInt64] {
+        let lookup = try db.cachedStatement(sql: "SELECT seq FROM event_keys WHERE stream_id = ? AND event_key = ?")
+        var newest: [String: UInt64] = [:]
+        newest.reserveCapacity(keys.count)
+        for key in keys {
+            if let sequence = try Int64.fetchOne(lookup, arguments: [stream, key]) { newest[key] = UInt64(sequence) }
+        }
+        return newest
     }
 
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {

@@ -223,6 +223,9 @@ enum LiveViewPage {
             retained.appendChild(el("div", "muted", `${s.count} ${s.count === 1 ? "event" : "events"}, ${bytes(s.bytes)}`));
             // Scheduled events waiting for their time, and when the next falls due.
             if (s.scheduled) retained.appendChild(el("div", "muted scheduled", `${s.scheduled} scheduled, next ${s.next_due}`));
+            // A compacted stream: its last pass, and what compaction removed in all.
+            if (s.compaction) retained.appendChild(el("div", "muted compaction",
+              `compacted ${s.compaction.last_run ? "at " + s.compaction.last_run.slice(11, 19) : "not yet"}, ${s.compaction.removed} removed`));
             tr.append(name, rateCell(r.published, "published"), rateCell(r.delivered, "delivered"), retained,
               el("td", "n subscribers", s.subscribers), readers, sourceCell(s.source, s.derivation), el("td", "state " + s.state, s.state));
             return tr;

@@ -101,6 +101,8 @@ struct WriterRules<DB: LogTransaction> {
     var appendedDueEvents = 0
     /// Events this batch removed because they expired (`expireEvents`).
     var expiredEvents = 0
+    /// Events this batch's compaction removed (`compact`).
+    var compactedEvents = 0
     var droppedDueEvents = 0
     var alarmChange: ScheduledAlarm.Change?
 
@@ -171,6 +173,7 @@ struct WriterRules<DB: LogTransaction> {
         scheduledLeft = []
         appendedDueEvents = 0
         expiredEvents = 0
+        compactedEvents = 0
         droppedDueEvents = 0
         alarmChange = nil
     }
@@ -280,6 +283,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try reset(name, keepHistory: keepHistory))
         case .expireEvents(let done):
             complete(done, .success(try expireEvents()))
+        case .compact(let name, let from, let through, let done):
+            complete(done, try compact(name, from: from, through: through))
         case .removeEvents(let name, let from, let through, let done):
             guard let index = try touch(name) else { return complete(done, .failure(.unknownStream(name))) }
             try Retention.remove(from...through, from: &streams[index].record, db)
@@ -381,6 +386,7 @@ struct WriterRules<DB: LogTransaction> {
         if appendedDueEvents > 0 { StoreMetrics.scheduledAppended.increment(by: appendedDueEvents) }
         if droppedDueEvents > 0 { StoreMetrics.scheduledDropped.increment(by: droppedDueEvents) }
         if expiredEvents > 0 { StoreMetrics.eventsExpired.increment(by: expiredEvents) }
+        if compactedEvents > 0 { StoreMetrics.eventsCompacted.increment(by: compactedEvents) }
         catalog.apply(changedRecords)
         listeners.notify(commitBatch)
         sinks.deliver()
