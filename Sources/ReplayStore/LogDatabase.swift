@@ -44,6 +44,10 @@ protocol LogDatabase: Sendable {
 
     /// The first sequence number of the stream's retained events stored at or after `millis`.
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64
+    /// Up to `limit` of the stream's events `from...through` as last committed, oldest
+    /// first, as compaction judges them: sequence number, its key's newest event, payload
+    /// size and commit time, expired or not.
+    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws(StoreError) -> [CompactionRow]
     /// The earliest expiry of any stored event (ms), as last committed; `nil`: none expires.
     func nextExpiry() throws(StoreError) -> Int64?
     /// The stream's hole that holds `sequence`, as last committed (`EventHole`).

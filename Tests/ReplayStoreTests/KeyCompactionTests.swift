@@ -103,52 +103,56 @@ struct KeyCompactionTests {
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func aLongPassGoesInBatchesFromTheFrontAndAsHoles(_ kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func aLongPassGoesInPagesAndStepsFromTheFrontAndAsHoles(_ kind: StoreKind) async throws {
         try await EventExpiryTests.withClockedStore(kind) { store, _ in
             _ = try await store.create("kv", config: Self.compacted())
-            // a: 1...1000, b: 1001...2000, a: 2001...3000, b: 3001...4000, a: 4001...5000.
+            // a: 1...1000, b: 1001...2000, a: 2001...3000, b: 3001...4000, a: 4001...5000:
+            // two pages of 4,096 events, each removed in steps of 1,024.
             for (index, key) in ["a", "b", "a", "b", "a"].enumerated() {
                 try await Self.append(store, (1...1_000).map { "\(key)\(index * 1_000 + $0)" }, to: "kv", key: key)
             }
-            // Rows 1...4096 make the first batch, 4097...5000 the second.
-            #expect(WriterRules<SQLiteTransaction>.compactionRowsPerBatch == 4_096)
-            let first = try await store.compact("kv", from: 0, through: nil)
-            #expect(first.next == 4_097)
-            #expect(first.removed == 3_999 + 96)
             let pass = try await store.compact("kv")
-            #expect(pass.removed == 903)
+            #expect(pass.removed == 4_998)
             let info = try #require(store.info("kv"))
             #expect(info.firstSequence == 4_000, "b's newest")
-            #expect(info.removedEvents == 999, "4001...4999: one hole, across both batches")
+            #expect(info.removedEvents == 999, "4001...4999: one hole, across pages and steps")
             #expect(info.eventCount == 2)
             #expect(info.compactedEvents == 4_998)
             #expect(try Self.value(store, "kv", "a") == "a5000")
             #expect(try Self.value(store, "kv", "b") == "b4000")
             #expect(try store.verify("kv").isIntact)
-            if kind == .sqlite {
-                #expect(try await scalar(store, "SELECT count(*) FROM event_holes") == 1)
-            }
+            #expect(try await scalar(store, "SELECT count(*) FROM event_holes") == 1)
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func aBatchRemovesABoundedNumberOfRunsAndTheNextGoesOnFromThere(_ kind: StoreKind) async throws {
-        try await EventExpiryTests.withClockedStore(kind) { store, _ in
-            _ = try await store.create("kv", config: Self.compacted())
-            // a, x, a, x…: each superseded a is a run of its own between two x.
-            let runs = WriterRules<SQLiteTransaction>.compactionRunsPerBatch
-            for index in 0...(runs + 1) {
-                try await Self.append(store, ["a\(index)"], to: "kv", key: "a")
-                try await Self.append(store, ["x\(index)"], to: "kv")
-            }
-            let first = try await store.compact("kv", from: 0, through: nil)
-            #expect(first.removed == runs)
-            #expect(first.next == UInt64(2 * runs + 1), "the next batch starts at the first run left")
-            let rest = try await store.compact("kv", from: try #require(first.next), through: first.through)
-            #expect(rest.removed == 1, "the run left, and not the last a: the key's newest")
-            #expect(rest.next == nil)
-            #expect(store.info("kv")?.eventCount == 2 * (runs + 2) - (runs + 1))
-            #expect(try store.verify("kv").isIntact)
-        }
+    /// Rows of key `a` (newest 100) and without a key, as a page reads them.
+    static func rows(_ keyed: [UInt64], unkeyed: [UInt64] = [], tombstones: [(UInt64, Int64)] = []) -> [CompactionRow] {
+        (keyed.map { CompactionRow(sequence: $0, newest: 100, size: 2, millis: 0) }
+            + unkeyed.map { CompactionRow(sequence: $0, newest: nil, size: 2, millis: 0) }
+            + tombstones.map { CompactionRow(sequence: $0.0, newest: $0.0, size: 0, millis: $0.1) })
+            .sorted { $0.sequence < $1.sequence }
+    }
+
+    @Test func aPlanSplitsWhatMayGoIntoStepsOfBoundedEventsAndRuns() {
+        // 1...10 superseded, 11 without a key, 12...13 superseded, 15 too (14 is a hole).
+        let plan = CompactionPlan(
+            Self.rows(Array(1...10) + [12, 13, 15], unkeyed: [11]), now: 0, tombstoneRetention: 0, eventsPerStep: 4, runsPerStep: 2)
+        #expect(plan.steps == [[1...4], [5...8], [9...10, 12...13], [15...15]])
+        let runs = CompactionPlan(
+            Self.rows([1, 3, 5, 7], unkeyed: [2, 4, 6]), now: 0, tombstoneRetention: 0, eventsPerStep: 100, runsPerStep: 2)
+        #expect(runs.steps == [[1...1, 3...3], [5...5, 7...7]])
+        let hole = CompactionPlan(Self.rows([1, 2, 6, 7]), now: 0, tombstoneRetention: 0, eventsPerStep: 100, runsPerStep: 2)
+        #expect(hole.steps == [[1...7]], "a run spans the holes between its events")
+    }
+
+    @Test func aPlanKeepsEachKeysNewestAndATombstoneUntilItsRetentionRanOut() {
+        let rows = [
+            CompactionRow(sequence: 1, newest: 3, size: 2, millis: 0), CompactionRow(sequence: 2, newest: 2, size: 2, millis: 0),
+            CompactionRow(sequence: 3, newest: 3, size: 0, millis: 1_000), CompactionRow(sequence: 4, newest: 4, size: 0, millis: 5_000),
+        ]
+        let plan = CompactionPlan(rows, now: 3_000, tombstoneRetention: 2_000, eventsPerStep: 100, runsPerStep: 100)
+        #expect(plan.steps == [[1...1, 3...3]], "2 is its key's newest; 3 is a tombstone 2 s old; 4 is 2 s too young")
+        #expect(plan.tombstoneDue == 7_000)
     }
 
     @Test(arguments: StoreKind.allCases) func aStreamThatIsNotCompactedKeepsEveryEvent(_ kind: StoreKind) async throws {

@@ -18,6 +18,10 @@ final class CompactionService: Service, Sendable {
         var tombstoneDue: Int64?
     }
 
+    /// Compaction takes at most a third of the writer's time and of a core: publishes
+    /// go on beside it at their usual latency (docs/PERFORMANCE.md, "Key compaction").
+    static let pacing = 2.0
+
     private let store: EventStore
     private let interval: Duration
     private let logger: Logger
@@ -49,7 +53,7 @@ final class CompactionService: Service, Sendable {
                         continue
                     }
                     do throws(StoreError) {
-                        let pass = try await store.compact(info.name)
+                        let pass = try await store.compact(info.name, pacing: Self.pacing)
                         marks[info.name] = Mark(through: pass.through, tombstoneDue: pass.tombstoneDue)
                     } catch .unknownStream {
                         marks[info.name] = nil

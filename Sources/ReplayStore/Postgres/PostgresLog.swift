@@ -451,6 +451,28 @@ final class PostgresLog: LogDatabase {
         }
     }
 
+    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws(StoreError) -> [CompactionRow] {
+        try withReader { session in try Self.compactionRows(of: stream, from: from, through: through, limit: limit, session) }
+    }
+
+    /// Each key of the page's newest event is one descent of `event_log_by_event_key`.
+    static func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int, _ session: some PostgresQuerying) throws -> [CompactionRow] {
+        let rows = try session.query(
+            """
+            WITH page AS (
+                SELECT seq, event_key, length(payload)::bigint AS size, time FROM event_log
+                WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(from)) AND \(Int64(through)) ORDER BY seq LIMIT \(limit)),
+            newest AS (
+                SELECT k.event_key, (SELECT max(n.seq) FROM event_log n WHERE n.stream_id = \(stream) AND n.event_key = k.event_key) AS seq
+                FROM (SELECT DISTINCT event_key FROM page WHERE event_key IS NOT NULL) AS k)
+            SELECT p.seq, n.seq, p.size, p.time FROM page AS p LEFT JOIN newest AS n USING (event_key) ORDER BY p.seq
+            """)
+        return try rows.rows.map { row in
+            let (sequence, newest, size, millis) = try row.decode((Int64, Int64?, Int64, Int64).self)
+            return CompactionRow(sequence: UInt64(sequence), newest: newest.map(UInt64.init), size: Int(size), millis: millis)
+        }
+    }
+
     func nextExpiry() throws(StoreError) -> Int64? {
         try withReader { session in
             let rows = try session.query("SELECT min(expires_at) FROM event_log WHERE expires_at IS NOT NULL")

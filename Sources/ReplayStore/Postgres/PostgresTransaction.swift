@@ -433,38 +433,6 @@ final class PostgresTransaction: LogTransaction {
         return try rows.rows.first.map { StreamRow.hash(try $0.decode(Data?.self)) }
     }
 
-    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws -> [CompactionRow] {
-        try requireLocks()
-        try flush()
-        let rows = try session.query(
-            """
-            SELECT seq, event_key, length(payload)::bigint, time FROM event_log
-            WHERE stream_id = \(stream) AND seq BETWEEN \(Int64(from)) AND \(Int64(through)) ORDER BY seq LIMIT \(limit)
-            """)
-        return try rows.rows.map { row in
-            let (sequence, key, size, millis) = try row.decode((Int64, String?, Int64, Int64).self)
-            return CompactionRow(sequence: UInt64(sequence), key: key, size: Int(size), millis: millis)
-        }
-    }
-
-    /// One descent of `event_log_by_event_key` per key.
-    func newestSequences(of stream: Int64, keys: Set<String>) throws -> [String: UInt64] {
-        guard !keys.isEmpty else { return [:] }
-        try requireLocks()
-        try flush()
-        let rows = try session.query(
-            """
-            SELECT k, (SELECT max(seq) FROM event_log WHERE stream_id = \(stream) AND event_key = k)
-            FROM unnest(\(Array(keys))::text[]) AS k
-            """)
-        var newest: [String: UInt64] = [:]
-        for row in rows.rows {
-            let (key, sequence) = try row.decode((String, Int64?).self)
-            if let sequence { newest[key] = UInt64(sequence) }
-        }
-        return newest
-    }
-
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
         try requireLocks()
         try flush()

@@ -116,6 +116,11 @@ struct RawRow {
         sqlite3_column_int64(statement, column)
     }
 
+    /// The column's integer, `nil` where it is NULL.
+    func optionalInt64(_ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+
     /// The column's bytes (text or blob), in SQLite's buffer.
     func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
         // sqlite3_column_blob first, then _bytes: the order SQLite documents as safe.

@@ -273,6 +273,42 @@ final class SQLiteLog: LogDatabase {
         }
     }
 
+    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws(StoreError) -> [CompactionRow] {
+        do {
+            return try pool.read { db in try Self.compactionRows(of: stream, from: from, through: through, limit: limit, db) }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
+    /// The key's newest event from its row in `event_keys` (exact for the stream's own
+    /// events, as the writer keeps it), joined in: one lookup per event inside SQLite, where one statement
+    /// per key took two thirds of a batch's time.
+    static func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int, _ db: Database) throws -> [CompactionRow] {
+        let select = try RawStatement(
+            db.cachedStatement(
+                sql: """
+                    SELECT e.key, e.event_key, length(e.payload), e.time, k.seq
+                    FROM event_log AS e LEFT JOIN event_keys AS k ON k.stream_id = ? AND k.event_key = e.event_key
+                    WHERE e.key BETWEEN ? AND ? ORDER BY e.key LIMIT ?
+                    """),
+            in: db)
+        select.bind(stream, at: 1)
+        select.bind(LogRowKey.key(stream: stream, sequence: from), at: 2)
+        select.bind(LogRowKey.key(stream: stream, sequence: through), at: 3)
+        select.bind(Int64(limit), at: 4)
+        var rows: [CompactionRow] = []
+        rows.reserveCapacity(limit)
+        try select.forEachRow { row in
+            rows.append(
+                CompactionRow(
+                    sequence: LogRowKey.sequence(of: row.int64(0)), newest: row.optionalBytes(1) == nil ? nil : row.optionalInt64(4).map(UInt64.init),
+                    size: Int(row.int64(2)), millis: row.int64(3)))
+            return true
+        }
+        return rows
+    }
+
     func nextExpiry() throws(StoreError) -> Int64? {
         do {
             return try pool.read { db in

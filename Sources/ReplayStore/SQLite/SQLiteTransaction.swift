@@ -308,36 +308,6 @@ final class SQLiteTransaction: LogTransaction {
         return freed
     }
 
-    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws -> [CompactionRow] {
-        let select = try RawStatement(
-            db.cachedStatement(sql: "SELECT key, event_key, length(payload), time FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key LIMIT ?"),
-            in: db)
-        select.bind(LogRowKey.key(stream: stream, sequence: from), at: 1)
-        select.bind(LogRowKey.key(stream: stream, sequence: through), at: 2)
-        select.bind(Int64(limit), at: 3)
-        var rows: [CompactionRow] = []
-        rows.reserveCapacity(limit)
-        try select.forEachRow { row in
-            rows.append(
-                CompactionRow(
-                    sequence: LogRowKey.sequence(of: row.int64(0)), key: row.optionalBytes(1).map { String(decoding: $0, as: UTF8.self) },
-                    size: Int(row.int64(2)), millis: row.int64(3)))
-            return true
-        }
-        return rows
-    }
-
-    /// One lookup per key in `event_keys` (the writer keeps it exact for its own stream).
-    func newestSequences(of stream: Int64, keys: Set<String>) throws -> [String: UInt64] {
-        let lookup = try db.cachedStatement(sql: "SELECT seq FROM event_keys WHERE stream_id = ? AND event_key = ?")
-        var newest: [String: UInt64] = [:]
-        newest.reserveCapacity(keys.count)
-        for key in keys {
-            if let sequence = try Int64.fetchOne(lookup, arguments: [stream, key]) { newest[key] = UInt64(sequence) }
-        }
-        return newest
-    }
-
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
         let rows = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT key, length(payload) FROM event_log WHERE key BETWEEN ? AND ? ORDER BY key"),

@@ -78,12 +78,6 @@ protocol LogTransaction: AnyObject {
     /// Forgets the holes that end at or before `through` (retention has passed them); the
     /// events they held.
     func dropHoles(of stream: Int64, through: UInt64) throws -> Int
-    /// Up to `limit` of the stream's events `from...through`, oldest first, as compaction
-    /// judges them: sequence number, key, payload size and commit time, expired or not.
-    func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws -> [CompactionRow]
-    /// The sequence number of each key's newest event in the stream (keys without one are
-    /// left out).
-    func newestSequences(of stream: Int64, keys: Set<String>) throws -> [String: UInt64]
     /// The payload sizes of the stream's events from `from` on, oldest first, until `body`
     /// returns false.
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (_ sequence: UInt64, _ size: Int) -> Bool) throws

@@ -37,8 +37,9 @@ enum WriteRequest: Sendable {
     /// Removes expired events (`WriterRules.expireEvents`): answered `true` if more are
     /// expired than one batch removes.
     case expireEvents(Completion<Bool>)
-    /// One batch of a compaction pass over a compacted stream (`WriterRules.compact`).
-    case compact(stream: String, from: UInt64, through: UInt64?, Completion<CompactionStep>)
+    /// One step of a compaction pass: runs of a compacted stream's events that may go
+    /// (`WriterRules.removeCompacted`); answered with the events removed.
+    case removeCompacted(stream: String, runs: [ClosedRange<UInt64>], finishesPass: Bool, Completion<Int>)
     /// Events `from...through` removed, from inside the window or its front (`EventHole`).
     case removeEvents(stream: String, from: UInt64, through: UInt64, Completion<StreamInfo>)
     case enforceRetention(Completion<Void>)
@@ -75,7 +76,7 @@ enum WriteRequest: Sendable {
         case .appendWithCompletion(let stream, _, _), .appendToSink(let stream, _, _, _, _), .openConsumer(let stream, _, _, _),
             .acknowledge(let stream, _, _, _), .deleteConsumer(let stream, _, _), .create(let stream, _, _),
             .delete(let stream, _), .terminate(let stream, _, _), .reset(let stream, _, _), .removeEvents(let stream, _, _, _), .unschedule(let stream, _, _),
-            .compact(let stream, _, _, _),
+            .removeCompacted(let stream, _, _, _),
             .sourceTick(let stream, _, _):
             [stream]
         case .group(let stream, let deadLetter, _): [stream] + (deadLetter.map { [$0] } ?? [])
@@ -125,7 +126,7 @@ enum WriteRequest: Sendable {
         case .terminate(_, _, let done): done(.failure(error))
         case .reset(_, _, let done): done(.failure(error))
         case .removeEvents(_, _, _, let done): done(.failure(error))
-        case .compact(_, _, _, let done): done(.failure(error))
+        case .removeCompacted(_, _, _, let done): done(.failure(error))
         case .enforceRetention(let done): done(.failure(error))
         case .expireEvents(let done): done(.failure(error))
         case .barrier(let done): done(.failure(error))

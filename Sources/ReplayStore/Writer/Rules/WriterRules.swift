@@ -101,7 +101,7 @@ struct WriterRules<DB: LogTransaction> {
     var appendedDueEvents = 0
     /// Events this batch removed because they expired (`expireEvents`).
     var expiredEvents = 0
-    /// Events this batch's compaction removed (`compact`).
+    /// Events this batch's compaction removed (`removeCompacted`).
     var compactedEvents = 0
     var droppedDueEvents = 0
     var alarmChange: ScheduledAlarm.Change?
@@ -283,8 +283,8 @@ struct WriterRules<DB: LogTransaction> {
             complete(done, try reset(name, keepHistory: keepHistory))
         case .expireEvents(let done):
             complete(done, .success(try expireEvents()))
-        case .compact(let name, let from, let through, let done):
-            complete(done, try compact(name, from: from, through: through))
+        case .removeCompacted(let name, let runs, let finishesPass, let done):
+            complete(done, try removeCompacted(name, runs: runs, finishesPass: finishesPass))
         case .removeEvents(let name, let from, let through, let done):
             guard let index = try touch(name) else { return complete(done, .failure(.unknownStream(name))) }
             try Retention.remove(from...through, from: &streams[index].record, db)
