@@ -21,7 +21,10 @@ struct Create: DaemonCommand, StreamCommand {
             while the daemon was down runs once at start, not once per missed tick. A scheduled \
             source is eager.
 
-            --compact keeps each key's newest event: compaction removes the events a newer             one of their key superseded, once every durable consumer and consumer group of the             stream has passed them. A keyed event with an empty payload deletes its key, and             goes itself after --tombstone-retention (default 1d).
+            --compact keeps each key's newest event: compaction removes the events a newer \
+            one of their key superseded, once every durable consumer and consumer group of the \
+            stream has passed them. A keyed event with an empty payload deletes its key, and \
+            goes itself after --tombstone-retention (default 1d).
             """)
 
     @OptionGroup var connection: ConnectionOptions

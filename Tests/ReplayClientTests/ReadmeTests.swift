@@ -52,6 +52,7 @@ struct ReadmeTests {
                 "1\n2\n3\n191\n4\nexit status 1\n",  // keys: the latest value, then a tombstone
                 "already due\nscheduled    1, next due 20",  // a scheduled event due at once, one waiting
                 "kept\nevents       1 retained, seq 2...2, last seq 2\n",  // an expired event, not served, then removed
+                "events       2 retained, seq 2...3, last seq 3\ncompaction   keeps each key's newest",  // a compacted stream
                 "{\"temp\":21}\n{\"temp\":21}\n",  // the lazy source, subscribed twice
                 "started 1 time",  // …ran once
                 "1|",  // sqlite3 query of the events view
