@@ -10,6 +10,8 @@ final class SQLiteLog: LogDatabase {
     let pool: DatabasePool
     let catalog: Catalog
     private let lock: ProcessLock
+    /// Copies the WAL into the database file beside the writer (`WALCheckpointer`).
+    let checkpointer: WALCheckpointer
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
@@ -68,6 +70,7 @@ final class SQLiteLog: LogDatabase {
             try pool.write { db in try SQLiteTransaction.moveHeldFirstDeliveriesToRuns(db) }
             try pool.writeWithoutTransaction { db in try WALFile.reserve(db, path: path, bytes: Self.walBytes) }
             catalog = try pool.read { db in try Catalog(loadingFrom: db) }
+            checkpointer = try WALCheckpointer(path: path)
         } catch {
             lock.release()
             throw StoreError(error, path: path)
@@ -352,6 +355,7 @@ final class SQLiteLog: LogDatabase {
         waiting.close()
         alarm.close()
         // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
+        checkpointer.stop()
         _ = try? pool.write { db in try producers.writeBehind(db) }
         _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db, path: path, bytes: Self.walBytes) }
         _ = try? pool.close()
