@@ -4,7 +4,7 @@ import ReplayProtocol
 /// What `replayctl top` shows, from successive LIST snapshots: each stream's publish and
 /// delivery rates (the change of `last_seq` and `delivered` between two snapshots), its
 /// events, the largest lag among its durable consumers and groups, subscribers, scheduled
-/// events waiting for their time, source (or derivation) and state, sorted. Pure, so that its figures and layout are tested without a terminal.
+/// events waiting for their time, source (or derivation; and compaction) and state, sorted. Pure, so that its figures and layout are tested without a terminal.
 struct TopBoard {
     enum Order: String, CaseIterable {
         case rate, lag, name
@@ -31,7 +31,7 @@ struct TopBoard {
         rows = streams.map { stream in
             var row = Row(
                 name: stream.name, published: 0, delivered: 0, events: stream.count, lag: lags[stream.name],
-                subscribers: stream.subscribers, scheduled: stream.scheduled ?? 0, source: Self.describe(stream.source, stream.derivation),
+                subscribers: stream.subscribers, scheduled: stream.scheduled ?? 0, source: Self.describe(stream.source, stream.derivation, stream.compaction),
                 state: stream.terminal ?? "open")
             if let before, let was = before.counts[stream.name], time > before.time {
                 let seconds = time - before.time
@@ -59,12 +59,19 @@ struct TopBoard {
     }
 
     /// The source column: a source's state, or a derived stream's status and lag behind
-    /// its inputs.
-    static func describe(_ source: SourceDescription?, _ derivation: DerivationDescription? = nil) -> String {
-        if let derivation { return "derived \(derivation.status.rawValue), lag \(derivation.lag)" }
-        guard let source else { return "" }
-        let restarts = max(0, source.starts - 1)
-        return source.state + (restarts > 0 ? " (\(restarts) restarts)" : "")
+    /// its inputs; and for a compacted stream, what its compaction removed.
+    static func describe(
+        _ source: SourceDescription?, _ derivation: DerivationDescription? = nil, _ compaction: CompactionDescription? = nil
+    ) -> String {
+        var parts: [String] = []
+        if let derivation {
+            parts.append("derived \(derivation.status.rawValue), lag \(derivation.lag)")
+        } else if let source {
+            let restarts = max(0, source.starts - 1)
+            parts.append(source.state + (restarts > 0 ? " (\(restarts) restarts)" : ""))
+        }
+        if let compaction { parts.append("compacted, \(compaction.removed) removed") }
+        return parts.joined(separator: "; ")
     }
 
     /// The screen: a summary line, a header and as many rows as fit, each cut to `width`;

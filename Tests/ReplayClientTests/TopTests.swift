@@ -61,6 +61,15 @@ struct TopTests {
         #expect(screen[4] == "plain    0.0    0.0       0    -     1      -  -       open", "none waiting: a dash")
     }
 
+    /// A compacted stream says so, and how many events its compaction removed.
+    @Test func aCompactedStreamShowsItsCompaction() {
+        var stream = Self.stream("prices", last: 9, delivered: 0)
+        stream.compaction = CompactionDescription(tombstoneRetention: 86_400, lastRun: "2026-11-30T12:00:00.000Z", removed: 8)
+        var board = TopBoard()
+        board.update([stream], lags: [:], at: 100)
+        #expect(board.rows[0].source == "compacted, 8 removed")
+    }
+
     @Test func theCommandRunsInATerminalAndQuitsOnQ() async throws {
         try await withDaemon { daemon in
             let result = try await runProgram(

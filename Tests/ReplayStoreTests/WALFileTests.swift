@@ -37,35 +37,9 @@ struct WALFileTests {
             let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
             defer { store.close() }
             #expect(try Self.size(wal) == Self.workingSize)
-            // Without the checkpointer, which lets the WAL start over whenever it has copied
-            // all of it: the commits' frames stay one run, to be counted.
-            try #require(store.log as? SQLiteLog).checkpointer.stop()
             for index in 0..<300 { _ = try await store.append(Data(String(repeating: "x", count: 200 + index).utf8), to: "s") }
             #expect(try Self.framesOfTheCurrentSalt(wal) >= 300, "each commit wrote at least a frame")
             #expect(try Self.size(wal) == Self.workingSize, "written in place, the file never grew")
-        }
-    }
-
-    /// The WAL index's count of frames in the WAL (`mxFrame`) and of those already copied
-    /// into the database file (`nBackfill`), from the `-shm` file (SQLite's wal-index
-    /// format: native byte order; the header at 0, its copy at 48, the checkpoint's at 96).
-    static func frames(shm path: String) throws -> (wal: UInt32, copied: UInt32) {
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)).prefix(100))
-        let word = { (offset: Int) in bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) } }
-        return (word(16), word(96))
-    }
-
-    @Test func theCheckpointerCopiesTheWALBesideTheWriter() async throws {
-        try await withTemporaryDirectory { folder in
-            let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
-            defer { store.close() }
-            // 300 commits: far from the 4,000 pages at which the writer checkpoints itself.
-            for index in 0..<300 { _ = try await store.append(Data(String(repeating: "x", count: 200 + index).utf8), to: "s") }
-            try await eventually(within: 30, "the WAL copied into the database file, with no commit checkpointing") {
-                let frames = try Self.frames(shm: folder + "/replay.sqlite-shm")
-                return frames.wal > 0 && frames.copied == frames.wal
-            }
-            #expect(try store.texts("s").count == 300)
         }
     }
 
@@ -124,8 +98,6 @@ struct WALFileTests {
             do {
                 let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
                 defer { store.close() }
-                // The frames stay uncopied, as a crash finds them when no checkpoint ran.
-                try #require(store.log as? SQLiteLog).checkpointer.stop()
                 _ = try await store.appendAll((1...200).map { "event \($0)" }, to: "s")
                 for file in ["replay.sqlite", "replay.sqlite-wal"] {
                     try FileManager.default.copyItem(atPath: folder + "/" + file, toPath: image + "/" + file)

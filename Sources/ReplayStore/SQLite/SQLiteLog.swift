@@ -10,8 +10,6 @@ final class SQLiteLog: LogDatabase {
     let pool: DatabasePool
     let catalog: Catalog
     private let lock: ProcessLock
-    /// Copies the WAL into the database file beside the writer (`WALCheckpointer`).
-    let checkpointer: WALCheckpointer
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
@@ -31,8 +29,7 @@ final class SQLiteLog: LogDatabase {
     /// longer falls in one (docs/PERFORMANCE.md, the work queue). The price: the WAL holds up to
     /// 16 MB (its file, about 20 MB, is kept between runs: `WALFile`); readers search a
     /// larger index of it; and a start after a crash reads up to that much of it. 8,000
-    /// pages gave the same p99. Most of the copying now happens beside the writer
-    /// (`WALCheckpointer`), and the commit's checkpoint finds little left.
+    /// pages gave the same p99.
     static let checkpointPages = 4_000
     /// The WAL file's size, kept between runs (`WALFile`).
     static let walBytes = WALFile.workingSize(checkpointPages: checkpointPages)
@@ -71,7 +68,6 @@ final class SQLiteLog: LogDatabase {
             try pool.write { db in try SQLiteTransaction.moveHeldFirstDeliveriesToRuns(db) }
             try pool.writeWithoutTransaction { db in try WALFile.reserve(db, path: path, bytes: Self.walBytes) }
             catalog = try pool.read { db in try Catalog(loadingFrom: db) }
-            checkpointer = try WALCheckpointer(path: path)
         } catch {
             lock.release()
             throw StoreError(error, path: path)
@@ -356,7 +352,6 @@ final class SQLiteLog: LogDatabase {
         waiting.close()
         alarm.close()
         // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
-        checkpointer.stop()
         _ = try? pool.write { db in try producers.writeBehind(db) }
         _ = try? pool.writeWithoutTransaction { db in try WALFile.restartForNextStart(db, path: path, bytes: Self.walBytes) }
         _ = try? pool.close()
