@@ -205,7 +205,7 @@ def main():
         replayctl(args.replayd, folder, "send", "view/keys", "--key", "k", "new")
         compacted = until(lambda: browser.evaluate(
             "(() => { const s = document.querySelector('tr[data-stream=\"view/keys\"] td.retained .compaction');"
-            " return s && s.textContent.endsWith(', 1 removed') ? s.textContent : null })()"),
+            " return s && s.textContent.startsWith('compacted at ') && s.textContent.endsWith(', 1 removed') ? s.textContent : null })()"),
             "the stream list to show the compaction")
         # Publish rates over time: the sparkline gains points each second.
         until(lambda: browser.evaluate(

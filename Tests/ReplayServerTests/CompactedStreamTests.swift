@@ -22,8 +22,9 @@ struct CompactedStreamTests {
             }
             let client = try await ReplayClient.connect(to: daemon.socketPath)
             // a1 and b1 are superseded; b's tombstone goes once it is half a second old.
-            try await eventually(within: 60, "compaction removed a1, b1 and b's tombstone") {
-                try await client.info("c").count == 2
+            try await eventually(within: 60, "compaction removed a1, b1 and b's tombstone, and a pass ended") {
+                let info = try await client.info("c")
+                return info.count == 2 && info.compaction?.lastRun != nil
             }
             let info = try await client.info("c")
             #expect(info.compaction?.removed == 3)

@@ -8,9 +8,9 @@ import ServiceLifecycle
 /// Runs key compaction's passes (`EventStore.compact`): every `interval`, a compacted
 /// stream gets a pass when something new may be removable since its last one, that is when
 /// events came that its readers have passed (`EventStore.compactionEnd`), or a tombstone it
-/// kept is now old enough to go. Each pass is a run of short writer batches, so publishes go
-/// on between them; the passes themselves run one stream at a time, so compaction takes at
-/// most one batch's share of the writer. Stops at the group's graceful shutdown.
+/// kept is now old enough to go. Each pass reads beside the writer and hands it short steps,
+/// paced (`pacing`) so that publishes go on between them at their usual latency; passes run
+/// one stream at a time. Stops at the group's graceful shutdown.
 final class CompactionService: Service, Sendable {
     /// Where a stream's last pass ended, and when a tombstone it kept falls due.
     private struct Mark {
