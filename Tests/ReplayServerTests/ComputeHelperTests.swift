@@ -53,34 +53,4 @@ struct ComputeHelperTests {
             #expect(results.map { (try? $0.get())?.first.map { String(decoding: $0, as: UTF8.self) } } == (1...200).map { "\(page * 1_000 + $0)" })
         }
     }
-
-    /// Pages handed over ahead are computed by the helper alone, oldest first, while the
-    /// runner is elsewhere; a withdrawn page holds up none after it.
-    @Test func pagesHandedOverAheadAreComputedWhileTheRunnerIsElsewhere() throws {
-        let helper = ComputeHelper(program: ".n * 2", budget: .init())
-        defer { helper.retire() }
-        func page(_ first: Int, _ count: Int) -> [InputEvent] {
-            (first..<(first + count)).map { n in InputEvent(stream: "in", sequence: UInt64(n), millis: 0, payload: Data(#"{"n":\#(n)}"#.utf8)) }
-        }
-        func texts(_ results: [ComputeHelper.Computed]) -> [String] {
-            results.map { (try? $0.get())?.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") ?? "failed" }
-        }
-        let withdrawn = helper.submit(page(1, 640))
-        helper.withdraw(withdrawn)
-        let first = helper.submit(page(1_000, 200))
-        let second = helper.submit(page(2_000, 130))
-        // 4 chunks of 64 and 3: a guard of 30 s, not a timing.
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while helper.helped < 7, Date() < deadline { usleep(1_000) }
-        // At most one chunk of the withdrawn page, taken before it was withdrawn.
-        #expect((7...8).contains(helper.helped), "the helper computed both pages and no more of the withdrawn one")
-        var computedHere = 0
-        let results = helper.results(of: first) { _ in
-            computedHere += 1
-            return .success([])
-        }
-        #expect(computedHere == 0)
-        #expect(texts(results) == (1_000..<1_200).map { "\($0 * 2)" })
-        #expect(texts(helper.results(of: second) { _ in .success([]) }) == (2_000..<2_130).map { "\($0 * 2)" })
-    }
 }

@@ -2,26 +2,23 @@ import Foundation
 import ReplayDerive
 
 /// A second thread for a derivation whose events are computed each on its own (map,
-/// filter, flattenMap: `DerivationEngine.isStateless`). In a catch-up the runner hands it
-/// pages of input events, and the two share each page chunk by chunk, each running its own
-/// copy of the program; the runner then feeds every event's outputs to the engine in input
-/// order, so skip, take, distinct and the error policy see exactly what one thread would
-/// have given them.
+/// filter, flattenMap: `DerivationEngine.isStateless`). In a catch-up the runner and its
+/// helper share each page of input events, chunk by chunk, each running its own copy of
+/// the program; the runner then feeds every event's outputs to the engine in input order,
+/// so skip, take, distinct and the error policy see exactly what one thread would have
+/// given them.
 ///
 /// Why: jq is most of a derivation's work (its parse, run and print of each event were
 /// three quarters of the runner's thread in a profile of a catch-up), so one thread made
 /// the runner, not the writer, the bound of a catch-up, with the second core half idle.
-/// Pages are handed over ahead (`submit`) so that the helper computes the next page while
-/// the runner reads the store and feeds the page before: with one page at a time, the
-/// helper sat idle through both, a third of the runner's time. Chunks taken in turn rather
-/// than halves: the writer takes a core now and then, and whichever thread it slows takes
-/// fewer chunks instead of holding the other up. A jq interpreter is confined to its
-/// thread (`JQProgram`), so the helper compiles its own, on its own thread, and only bytes
-/// cross between the two.
+/// Chunks taken in turn rather than halves: the writer takes a core now and then, and
+/// whichever thread it slows takes fewer chunks instead of holding the other up. A jq
+/// interpreter is confined to its thread (`JQProgram`), so the helper compiles its own,
+/// on its own thread, and only bytes cross between the two.
 ///
 /// `@unchecked Sendable`: what the two threads share is guarded by `condition`, but for
 /// the results' slots, each written by the one thread that took its chunk and read by the
-/// runner once no chunk of the page is left or under way (the lock orders the two).
+/// runner once both are done (the lock orders the two).
 final class ComputeHelper: @unchecked Sendable {
     typealias Computed = Result<[Data], JQProgram.Failure>
 
@@ -34,17 +31,16 @@ final class ComputeHelper: @unchecked Sendable {
     /// Whether a second thread helps at all: not on one core.
     static var isUseful: Bool { ProcessInfo.processInfo.activeProcessorCount > 1 }
 
-    /// A page handed to the helper: its events, and their results as the two threads
-    /// compute them. Read only through `results(of:_:)`.
-    final class Page {
+    /// One page shared by the two threads.
+    private final class Page {
         let events: [InputEvent]
-        fileprivate let results: UnsafeMutableBufferPointer<Computed?>
+        let results: UnsafeMutableBufferPointer<Computed?>
         /// The first event no thread took yet.
-        fileprivate var next = 0
-        /// Whether the helper is inside one of its chunks.
-        fileprivate var helping = false
+        var next = 0
+        /// Whether the helper is inside a chunk.
+        var helping = false
 
-        fileprivate init(_ events: [InputEvent]) {
+        init(_ events: [InputEvent]) {
             self.events = events
             results = .allocate(capacity: events.count)
             results.initialize(repeating: nil)
@@ -59,9 +55,7 @@ final class ComputeHelper: @unchecked Sendable {
     private let program: String
     private let budget: JQProgram.Budget
     private let condition = NSCondition()
-    /// Pages handed over with chunks left, oldest first: the helper works on the oldest,
-    /// which the runner needs first.
-    private var pages: [Page] = []
+    private var page: Page?
     private var retired = false
     private var chunksHelped = 0
 
@@ -80,43 +74,23 @@ final class ComputeHelper: @unchecked Sendable {
         thread.start()
     }
 
-    /// Hands `events` to the helper, which starts on them once the pages before are done.
-    func submit(_ events: [InputEvent]) -> Page {
-        let page = Page(events)
+    /// Every event's outputs, in order, computed by `compute` on the calling thread and by
+    /// the helper, a chunk at a time each.
+    func computeAll(_ events: [InputEvent], _ compute: (InputEvent) -> Computed) -> [Computed] {
+        let shared = Page(events)
         condition.lock()
-        pages.append(page)
+        page = shared
         condition.broadcast()
-        condition.unlock()
-        return page
-    }
-
-    /// Every event's outputs of a submitted page, in order: the chunks the helper has not
-    /// taken yet are computed by `compute` on the calling thread.
-    func results(of page: Page, _ compute: (InputEvent) -> Computed) -> [Computed] {
-        condition.lock()
-        while let range = take(from: page) {
+        while let range = take(from: shared) {
             condition.unlock()
-            for index in range { page.results[index] = compute(page.events[index]) }
+            for index in range { shared.results[index] = compute(events[index]) }
             condition.lock()
         }
         // Every chunk is taken; the helper may still be computing its last.
-        while page.helping { condition.wait() }
+        while shared.helping { condition.wait() }
+        page = nil
         condition.unlock()
-        return page.results.map { $0! }
-    }
-
-    /// `submit`, then `results`: a page computed by both threads now.
-    func computeAll(_ events: [InputEvent], _ compute: (InputEvent) -> Computed) -> [Computed] {
-        results(of: submit(events), compute)
-    }
-
-    /// A submitted page that will not be read (the step before it ended early): the
-    /// helper takes no more of its chunks.
-    func withdraw(_ page: Page) {
-        condition.lock()
-        page.next = page.events.count
-        pages.removeAll { $0 === page }
-        condition.unlock()
+        return shared.results.map { $0! }
     }
 
     /// Ends the thread (its runner ended).
@@ -127,13 +101,11 @@ final class ComputeHelper: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// The next chunk of `page` for the caller, under the lock; `nil` once all are taken
-    /// (the page then leaves the helper's queue).
+    /// The next chunk of `page` for the caller, under the lock; `nil` once all are taken.
     private func take(from page: Page) -> Range<Int>? {
         guard page.next < page.events.count else { return nil }
         let range = page.next..<min(page.next + Self.chunk, page.events.count)
         page.next = range.upperBound
-        if page.next == page.events.count { pages.removeAll { $0 === page } }
         return range
     }
 
@@ -144,7 +116,7 @@ final class ComputeHelper: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !retired {
-            guard let page = pages.first, let range = take(from: page) else {
+            guard let page, let range = take(from: page) else {
                 condition.wait()
                 continue
             }

@@ -133,8 +133,6 @@ final class DerivationRunner: @unchecked Sendable {
         var ahead: DerivationStep?
         /// A stateless program's second thread, made at its first page worth sharing.
         var helper: ComputeHelper?
-        /// Its pages handed over ahead of the steps that feed them.
-        var readAhead: ReadAhead?
         defer {
             helper?.retire()
             if store.isShared { store.releaseSource(stream) }
@@ -143,8 +141,6 @@ final class DerivationRunner: @unchecked Sendable {
             guard holdsClaim() else {
                 engine = nil
                 ahead = nil
-                readAhead?.withdraw(from: helper)
-                readAhead = nil
                 idle(seconds: 1)
                 continue
             }
@@ -153,8 +149,6 @@ final class DerivationRunner: @unchecked Sendable {
             do {
                 if engine == nil {
                     ahead = nil
-                    readAhead?.withdraw(from: helper)
-                    readAhead = nil
                     engine = try DerivationEngine(derivation.spec, state: derivation.state, budget: budget)
                 }
             } catch {
@@ -165,14 +159,14 @@ final class DerivationRunner: @unchecked Sendable {
             let step: DerivationStep
             if let computed = ahead, computed.expected == derivation.positions {
                 step = computed
-            } else if let prepared = prepare(derivation, engine!, helper: &helper, readAhead: &readAhead) {
+            } else if let prepared = prepare(derivation, engine!, helper: &helper) {
                 step = prepared
             } else {
                 idle()
                 continue
             }
             let pending = commit(step)
-            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!, helper: &helper, readAhead: &readAhead)
+            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!, helper: &helper)
             switch pending.wait() {
             case .success: break
             case .failure(.derivationConflict):
@@ -242,52 +236,33 @@ final class DerivationRunner: @unchecked Sendable {
     /// The next step: the events after the committed positions, computed. `nil`: nothing
     /// to do (caught up, and not a lazy derivation's first step, which is committed even
     /// empty so that it stays connected across restarts).
-    private func prepare(
-        _ derivation: Derivation, _ engine: DerivationEngine, helper: inout ComputeHelper?, readAhead: inout ReadAhead?
-    ) -> DerivationStep? {
+    private func prepare(_ derivation: Derivation, _ engine: DerivationEngine, helper: inout ComputeHelper?) -> DerivationStep? {
         locked { $0.wakes = 0 }
         let reader = InputReader(store: store, spec: derivation.spec, derived: stream)
         let inputs = reader.streams()
-        if let stale = readAhead, stale.from != derivation.positions {
-            stale.withdraw(from: helper)
-            readAhead = nil
-        }
-        var events: [InputEvent] = []
-        if readAhead == nil {
-            do {
-                events = try reader.next(after: derivation.positions, in: inputs)
-            } catch {
-                logger.warning("derivation could not read its inputs", metadata: ["stream": "\(stream)", "error": "\(error)"])
-                return nil
-            }
-            // A page of a stateless program's events is computed on two threads first, then
-            // fed in order (`ComputeHelper`).
-            if engine.isStateless, events.count >= ComputeHelper.minimumEvents, ComputeHelper.isUseful {
-                if helper == nil { helper = ComputeHelper(program: derivation.spec.program, budget: budget) }
-                readAhead = ReadAhead(from: derivation.positions, page: helper!.submit(events))
-            }
-        }
-        var computed: ArraySlice<ComputeHelper.Computed>?
-        if var shared = readAhead, let helper {
-            // The page after this one is read now and handed over, so that the helper
-            // computes it while this one is fed and committed.
-            if shared.pages.count < 2, let next = try? reader.next(after: shared.end, in: inputs), next.count >= ComputeHelper.minimumEvents {
-                shared.append(helper.submit(next))
-            }
-            let page = shared.pages[0]
-            events = Array(page.events[shared.start...])
-            computed = helper.results(of: page, engine.compute)[shared.start...]
-            readAhead = shared
+        let events: [InputEvent]
+        do {
+            events = try reader.next(after: derivation.positions, in: inputs)
+        } catch {
+            logger.warning("derivation could not read its inputs", metadata: ["stream": "\(stream)", "error": "\(error)"])
+            return nil
         }
         var step = DerivationStep(stream: stream, expected: derivation.positions, positions: derivation.positions, state: derivation.state)
         if case .deadLetter(let target) = derivation.spec.onError { step.deadLetterStream = target }
         var bytes = 0
+        // A page of a stateless program's events is computed on two threads first, then
+        // fed in order (`ComputeHelper`).
+        var computed: [ComputeHelper.Computed]?
+        if engine.isStateless, events.count >= ComputeHelper.minimumEvents, ComputeHelper.isUseful {
+            if helper == nil { helper = ComputeHelper(program: derivation.spec.program, budget: budget) }
+            computed = helper!.computeAll(events, engine.compute)
+        }
         for (index, event) in events.enumerated() {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
             do {
                 let outputs: [DerivedOutput]
                 if let computed {
-                    outputs = try engine.feed(event, computed: computed[computed.startIndex + index])
+                    outputs = try engine.feed(event, computed: computed[index])
                 } else {
                     outputs = try engine.feed(event)
                 }
@@ -312,10 +287,6 @@ final class DerivationRunner: @unchecked Sendable {
             step.positions[event.stream] = event.sequence
             step.processed += 1
             if engine.isCompleted { break }
-        }
-        if var shared = readAhead {
-            shared.consume(Int(step.processed), endingAt: step.positions)
-            readAhead = shared.pages.isEmpty ? nil : shared
         }
         if !engine.isCompleted, let end = Self.end(of: derivation.spec, inputs, step.positions) {
             engine.complete()
@@ -413,45 +384,5 @@ final class DerivationRunner: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return body(&control)
-    }
-}
-
-/// A stateless derivation's input events read ahead of the steps that feed them and handed
-/// to its `ComputeHelper`, oldest page first: the next step begins at `start` in the first
-/// page if it begins at `from`, which is where the step before ended. A step feeds at most
-/// the rest of one page; one that stops short of its end (its outputs' bound, take, an
-/// error that stops) leaves the rest for the next.
-struct ReadAhead {
-    private(set) var from: [String: UInt64]
-    private(set) var pages: [ComputeHelper.Page]
-    private(set) var start = 0
-    /// The positions after the last page's events: where a page read next begins.
-    private(set) var end: [String: UInt64]
-
-    init(from positions: [String: UInt64], page: ComputeHelper.Page) {
-        from = positions
-        pages = []
-        end = positions
-        append(page)
-    }
-
-    mutating func append(_ page: ComputeHelper.Page) {
-        pages.append(page)
-        for event in page.events { end[event.stream] = event.sequence }
-    }
-
-    /// A step fed `count` events from `start` on and ended at `positions`.
-    mutating func consume(_ count: Int, endingAt positions: [String: UInt64]) {
-        from = positions
-        start += count
-        if start >= pages[0].events.count {
-            pages.removeFirst()
-            start = 0
-        }
-    }
-
-    /// The pages will not be fed (the engine starts again from what is stored).
-    func withdraw(from helper: ComputeHelper?) {
-        for page in pages { helper?.withdraw(page) }
     }
 }
