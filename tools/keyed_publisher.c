@@ -2,7 +2,9 @@
  * Publishes keyed events to replayd over its Unix socket, paced or flat out, and prints how
  * long each waited for its `+OK` (sent to answered): the publisher of tools/compaction_bench.sh.
  * The keys are spread over KEYS by a multiplicative hash of the event's number, so each
- * key's events are scattered through the stream as real updates are.
+ * key's events are scattered through the stream as real updates are; KEYS 0 publishes
+ * events without a key (`--window 1`: one at a time, each waiting for its answer, the
+ * single publish of docs/PERFORMANCE.md).
  *
  *   cc -O2 -o /tmp/keyed_publisher tools/keyed_publisher.c
  *   /tmp/keyed_publisher SOCKET STREAM COUNT KEYS [--rate N] [--size BYTES] [--window N]
@@ -60,7 +62,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--window")) window = atol(argv[i + 1]);
         else { fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
     }
-    if (count < 1 || keys < 1 || size < 1 || size > 65536 || window < 1) { fprintf(stderr, "bad arguments\n"); return 2; }
+    if (count < 1 || keys < 0 || size < 1 || size > 65536 || window < 1) { fprintf(stderr, "bad arguments\n"); return 2; }
 
     struct sigaction action = {.sa_handler = stop};
     sigaction(SIGINT, &action, NULL);
@@ -88,8 +90,12 @@ int main(int argc, char **argv) {
         }
         // Queue the PUBs due, as many as the buffer holds.
         while (sent < due && out_length + size + 128 < out_capacity) {
-            unsigned long key = ((unsigned long)sent * 2654435761UL) % (unsigned long)keys;
-            out_length += snprintf(out + out_length, 128, "PUB %s key=k%lu %ld\r\n", stream, key, size);
+            if (keys > 0) {
+                unsigned long key = ((unsigned long)sent * 2654435761UL) % (unsigned long)keys;
+                out_length += snprintf(out + out_length, 128, "PUB %s key=k%lu %ld\r\n", stream, key, size);
+            } else {
+                out_length += snprintf(out + out_length, 128, "PUB %s %ld\r\n", stream, size);
+            }
             memcpy(out + out_length, payload, size);
             out_length += size;
             out[out_length++] = '\r';
