@@ -78,6 +78,10 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
 
     struct Refused: Error {}
 
+    static var receiveBuffers: AdaptiveRecvByteBufferAllocator {
+        AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536)
+    }
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard budget.admit() else {
             channel.close(promise: nil)
@@ -85,6 +89,11 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         }
         let budget = self.budget
         channel.closeFuture.whenComplete { _ in budget.release() }
+        // A request head and a small body fit in 512 bytes, and NIO grows the buffer when a
+        // read fills it. Its default of 2,048 bytes stays allocated for every connection
+        // that has read once: a parked SSE reader or a kept-alive connection held 1.5 KB
+        // more (`tools/connection_memory.py`).
+        try? channel.syncOptions?.setOption(.recvAllocator, value: Self.receiveBuffers)
         let value = inner.setup(channel: channel, logger: logger)
         guard let handshakeTimeout else { return value }
         return value.flatMapThrowing { value in

@@ -62,6 +62,30 @@ struct FrontDoorResponder: HTTPResponder {
     /// that need more (a preflight, a token verified, a body metered) take another
     /// function's frame.
     @Sendable func respond(to request: Request, context: Context) async throws -> Response {
+        guard Self.opensEventStream(request) else { return try await serve(request, context: context) }
+        return try await Self.apart { try await serve(request, context: context) }
+    }
+
+    /// An SSE read, which holds its connection for as long as the reader stays.
+    private static func opensEventStream(_ request: Request) -> Bool {
+        request.method == .get && request.uri.query?.contains("live=sse") == true
+    }
+
+    /// Answers a request in a child task of its own. A connection's task keeps the slabs
+    /// of the deepest call it made for as long as the connection lives: routing an SSE
+    /// read there left its reader holding them while parked. In a child task they go when
+    /// the answer is made, before its body runs in the connection's task; a parked reader
+    /// held 1.5 KB less (`tools/connection_memory.py`). Only for SSE reads: the child is
+    /// one more task and one more hop for a request that is answered at once.
+    @inline(never)
+    private static func apart(_ serve: @escaping @Sendable () async throws -> Response) async throws -> Response {
+        try await withThrowingTaskGroup(of: Response.self) { group in
+            group.addTask(operation: serve)
+            return try await group.next()!
+        }
+    }
+
+    private func serve(_ request: Request, context: Context) async throws -> Response {
         let started = metrics?.start(request.method)
         var response: Response
         do {
