@@ -57,16 +57,14 @@ struct FrontDoorResponder: HTTPResponder {
         ]
     }
 
-    /// What an async function holds lives in its task's frame, so this one holds only what
-    /// crosses its waits; the decisions around them are plain functions, and the requests
-    /// that need more (a preflight, a token verified, a body metered) take another
-    /// function's frame.
     @Sendable func respond(to request: Request, context: Context) async throws -> Response {
         guard Self.opensEventStream(request) else { return try await serve(request, context: context) }
         return try await Self.apart { try await serve(request, context: context) }
     }
 
-    /// An SSE read, which holds its connection for as long as the reader stays.
+    /// An SSE read, which holds its connection for as long as the reader stays. By its
+    /// query's text, without parsing it: a request taken for one by mistake only costs a
+    /// task.
     private static func opensEventStream(_ request: Request) -> Bool {
         request.method == .get && request.uri.query?.contains("live=sse") == true
     }
@@ -85,6 +83,10 @@ struct FrontDoorResponder: HTTPResponder {
         }
     }
 
+    /// What an async function holds lives in its task's frame, so this one holds only what
+    /// crosses its waits; the decisions around them are plain functions, and the requests
+    /// that need more (a preflight, a token verified, a body metered) take another
+    /// function's frame.
     private func serve(_ request: Request, context: Context) async throws -> Response {
         let started = metrics?.start(request.method)
         var response: Response
