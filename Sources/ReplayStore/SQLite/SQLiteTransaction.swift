@@ -221,24 +221,21 @@ final class SQLiteTransaction: LogTransaction {
 
     func removeEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> (events: Int, bytes: Int) {
         try producers.eventsWillGo(of: stream, through: through, &producerWrites, db)
-        let delete = try RawStatement(
-            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING key, length(payload), hash, event_key IS NOT NULL"),
-            in: db)
-        delete.bind(LogRowKey.key(stream: stream, sequence: from), at: 1)
-        delete.bind(LogRowKey.key(stream: stream, sequence: through), at: 2)
-        var (events, bytes, keyed) = (0, 0, false)
-        var first = UInt64.max
-        var last: (sequence: UInt64, hash: EventHash) = (0, .zero)
-        try delete.forEachRow { row in
-            let sequence = LogRowKey.sequence(of: row.int64(0))
-            events += 1
-            bytes += Int(row.int64(1))
-            keyed = keyed || row.int64(3) != 0
-            first = min(first, sequence)
-            if sequence > last.sequence { last = (sequence, row.optionalBytes(2).flatMap(EventHash.init(bytes:)) ?? .zero) }
-            return true
-        }
-        guard events > 0 else { return (0, 0) }
+        let range = [LogRowKey.key(stream: stream, sequence: from), LogRowKey.key(stream: stream, sequence: through)]
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT count(*), coalesce(sum(length(payload)), 0), coalesce(max(event_key IS NOT NULL), 0), min(key), max(key)
+                        FROM event_log WHERE key BETWEEN ? AND ?
+                        """),
+                arguments: StatementArguments(range)),
+            let lowest = row[3] as Int64?, let highest = row[4] as Int64?
+        else { return (0, 0) }
+        let (events, bytes, keyed): (Int, Int, Bool) = (row[0], row[1], row[2])
+        let (first, newest) = (LogRowKey.sequence(of: lowest), LogRowKey.sequence(of: highest))
+        let last = (sequence: newest, hash: try eventHash(stream: stream, sequence: newest) ?? .zero)
+        try deleteRange(range)
         // A key whose newest event went falls back to its newest before the range, found
         // by reading the stream back from there (to the key's previous event), or loses
         // its row if it has none.
@@ -289,16 +286,13 @@ final class SQLiteTransaction: LogTransaction {
 
     func deleteEvents(of stream: Int64, from: UInt64, through: UInt64) throws -> Int {
         try producers.eventsWillGo(of: stream, through: through, &producerWrites, db)
-        let delete = try RawStatement(
-            db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ? RETURNING length(payload), event_key IS NOT NULL"), in: db)
-        delete.bind(LogRowKey.key(stream: stream, sequence: from), at: 1)
-        delete.bind(LogRowKey.key(stream: stream, sequence: through), at: 2)
-        var (freed, keyed) = (0, false)
-        try delete.forEachRow { row in
-            freed += Int(row.int64(0))
-            keyed = keyed || row.int64(1) != 0
-            return true
-        }
+        let range = [LogRowKey.key(stream: stream, sequence: from), LogRowKey.key(stream: stream, sequence: through)]
+        let row = try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT coalesce(sum(length(payload)), 0), coalesce(max(event_key IS NOT NULL), 0) FROM event_log WHERE key BETWEEN ? AND ?"),
+            arguments: StatementArguments(range))
+        let (freed, keyed): (Int, Bool) = (row?[0] ?? 0, row?[1] ?? false)
+        try deleteRange(range)
         // Keys whose newest event went with them: a stream without keys asks nothing more.
         if keyed {
             try db.cachedStatement(sql: "DELETE FROM event_keys WHERE stream_id = ? AND seq BETWEEN ? AND ?").execute(arguments: [
@@ -306,6 +300,15 @@ final class SQLiteTransaction: LogTransaction {
             ])
         }
         return freed
+    }
+
+    /// Deletes the rows of a key range, after the caller read what it needs of them.
+    /// A plain `DELETE`, not `DELETE … RETURNING`: SQLite runs `RETURNING` as a trigger,
+    /// which turns off its one-pass delete, so each row was looked up again and handed to
+    /// a trigger program. Reading the sums first and then deleting took 0.95 µs a row
+    /// against 2.2 (200,000 rows of a capped stream, `sqlite3` with `.timer on`).
+    private func deleteRange(_ range: [Int64]) throws {
+        try db.cachedStatement(sql: "DELETE FROM event_log WHERE key BETWEEN ? AND ?").execute(arguments: StatementArguments(range))
     }
 
     func walkPayloadSizes(of stream: Int64, from: UInt64, _ body: (UInt64, Int) -> Bool) throws {
