@@ -67,7 +67,7 @@ final class ReplayBenchClient: BenchClient {
         var events: [ByteBuffer] = []
         repeat {
             switch try frame() {
-            case .event(_, _, _, _, let payload, _, _): events.append(payload)
+            case .event(_, _, _, _, let payload, _, _, _): events.append(payload)
             case let other: throw BenchError("unexpected \(other)")
             }
         } while socket.input.readableBytes > 0 && events.count < 1024

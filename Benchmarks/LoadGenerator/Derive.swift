@@ -211,7 +211,7 @@ final class OutsideWorker {
             var events: [(UInt64, ByteBuffer)] = []
             repeat {
                 switch try reader.nextFrame() {
-                case .event(_, _, let sequence, _, let payload, _, _): events.append((sequence, payload))
+                case .event(_, _, let sequence, _, let payload, _, _, _): events.append((sequence, payload))
                 case .ok: continue
                 case let other: throw BenchError("the worker read \(other)")
                 }

@@ -43,7 +43,7 @@ extension ReplayBenchClient: WorkQueueClient {
         while true {
             repeat {
                 switch try nextFrame() {
-                case .event(_, _, let sequence, _, var payload, _, _):
+                case .event(_, _, let sequence, _, var payload, _, _, _):
                     let stamp = payload.readInteger(as: UInt64.self) ?? 0
                     delivered(stamp)
                     stamps.append(stamp)
