@@ -20,3 +20,20 @@ public func blockingCall<T: Sendable>(_ body: @escaping @Sendable () -> T) async
         Thread { continuation.resume(returning: body()) }.start()
     }
 }
+
+/// Runs each job of the tasks that prefer it (`withTaskExecutorPreference`) on a thread of
+/// its own, never on the cooperative pool: for a test body that calls blocking APIs
+/// throughout, such as the store's, whose reads, commits and close wait for PostgreSQL.
+/// Opening a store on PostgreSQL runs its migrations, each waiting for the server; a few
+/// such tests at once held both pool threads for seconds, and every in-process door and
+/// wait of the test process stood still past its time limit. A thread per job costs tens of
+/// microseconds, which a test that talks to a database does not notice.
+public final class ThreadPerJobExecutor: TaskExecutor {
+    public static let shared = ThreadPerJobExecutor()
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        Thread { job.runSynchronously(on: executor) }.start()
+    }
+}

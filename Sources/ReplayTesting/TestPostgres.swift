@@ -34,7 +34,10 @@ public enum TestPostgres {
         let name = "replay_test_\(UInt64.random(in: 0...UInt64.max))"
         try await psql(server, "CREATE DATABASE \(name)")
         let result: Result<T, any Error>
-        do { result = .success(try await body(url(server, database: name))) } catch { result = .failure(error) }
+        do {
+            // The body's blocking calls to the store run off the cooperative pool.
+            result = .success(try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) { try await body(url(server, database: name)) })
+        } catch { result = .failure(error) }
         _ = try? await psql(server, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         return try result.get()
     }
