@@ -21,7 +21,7 @@ struct DerivationStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aStepCommitsItsOutputsStateAndPositionsTogether(kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("orders", config: StreamConfig(capacity: nil))
             _ = try await store.appendAll([#"{"amount":50}"#, #"{"amount":150}"#], to: "orders")
@@ -55,7 +55,7 @@ struct DerivationStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aRedefinitionIsRefusedUnlessItRebuilds(kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("orders", config: StreamConfig(capacity: nil))
             let defined = try await store.define(DerivationDefinition(stream: "big", spec: Self.spec, config: StreamConfig(capacity: nil)))
@@ -87,7 +87,7 @@ struct DerivationStoreTests {
     @Test(arguments: StoreKind.allCases)
     func deadLettersTakeAndAStopCommitWithTheStep(kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("orders", config: StreamConfig(capacity: nil))
             let defined = try await store.define(DerivationDefinition(stream: "big", spec: Self.spec, config: StreamConfig(capacity: nil)))
@@ -116,7 +116,7 @@ struct DerivationStoreTests {
     /// Deleting the derived stream deletes its derivation.
     @Test func deletingTheDerivedStreamDeletesItsDerivation() async throws {
         try await withStoreLocation(.sqlite) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.define(DerivationDefinition(stream: "big", spec: Self.spec, config: StreamConfig(capacity: nil)))
             try await store.delete("big")

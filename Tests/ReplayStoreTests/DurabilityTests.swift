@@ -13,7 +13,7 @@ struct DurabilityTests {
     func historySequenceAndTerminalStateSurviveARestart(durability: Durability) async throws {
         try await withTemporaryDirectory { directory in
             do {
-                let store = try await openStore(directory, durability: durability)
+                let store = try openStore(directory, durability: durability)
                 _ = try await store.create("orders", config: StreamConfig(capacity: 3))
                 _ = try await store.appendAll(["1", "2", "3", "4"], to: "orders")
                 _ = try await store.create("done", config: .unlimited)
@@ -21,7 +21,7 @@ struct DurabilityTests {
                 try await store.terminate("done", .completed)
                 store.close()
             }
-            let store = try await openStore(directory, durability: durability)
+            let store = try openStore(directory, durability: durability)
             defer { store.close() }
             #expect(try store.texts("orders") == ["2", "3", "4"])
             #expect(try await store.appendAll(["5"], to: "orders") == [5], "sequence continues, never reused")
@@ -67,7 +67,7 @@ struct DurabilityTests {
             let acknowledged = run.closureResult
             #expect(acknowledged.count >= 3_000)
 
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let stored = try store.read("crash", from: 1, limit: Int.max)
             let byPayload = Dictionary(uniqueKeysWithValues: stored.map { (String(decoding: $0.payload, as: UTF8.self), $0.sequence) })

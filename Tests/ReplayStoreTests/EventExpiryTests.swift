@@ -25,7 +25,7 @@ struct EventExpiryTests {
     static func withClockedStore(_ kind: StoreKind, _ body: (EventStore, Locked<Date>) async throws -> Void) async throws {
         let now = Locked(Self.start)
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, clock: { now.value })
+            let store = try openStore(location, clock: { now.value })
             defer { store.close() }
             try await body(store, now)
         }
@@ -121,8 +121,8 @@ struct EventExpiryTests {
     /// store, which leaves out the expired ones.
     @Test func anotherStoresEventsAreNotHandedOnOnceEventsMayExpire() async throws {
         try await TestPostgres.withDatabase { url in
-            let first = try await openStore(url)
-            let second = try await openStore(url)
+            let first = try openStore(url)
+            let second = try openStore(url)
             defer {
                 first.close()
                 second.close()

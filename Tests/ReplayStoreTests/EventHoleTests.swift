@@ -69,7 +69,7 @@ struct EventHoleTests {
 
     @Test(arguments: StoreKind.allCases) func retentionCountsTheEventsThereAndPassesAHoleWhole(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("capped", config: StreamConfig(capacity: 6))
             for index in 1...6 { _ = try await store.append(Data("e\(index)".utf8), to: "capped") }
@@ -97,7 +97,7 @@ struct EventHoleTests {
 
     @Test(arguments: StoreKind.allCases) func aKeyWhoseNewestEventWentFallsBackToTheOneBefore(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("kv", config: .unlimited)
             for (payload, key) in [("a1", "a"), ("b2", "b"), ("x3", "x"), ("a4", "a"), ("b5", "b")] {
@@ -121,7 +121,7 @@ struct EventHoleTests {
     @Test(arguments: StoreKind.allCases) func aTimeStartFindsTheEventAfterAHole(_ kind: StoreKind) async throws {
         let now = Locked(Date(timeIntervalSince1970: 1_000))
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, clock: { now.value })
+            let store = try openStore(location, clock: { now.value })
             defer { store.close() }
             _ = try await store.create("s", config: .unlimited)
             for index in 1...8 {
@@ -138,7 +138,7 @@ struct EventHoleTests {
     /// A store of `kind` with a stream "s" of events `e1`, `e2`, … numbered `sequences`.
     private func withEvents(_ sequences: ClosedRange<Int>, _ kind: StoreKind, _ body: (EventStore) async throws -> Void) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("s", config: .unlimited)
             for index in sequences { _ = try await store.append(Data("e\(index)".utf8), to: "s") }

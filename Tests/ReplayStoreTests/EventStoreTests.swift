@@ -11,7 +11,7 @@ import Testing
 struct EventStoreTests {
     @Test(arguments: StoreKind.allCases) func sequenceNumbersStartAtOneAndAreContiguousPerStream(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             #expect(try await store.appendAll(["a", "b", "c"], to: "one") == [1, 2, 3])
             #expect(try await store.appendAll(["x"], to: "two") == [1])
@@ -23,7 +23,7 @@ struct EventStoreTests {
 
     @Test(arguments: StoreKind.allCases) func concurrentAppendersGetUniqueContiguousSequencesInOnePerStreamOrder(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, durability: .normal, autoCreate: .unlimited)
+            let store = try openStore(directory, durability: .normal, autoCreate: .unlimited)
             defer { store.close() }
             let sequences = try await withThrowingTaskGroup(of: [UInt64].self) { group in
                 for producer in 0..<4 {
@@ -46,7 +46,7 @@ struct EventStoreTests {
     /// than appends.
     @Test(arguments: StoreKind.allCases) func appendsAreGroupCommitted(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let commits = Locked(0)
             store.onCommit { _ in commits.withLock { $0 += 1 } }
@@ -64,7 +64,7 @@ struct EventStoreTests {
 
     @Test(arguments: StoreKind.allCases) func commitListenersHearOnlyCommittedEventsInOrder(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .init(capacity: 0))
+            let store = try openStore(directory, autoCreate: .init(capacity: 0))
             defer { store.close() }
             let heard = Locked<[UInt64]>([])
             store.onCommit { batch in
@@ -78,7 +78,7 @@ struct EventStoreTests {
 
     @Test(arguments: StoreKind.allCases) func terminalEventIsStoredAndRefusesLaterAppends(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a"], to: "job")
             try await store.terminate("job", .failed(message: "exit status 3"))
@@ -103,7 +103,7 @@ struct EventStoreTests {
 
     @Test(arguments: StoreKind.allCases) func createIsIdempotentForSameSettingsAndRefusesOthers(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let config = StreamConfig(
                 capacity: 10, maxBytes: 1000, maxAge: 60,
@@ -129,7 +129,7 @@ struct EventStoreTests {
 
     @Test(arguments: StoreKind.allCases) func deleteRemovesTheStreamAndItsEvents(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a", "b"], to: "gone")
             try await store.delete("gone")
@@ -143,7 +143,7 @@ struct EventStoreTests {
     @Test(arguments: StoreKind.allCases) func readsPagesRangesAndTimes(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
             let now = Locked(Date(timeIntervalSince1970: 1_800_000_000))
-            let store = try await openStore(directory, autoCreate: .unlimited, clock: { now.value })
+            let store = try openStore(directory, autoCreate: .unlimited, clock: { now.value })
             defer { store.close() }
             for n in 1...10 {
                 _ = try await store.append(Data("e\(n)".utf8), to: "s")
@@ -164,7 +164,7 @@ struct EventStoreTests {
 
     @Test(arguments: StoreKind.allCases) func binaryPayloadsComeBackByteForByte(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let bytes = Data((0...255).map(UInt8.init) + [0, 0, 10, 13])
             _ = try await store.append(bytes, to: "bin")

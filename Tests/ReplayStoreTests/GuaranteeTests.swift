@@ -43,7 +43,7 @@ struct GuaranteeTests {
 
     @Test(arguments: StoreKind.allCases) func ofTwoPublishesInOneBatchExpectingTheSameLastSequenceTheFirstWins(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a", "b"], to: "s")
             let results = Results()
@@ -66,7 +66,7 @@ struct GuaranteeTests {
     /// written after the deletion, for a stream no longer there, and failed the batch.)
     @Test(arguments: StoreKind.allCases) func aProducersPublishAndItsStreamsDeletionInOneBatchFailNothing(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a"], to: "pay")
             let results = Results()
@@ -90,7 +90,7 @@ struct GuaranteeTests {
 
     @Test(arguments: StoreKind.allCases) func expectingZeroMeansEmptyOrNewAndARefusalCreatesNothing(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let results = Results()
             store.append(Data("x".utf8), to: "new", conditions: .init(expectedLastSequence: 5), sink: results, token: 0)
@@ -106,7 +106,7 @@ struct GuaranteeTests {
         try await withStoreLocation(kind) { directory in
             let stamp = { (pseq: UInt64) in AppendConditions(producer: ProducerStamp(id: "billing", epoch: 1, sequence: pseq)) }
             do {
-                let store = try await openStore(directory, autoCreate: .unlimited)
+                let store = try openStore(directory, autoCreate: .unlimited)
                 defer { store.close() }
                 _ = try await store.appendAll(["other"], to: "pay")
                 let results = Results()
@@ -116,7 +116,7 @@ struct GuaranteeTests {
                 let got = try await results.wait(for: 3)
                 #expect((0..<3).map { got[$0]?.sequence } == [.success(2), .success(3), .success(4)])
             }
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let results = Results()
             for pseq in UInt64(0)..<4 {
@@ -130,7 +130,7 @@ struct GuaranteeTests {
 
     @Test(arguments: StoreKind.allCases) func aStaleEpochIsFencedAndAGapIsRefused(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let results = Results()
             let send = { (token: UInt64, epoch: UInt64, pseq: UInt64) in
@@ -272,7 +272,7 @@ struct GuaranteeTests {
 
     @Test(arguments: StoreKind.allCases) func anAtomicSendAcrossTwoStreamsWithOneFailingCheckStoresNothingInEither(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["a1"], to: "a")
             _ = try await store.appendAll(["b1", "b2"], to: "b")
@@ -301,7 +301,7 @@ struct GuaranteeTests {
     @Test(arguments: StoreKind.allCases) func aDurableConsumerKeepsItsPositionAcrossARestartAndRefusesBadAcks(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
             do {
-                let store = try await openStore(directory, autoCreate: .unlimited)
+                let store = try openStore(directory, autoCreate: .unlimited)
                 defer { store.close() }
                 _ = try await store.appendAll(["1", "2", "3", "4"], to: "s")
                 let start = try await withCheckedThrowingContinuation { continuation in
@@ -325,7 +325,7 @@ struct GuaranteeTests {
                 }
                 #expect(store.consumers(of: "s")?.map(\.ackedSequence) == [2])
             }
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             #expect(store.consumers(of: "s")?.map(\.name) == ["mailer"])
             let resumed = try await withCheckedThrowingContinuation { continuation in
@@ -346,7 +346,7 @@ extension GuaranteeTests {
     /// chains verify.
     @Test(arguments: StoreKind.allCases) func aBatchOfEveryKindOfEventStoresEachAsGiven(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let results = Results()
             let trace = TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")!

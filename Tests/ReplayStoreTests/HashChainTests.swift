@@ -37,7 +37,7 @@ struct HashChainTests {
     /// Every stored event holds its link; the row keeps the head; reads and `verify` pass.
     @Test(arguments: StoreKind.allCases) func everyEventIsStoredWithItsLink(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             let events = try await [store.append(Data("a".utf8), to: "orders"), store.append(Data("bb".utf8), to: "orders")]
             var previous = EventHash.zero
@@ -60,7 +60,7 @@ struct HashChainTests {
     /// events before and after it still read, other streams too, and `verify` names it.
     @Test(arguments: StoreKind.allCases) func anEditedPayloadFailsItsReadAndVerify(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["one", "two", "three", "four"], to: "orders")
             _ = try await store.appendAll(["x"], to: "other")
@@ -87,7 +87,7 @@ struct HashChainTests {
     /// the end are missing events.
     @Test(arguments: StoreKind.allCases) func aRemovedEventBreaksTheChain(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["1", "2", "3", "4", "5"], to: "s")
             try await remove(store, kind, stream: "s", sequence: 3)
@@ -104,7 +104,7 @@ struct HashChainTests {
     /// end is named as missing.
     @Test(arguments: StoreKind.allCases) func verifyingInRangesAtOnceGivesOneThreadsReport(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll((1...20).map { "e\($0)" }, to: "s")
             let whole = try store.verify("s", parts: 1)
@@ -132,7 +132,7 @@ struct HashChainTests {
     @Test(arguments: StoreKind.allCases) func theChainOutlivesRetentionRestartsForksAndResets(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
             do {
-                let store = try await openStore(location, autoCreate: .unlimited)
+                let store = try openStore(location, autoCreate: .unlimited)
                 defer { store.close() }
                 _ = try await store.create("capped", config: StreamConfig(capacity: 3))
                 _ = try await store.appendAll((1...10).map { "e\($0)" }, to: "capped")
@@ -146,7 +146,7 @@ struct HashChainTests {
                 _ = try await store.appendAll(["r1", "r2"], to: "reset")
                 _ = try await store.reset("reset", keepHistory: false)
             }
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.appendAll(["e11"], to: "capped")
             _ = try await store.appendAll(["f7"], to: "fork")

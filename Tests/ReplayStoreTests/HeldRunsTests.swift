@@ -50,7 +50,7 @@ struct HeldRunsTests {
         try await withTemporaryDirectory { directory in
             let expected: [UInt64: PendingDelivery]
             do {
-                let store = try await openStore(directory)
+                let store = try openStore(directory)
                 defer { store.close() }
                 _ = try await store.create("jobs", config: .unlimited)
                 _ = try await store.appendAll((1...6).map { "job \($0)" }, to: "jobs")
@@ -77,7 +77,7 @@ struct HeldRunsTests {
                 let rows = try store.query { db in try Int64.fetchAll(db, sql: "SELECT seq FROM group_pending ORDER BY seq") }
                 #expect(rows == [5], "the given-back event is a row; the held ones are runs")
             }
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             #expect(store.groups(of: "jobs")?["g"]?.pending == expected)
         }
@@ -88,7 +88,7 @@ struct HeldRunsTests {
     /// writer's own connection, where the batches run.
     @Test func groupChangesAloneDoNotRewriteTheStreamsRow() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             _ = try await store.create("jobs", config: .unlimited)
             _ = try await store.appendAll(["job 1", "job 2"], to: "jobs")
@@ -131,7 +131,7 @@ struct HeldRunsTests {
                 INSERT INTO group_pending (stream_id, name, seq, member, last_member, deliveries, due, first_delivered, last_delivered)
                 VALUES (1, 'g', 1, 'a', 'a', 1, 31000, 1000, 1000), (1, 'g', 2, NULL, 'a', 1, 1500, 1000, 1000)
                 """)
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let pending = try #require(store.groups(of: "jobs")?["g"]?.pending)
             #expect(pending[1] == Self.held("a", at: 1_000))

@@ -29,7 +29,7 @@ struct MigrationTests {
     @Test func anEmptyFileBecomesAFullSchema() async throws {
         try await withTemporaryDirectory { directory in
             _ = FileManager.default.createFile(atPath: directory + "/replay.sqlite", contents: Data())
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let applied = try store.query { db in try Migrations.migrator().appliedIdentifiers(db) }
             #expect(applied == Set(Migrations.embedded.map(\.identifier)))
@@ -48,7 +48,7 @@ struct MigrationTests {
                 VALUES ('old', 5, '2026-01-01T00:00:00.000Z', 1, 1, 1, 3);
                 INSERT INTO event_log VALUES (1, 1, '2026-01-01T00:00:00.000Z', CAST('hey' AS BLOB));
                 """)
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             #expect(store.info("old")?.config == StreamConfig(capacity: 5))
             #expect(try store.texts("old") == ["hey"])
@@ -72,7 +72,7 @@ struct MigrationTests {
                 INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at) VALUES (1, 'billing', 0, 2, ?, ?)
                 """,
                 arguments: [ProducerRunsFormat.triples.pack(runs).databaseValue, Int64(Date().timeIntervalSince1970 * 1000).databaseValue])
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let stamp = { (pseq: UInt64) in AppendConditions(producer: ProducerStamp(id: "billing", epoch: 0, sequence: pseq)) }
             let results = GuaranteeTests.Results()
@@ -107,7 +107,7 @@ struct MigrationTests {
                 INSERT INTO producers (stream_id, producer, epoch, last_pseq, runs, updated_at)
                 VALUES (1, 'billing', 0, 2, x'', 0), (1, 'refunds', 0, 0, x'', 0), (2, 'billing', 0, 5, x'', 0)
                 """)
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let (refs, snapshots) = try store.query { db in
                 (
@@ -147,7 +147,7 @@ struct MigrationTests {
             #expect(oldStreams.count == 7)
             #expect(oldEvents.count == 12)
 
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let (streams, events) = try store.query { db in
                 (values(try Row.fetchAll(db, sql: Self.streamColumns)), values(try Row.fetchAll(db, sql: Self.eventRows)))
@@ -196,7 +196,7 @@ struct MigrationTests {
         try await withTemporaryDirectory { directory in
             // The clock as each append finds it (the store reads it for other work too).
             let now = Locked(3_000.0)
-            let store = try await openStore(directory, autoCreate: StreamConfig(capacity: nil)) { Date(timeIntervalSince1970: now.value) }
+            let store = try openStore(directory, autoCreate: StreamConfig(capacity: nil)) { Date(timeIntervalSince1970: now.value) }
             defer { store.close() }
             try await store.barrier()
             for (payload, time) in zip(["a", "b", "c", "d"], [3_000.0, 1_000.0, 2_000.0, 5_000.0]) {
@@ -215,7 +215,7 @@ struct MigrationTests {
     /// stream ids: beyond either, a clear `limitReached` for that request, nothing stored.
     @Test func theKeysLimitsAreClearErrors() async throws {
         try await withTemporaryDirectory { directory in
-            try await openStore(directory).close()
+            try openStore(directory).close()
             let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
             try await queue.write { db in
                 try db.execute(
@@ -223,7 +223,7 @@ struct MigrationTests {
                     arguments: [LogRowKey.maxStreamID, Int64(LogRowKey.maxSequence), Int64(LogRowKey.maxSequence - 1)])
             }
             try queue.close()
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let last = try await store.append(Data("last".utf8), to: "full")
             #expect(last.sequence == LogRowKey.maxSequence)
@@ -248,14 +248,14 @@ struct MigrationTests {
 
     @Test func aDatabaseFromANewerVersionIsRefused() async throws {
         try await withTemporaryDirectory { directory in
-            try await openStore(directory).close()
+            try openStore(directory).close()
             let queue = try DatabaseQueue(path: directory + "/replay.sqlite")
             try await queue.write { db in
                 try db.execute(sql: "INSERT INTO grdb_migrations VALUES ('9999_from_the_future')")
             }
             try queue.close()
-            await #expect(throws: StoreError.newerSchema(path: directory + "/replay.sqlite", unknownMigrations: ["9999_from_the_future"])) {
-                try await openStore(directory)
+            #expect(throws: StoreError.newerSchema(path: directory + "/replay.sqlite", unknownMigrations: ["9999_from_the_future"])) {
+                try openStore(directory)
             }
         }
     }
@@ -264,14 +264,14 @@ struct MigrationTests {
         try await withTemporaryDirectory { directory in
             let path = directory + "/replay.sqlite"
             try Data(String(repeating: "this is not sqlite\n", count: 100).utf8).write(to: URL(fileURLWithPath: path))
-            await #expect(throws: StoreError.notADatabase(path: path)) { try await openStore(directory) }
+            #expect(throws: StoreError.notADatabase(path: path)) { try openStore(directory) }
         }
     }
 
     @Test func aSecondStoreOnTheSameDatabaseIsRefusedWhileTheFirstIsOpen() async throws {
         try await withTemporaryDirectory { directory in
-            let first = try await openStore(directory)
-            let error = await #expect(throws: StoreError.self) { try await openStore(directory) }
+            let first = try openStore(directory)
+            let error = #expect(throws: StoreError.self) { try openStore(directory) }
             guard case .locked(_, let holder) = error else {
                 Issue.record("expected .locked, got \(String(describing: error))")
                 return
@@ -284,9 +284,9 @@ struct MigrationTests {
     /// `close()` hands the database over at once, whoever still holds the closed store.
     @Test func closeReleasesTheDatabaseForTheNextStore() async throws {
         try await withTemporaryDirectory { directory in
-            let first = try await openStore(directory)
+            let first = try openStore(directory)
             first.close()
-            let second = try await openStore(directory)
+            let second = try openStore(directory)
             second.close()
             withExtendedLifetime(first) {}
         }
@@ -298,7 +298,7 @@ struct MigrationTests {
     /// another test spawned a process. Here the child keeps the copy for its whole life.
     @Test func aChildHoldingTheLockDescriptorDoesNotKeepTheDatabaseLocked() async throws {
         try await withTemporaryDirectory { directory in
-            let first = try await openStore(directory)
+            let first = try openStore(directory)
             let lockFile = directory + "/replay.sqlite.lock"
             let fd = try #require(openDescriptor(of: lockFile), "the store holds its lock file open")
             let child = try spawnHolding(fd, "/bin/sleep", "60")
@@ -308,7 +308,7 @@ struct MigrationTests {
                 waitpid(child, &status, 0)
             }
             first.close()
-            let second = try await openStore(directory)
+            let second = try openStore(directory)
             second.close()
         }
     }
@@ -320,14 +320,14 @@ struct MigrationTests {
             let path = directory + "/replay.sqlite"
             if geteuid() == 0 {
                 try await withTmpfs(at: directory, size: "4m") {
-                    try await openStore(directory).close()
+                    try openStore(directory).close()
                     try await shell("mount -o remount,ro '\(directory)'")
-                    await #expect(throws: StoreError.readOnly(path: path)) { try await openStore(directory) }
+                    #expect(throws: StoreError.readOnly(path: path)) { try openStore(directory) }
                 }
             } else {
-                try await openStore(directory).close()
+                try openStore(directory).close()
                 chmod(path, 0o444)
-                await #expect(throws: StoreError.readOnly(path: path)) { try await openStore(directory) }
+                #expect(throws: StoreError.readOnly(path: path)) { try openStore(directory) }
             }
         }
     }

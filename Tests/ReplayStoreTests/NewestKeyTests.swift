@@ -15,7 +15,7 @@ import Testing
 struct NewestKeyTests {
     @Test(arguments: StoreKind.allCases) func aForkAndAnEarlierPointSeeTheKeysEventBeforeTheNewerOnes(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             // source: a1 b2 a3 | the fork's point | a4 b5 c6; the fork: a1 b2 a3 | b7 (its 4)
             _ = try await store.create("source", config: .unlimited)
@@ -42,7 +42,7 @@ struct NewestKeyTests {
 
     @Test(arguments: StoreKind.allCases) func aKeyWhoseNewestEventRetentionTookHasNoValue(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location, autoCreate: .unlimited)
+            let store = try openStore(location, autoCreate: .unlimited)
             defer { store.close() }
             _ = try await store.create("capped", config: StreamConfig(capacity: 3))
             for (payload, key) in [("a1", "a"), ("b2", "b"), ("a3", "a"), ("c4", "c"), ("c5", "c")] {
@@ -74,7 +74,7 @@ struct NewestKeyTests {
                 INSERT INTO event_log (key, time, payload, event_key) VALUES
                     ((1 << 40) | 1, 0, 'a1', 'a'), ((1 << 40) | 2, 0, 'b2', 'b'), ((1 << 40) | 3, 0, 'a3', 'a');
                 """)
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             #expect(try await scalar(store, "SELECT seq FROM event_keys WHERE event_key = 'a'") == 3)
             #expect(try await scalar(store, "SELECT seq FROM event_keys WHERE event_key = 'b'") == 2)

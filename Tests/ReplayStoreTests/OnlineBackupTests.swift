@@ -14,7 +14,7 @@ import Testing
 struct OnlineBackupTests {
     @Test func aCopyOfManyStepsTakenWhileTheWriterCommitsIsOneSnapshot() async throws {
         try await withTemporaryDirectory { folder in
-            let store = try await openStore(folder, durability: .normal, autoCreate: StreamConfig(capacity: nil))
+            let store = try openStore(folder, durability: .normal, autoCreate: StreamConfig(capacity: nil))
             defer { store.close() }
             // Four times the pages of one step (64 KB payloads), so that the copy takes steps.
             let payload = Data(repeating: 0x61, count: 64 << 10)

@@ -10,7 +10,7 @@ import Testing
 struct PageReadTests {
     @Test(arguments: StoreKind.allCases) func payloadsComeBackByteForByteIncludingEmptyAndBinaryOnes(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let payloads = [Data(), Data([0, 13, 10, 255]), Data(repeating: 0x61, count: 70_000), Data("{\"id\":1}".utf8)]
             for payload in payloads { _ = try await store.append(payload, to: "s") }
@@ -29,7 +29,7 @@ struct PageReadTests {
 
     @Test(arguments: StoreKind.allCases) func aPageStopsAtItsLimitOrAfterTheEventThatReachesTheByteBudget(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             for _ in 0..<10 { _ = try await store.append(Data(repeating: 1, count: 100), to: "s") }
             func page(from: UInt64, through: UInt64 = .max, limit: Int = 512, budget: Int = .max) throws -> [UInt64] {
@@ -54,7 +54,7 @@ struct PageReadTests {
     /// end the read at the event that reaches it.
     @Test(arguments: StoreKind.allCases) func longEventsAmongShortOnesComeOnceInOrderWithinTheByteBudget(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory, autoCreate: .unlimited)
+            let store = try openStore(directory, autoCreate: .unlimited)
             defer { store.close() }
             let long: Set<Int> = [1, 700, 701, 2_500, 5_000]
             func payload(_ n: Int) -> Data { Data(repeating: UInt8(n % 251), count: long.contains(n) ? 20_000 + n : 20) }
@@ -96,7 +96,7 @@ struct PageReadTests {
     /// repeating one, whatever the payloads' sizes.
     @Test(arguments: StoreKind.allCases) func aLongReadFromBelowTheFirstRetainedEventGivesEachRetainedEventOnceInOrder(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             _ = try await store.create("s", config: StreamConfig(capacity: 6_000))
             func payload(_ n: Int) -> Data { Data(repeating: UInt8(n % 251), count: n * 37 % 301) }

@@ -15,7 +15,7 @@ struct PostgresNoticeTests {
     /// waiting forever on the last 20 of 800 events.
     @Test func aBatchThatRefreshesAStreamAndWritesItAnnouncesTheWrite() async throws {
         try await TestPostgres.withDatabase { url in
-            let other = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let other = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { other.close() }
             _ = try await other.append(Data("first".utf8), to: "shared")
             // A writer of its own, committing one chosen batch at a time (no LISTEN session,
@@ -44,7 +44,7 @@ struct PostgresNoticeTests {
     /// alone, so that each daemon does not read back everything every other one writes.
     @Test func anotherDaemonsEventsAreReadBackOnlyForStreamsReadHere() async throws {
         try await TestPostgres.withDatabase { url in
-            let other = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let other = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { other.close() }
             _ = try await other.append(Data("first".utf8), to: "watched")
             _ = try await other.append(Data("first".utf8), to: "unwatched")
@@ -147,7 +147,7 @@ struct PostgresNoticeTests {
     /// make it read the row.
     @Test func boundsFromANoticeAreTakenWithoutReadingTheRow() async throws {
         try await TestPostgres.withDatabase { url in
-            let other = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let other = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { other.close() }
             for payload in ["a", "b"] { _ = try await other.append(Data(payload.utf8), to: "s") }
             let listeners = CommitListeners()

@@ -11,7 +11,7 @@ import Testing
 struct PostgresStoreTests {
     @Test func theEventsViewReadsLikeSQLitesWithPsql() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             _ = try await store.append(Data("hello".utf8), to: "orders")
             let row = try await TestPostgres.psql(url, "SELECT stream, seq, convert_from(payload, 'UTF8'), length(time) FROM events")
@@ -57,7 +57,7 @@ struct PostgresStoreTests {
     /// all (thousands of large payloads would pass PostgreSQL's 1 GB for a value).
     @Test func aPackedPageEndsAtTheEventThatReachesItsBytes() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             for _ in 0..<10 { store.append(Data(repeating: 1, count: 10), to: "s") { _ in } }
             for _ in 0..<9 { store.append(Data(repeating: 2, count: 100_000), to: "s") { _ in } }
@@ -81,7 +81,7 @@ struct PostgresStoreTests {
     /// the way from outside: the next event's key is taken.)
     @Test func aWriteRefusedByPostgreSQLFailsItsBatchAndKeepsNothing() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             #expect(try await store.append(Data("one".utf8), to: "s").sequence == 1)
             let id = try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")
@@ -101,7 +101,7 @@ struct PostgresStoreTests {
     /// open transaction, and saves it a `BEGIN` round trip.
     @Test func theWritersTransactionsChainUnderLoad() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             let log = try #require(store.log as? PostgresLog)
             #expect(try await store.append(Data("first".utf8), to: "s").sequence == 1)
@@ -120,7 +120,7 @@ struct PostgresStoreTests {
     /// until the writer is idle.
     @Test func aChainedTransactionThatWroteNothingEndsWhenTheWriterIsIdle() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             #expect(try await store.append(Data("first".utf8), to: "s").sequence == 1)
             let (barrierReached, reached) = AsyncStream<Void>.makeStream()
@@ -151,7 +151,7 @@ struct PostgresStoreTests {
     /// after the way is clear go on from where the stream stood.
     @Test func batchesThatFailUnderLoadKeepNothing() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             #expect(try await store.append(Data("one".utf8), to: "s").sequence == 1)
             let id = try await TestPostgres.psql(url, "SELECT id FROM streams WHERE name = 's'")
@@ -177,7 +177,7 @@ struct PostgresStoreTests {
     /// with it (migration 0006): deleting a stream deletes its events, and nothing else's.
     @Test func aDeletedStreamLeavesNoEventRows() async throws {
         try await TestPostgres.withDatabase { url in
-            let store = try await blockingCall { try EventStore(location: url, options: .init(autoCreate: .unlimited)) }
+            let store = try EventStore(location: url, options: .init(autoCreate: .unlimited))
             defer { store.close() }
             for stream in ["gone", "kept"] {
                 for index in 0..<3 { _ = try await store.append(Data("\(stream) \(index)".utf8), to: stream) }

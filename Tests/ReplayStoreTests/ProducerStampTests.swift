@@ -44,9 +44,7 @@ struct ProducerStampTests {
         }
 
         private func remember(_ directory: String) throws -> EventStore {
-            // A copy of an SQLite file: opening it waits for no server.
-            let store = try EventStore(
-                location: directory + "/replay.sqlite", options: .init(autoCreate: autoCreate), clock: { [now] in now.withLock { $0 } })
+            let store = try openStore(directory, autoCreate: autoCreate, clock: { [now] in now.withLock { $0 } })
             opened.withLock { $0.append(store) }
             return store
         }

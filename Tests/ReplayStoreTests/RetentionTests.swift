@@ -13,7 +13,7 @@ struct RetentionTests {
     func capacityKeepsTheLastN(_ kind: StoreKind, _ example: (capacity: Int?, expected: [String])) async throws {
         let (capacity, expected) = example
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             _ = try await store.create("s", config: StreamConfig(capacity: capacity))
             #expect(try await store.appendAll((1...5).map { "e\($0)" }, to: "s") == [1, 2, 3, 4, 5])
@@ -29,7 +29,7 @@ struct RetentionTests {
 
     @Test(arguments: StoreKind.allCases) func maxBytesDropsTheOldestUntilItFits(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             _ = try await store.create("s", config: StreamConfig(capacity: nil, maxBytes: 10))
             _ = try await store.appendAll(["aaaa", "bbbb", "cccc"], to: "s")
@@ -44,7 +44,7 @@ struct RetentionTests {
     @Test(arguments: StoreKind.allCases) func maxAgeExpiresOldEventsOnAppendAndOnEnforcement(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { directory in
             let now = Locked(Date(timeIntervalSince1970: 1_800_000_000))
-            let store = try await openStore(directory, clock: { now.value })
+            let store = try openStore(directory, clock: { now.value })
             defer { store.close() }
             _ = try await store.create("s", config: StreamConfig(capacity: nil, maxAge: 60))
             _ = try await store.appendAll(["old"], to: "s")
@@ -66,7 +66,7 @@ struct RetentionTests {
         try await withStoreLocation(kind) { directory in
             let start = Date(timeIntervalSince1970: 1_800_000_000)
             let now = Locked(start)
-            let store = try await openStore(directory, clock: { now.value })
+            let store = try openStore(directory, clock: { now.value })
             defer { store.close() }
             _ = try await store.write(StreamWrite(stream: "idle", payloads: [], create: StreamConfig(capacity: nil, expiry: .idle(seconds: 10))))
             _ = try await store.write(StreamWrite(stream: "fixed", payloads: [], create: StreamConfig(capacity: nil, expiry: .at(start + 15))))

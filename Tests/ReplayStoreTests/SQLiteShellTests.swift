@@ -13,7 +13,7 @@ struct SQLiteShellTests {
         try await Prerequisite.sqlite3.require()
         try await withTemporaryDirectory { directory in
             let now = Locked(Date(timeIntervalSince1970: 1_800_000_000.25))
-            let store = try await openStore(directory, autoCreate: .init(capacity: 100), clock: { now.value })
+            let store = try openStore(directory, autoCreate: .init(capacity: 100), clock: { now.value })
             defer { store.close() }
             _ = try await store.appendAll([#"{"id":1}"#, #"{"id":2}"#], to: "orders")
             let db = directory + "/replay.sqlite"

@@ -12,7 +12,7 @@ import Testing
 struct SQLiteTransactionTests {
     @Test func aBatchWithoutStatementsTakesNoWriteLock() async throws {
         try await withTemporaryDirectory { folder in
-            let store = try await openStore(folder, autoCreate: StreamConfig(capacity: 100))
+            let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100))
             defer { store.close() }
             _ = try await store.append(Data("a".utf8), to: "s")
             // Another connection holds the file's write lock; a transaction begun up front

@@ -16,7 +16,7 @@ struct ScheduledEventTests {
     @Test(arguments: StoreKind.allCases) func anEventIsAppendedOnceWhenItFallsDueInDueOrder(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
             let now = Locked(Self.start)
-            let store = try await openStore(location, clock: { now.value })
+            let store = try openStore(location, clock: { now.value })
             defer { store.close() }
             _ = try await store.create("jobs", config: StreamConfig(capacity: nil))
             let late = try await store.schedule(Data("late".utf8), to: "jobs", at: .at(millis: Self.startMillis + 30_000))
@@ -51,7 +51,7 @@ struct ScheduledEventTests {
         try await withStoreLocation(kind) { location in
             let now = Locked(Self.start)
             do {
-                let store = try await openStore(location, clock: { now.value })
+                let store = try openStore(location, clock: { now.value })
                 defer { store.close() }
                 _ = try await store.create("jobs", config: StreamConfig(capacity: nil))
                 for index in 0..<5 {
@@ -61,7 +61,7 @@ struct ScheduledEventTests {
                 #expect(try store.texts("jobs") == ["job 0"])
             }
             now.withLock { $0 += 2.5 }
-            let store = try await openStore(location, clock: { now.value })
+            let store = try openStore(location, clock: { now.value })
             defer { store.close() }
             // The start's own drain is queued first: a barrier behind it sees its appends.
             try await store.barrier()
@@ -76,7 +76,7 @@ struct ScheduledEventTests {
     @Test(arguments: StoreKind.allCases) func cancellingRefusalsAndStreamsThatChangedBeforeTheTime(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
             let now = Locked(Self.start)
-            let store = try await openStore(location, clock: { now.value })
+            let store = try openStore(location, clock: { now.value })
             defer { store.close() }
             _ = try await store.create("jobs", config: StreamConfig(capacity: nil))
             _ = try await store.create("other", config: StreamConfig(capacity: nil))
@@ -118,8 +118,8 @@ struct ScheduledEventTests {
     @Test func twoDaemonsOnOneDatabaseAppendEachDueEventOnce() async throws {
         try await TestPostgres.withDatabase { url in
             let now = Locked(Self.start)
-            let first = try await openStore(url, clock: { now.value })
-            let second = try await openStore(url, clock: { now.value })
+            let first = try openStore(url, clock: { now.value })
+            let second = try openStore(url, clock: { now.value })
             defer {
                 first.close()
                 second.close()
@@ -158,7 +158,7 @@ struct ScheduledEventTests {
 struct SourceTickTests {
     @Test(arguments: StoreKind.allCases) func aTickIsClaimedOnceAndClaimsOnlyMoveForward(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("ticks", config: StreamConfig(capacity: nil))
             #expect(try store.lastSourceTick(of: "ticks") == nil)
@@ -172,7 +172,7 @@ struct SourceTickTests {
     /// Two stores on one PostgreSQL database claim the same ticks at once: one gets each.
     @Test func twoDaemonsClaimEachTickOnce() async throws {
         try await TestPostgres.withDatabase { url in
-            let (first, second) = (try await openStore(url), try await openStore(url))
+            let (first, second) = (try openStore(url), try openStore(url))
             defer {
                 first.close()
                 second.close()

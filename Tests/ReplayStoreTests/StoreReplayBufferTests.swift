@@ -14,7 +14,7 @@ struct StoreReplayBufferTests {
     @Test(arguments: Kind.allCases)
     func replaySubjectConformance(kind: Kind) async throws {
         try await withTemporaryDirectory { directory in
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let streams = Locked(0)
             let conformance = ReplaySubjectConformance { capacity in
@@ -34,7 +34,7 @@ struct StoreReplayBufferTests {
     @Test func replaySubjectOverSQLiteSurvivesARestart() async throws {
         try await withTemporaryDirectory { directory in
             do {
-                let store = try await openStore(directory)
+                let store = try openStore(directory)
                 let subject = ReplaySubject(
                     buffer: try await StoreReplayBuffer<String>(store: store, stream: "greetings", config: .init(capacity: 2)))
                 for word in ["hello", "hola", "salut"] {
@@ -43,7 +43,7 @@ struct StoreReplayBufferTests {
                 ReplaySubjectConformance.sendAndWait(subject, .failed(TestFailure("upstream gone")))
                 store.close()
             }
-            let store = try await openStore(directory)
+            let store = try openStore(directory)
             defer { store.close() }
             let subject = ReplaySubject(
                 buffer: try await StoreReplayBuffer<String>(store: store, stream: "greetings", config: .init(capacity: 2)))

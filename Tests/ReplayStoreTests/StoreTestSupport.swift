@@ -23,19 +23,14 @@ func withStoreLocation<T>(_ kind: StoreKind, _ body: (_ location: String) async 
 }
 
 /// Opens a store on a real SQLite file in the folder `location`, or on the real
-/// PostgreSQL database `location` names. On a thread of its own (`blockingCall`): opening
-/// runs the migrations, and on PostgreSQL each waits for the server; a store opened on the
-/// cooperative pool held one of its two threads for as long, and with a few stores opening
-/// at once every other test of the process stood still past its time limit.
+/// PostgreSQL database `location` names.
 func openStore(
     _ location: String, name: String = "replay.sqlite", durability: Durability = .full,
     autoCreate: StreamConfig? = nil, clock: @escaping @Sendable () -> Date = Date.init
-) async throws -> EventStore {
-    try await blockingCall {
-        try EventStore(
-            location: EventStore.isPostgres(location) ? location : location + "/" + name,
-            options: .init(durability: durability, autoCreate: autoCreate), clock: clock)
-    }
+) throws -> EventStore {
+    try EventStore(
+        location: EventStore.isPostgres(location) ? location : location + "/" + name,
+        options: .init(durability: durability, autoCreate: autoCreate), clock: clock)
 }
 
 /// One integer from SQL that reads the same in both databases, through their own shells'

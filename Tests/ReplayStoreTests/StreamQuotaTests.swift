@@ -18,7 +18,7 @@ struct StreamQuotaTests {
     @Test(arguments: StoreKind.allCases) func creationsAtOnceCannotPassTheCapAndItHoldsAcrossARestart(_ kind: StoreKind) async throws {
         try await withStoreLocation(kind) { location in
             do {
-                let store = try await openStore(location)
+                let store = try openStore(location)
                 defer { store.close() }
                 // Five at once, most of them in one batch: exactly two are made.
                 let outcomes = await withTaskGroup(of: Result<StreamWriteOutcome, StoreError>.self) { group in
@@ -36,7 +36,7 @@ struct StreamQuotaTests {
                 guard case .success(.created) = await Self.create(store, "u/1", by: "bob", limit: 1) else { throw TestFailure("bob was refused") }
                 _ = try await store.create("plain", config: StreamConfig(capacity: nil))
             }
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             #expect(try await scalar(store, "SELECT count(*) FROM streams WHERE created_by = 'alice'") == 2)
             #expect(try await scalar(store, "SELECT count(*) FROM streams WHERE created_by IS NULL") == 1)
@@ -53,8 +53,8 @@ struct StreamQuotaTests {
 
     @Test func twoStoresOnOnePostgreSQLDatabaseCannotPassTheCapTogether() async throws {
         try await TestPostgres.withDatabase { url in
-            let first = try await blockingCall { try EventStore(location: url, options: .init()) }
-            let second = try await blockingCall { try EventStore(location: url, options: .init()) }
+            let first = try EventStore(location: url, options: .init())
+            let second = try EventStore(location: url, options: .init())
             defer {
                 first.close()
                 second.close()

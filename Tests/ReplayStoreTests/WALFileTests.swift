@@ -34,7 +34,7 @@ struct WALFileTests {
     @Test func aNewStoresWALIsReservedAndItsCommitsRewriteIt() async throws {
         try await withTemporaryDirectory { folder in
             let wal = folder + "/replay.sqlite-wal"
-            let store = try await openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
+            let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
             defer { store.close() }
             #expect(try Self.size(wal) == Self.workingSize)
             for index in 0..<300 { _ = try await store.append(Data(String(repeating: "x", count: 200 + index).utf8), to: "s") }
@@ -47,14 +47,14 @@ struct WALFileTests {
         try await withTemporaryDirectory { folder in
             let wal = folder + "/replay.sqlite-wal"
             do {
-                let store = try await openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
+                let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
                 _ = try await store.appendAll((1...500).map { "event \($0)" }, to: "s")
                 store.close()
             }
             #expect(try Self.size(wal) == Self.workingSize, "kept, at its size")
             // Started over: the next start's recovery reads one frame, not the 500 commits'.
             #expect(try Self.framesOfTheCurrentSalt(wal) == 1)
-            let store = try await openStore(folder)
+            let store = try openStore(folder)
             defer { store.close() }
             #expect(try store.texts("s") == (1...500).map { "event \($0)" })
             let walFrames = try store.queryWriter { db in try db.checkpoint(.passive).walFrameCount }
@@ -67,7 +67,7 @@ struct WALFileTests {
     @Test func aWALThatGrewIsCutBackAtACleanStop() async throws {
         try await withTemporaryDirectory { folder in
             let wal = folder + "/replay.sqlite-wal"
-            let store = try await openStore(folder, durability: .normal, autoCreate: StreamConfig(capacity: 100_000))
+            let store = try openStore(folder, durability: .normal, autoCreate: StreamConfig(capacity: 100_000))
             _ = try await store.append(Data("first".utf8), to: "s")
             var configuration = Configuration()
             configuration.allowsUnsafeTransactions = true  // the snapshot is held across accesses
@@ -96,7 +96,7 @@ struct WALFileTests {
             let image = folder + "/image"
             try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: true)
             do {
-                let store = try await openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
+                let store = try openStore(folder, autoCreate: StreamConfig(capacity: 100_000))
                 defer { store.close() }
                 _ = try await store.appendAll((1...200).map { "event \($0)" }, to: "s")
                 for file in ["replay.sqlite", "replay.sqlite-wal"] {
@@ -108,7 +108,7 @@ struct WALFileTests {
             let cut = WALFile.header + frames * (WALFile.frameHeader + WALFile.pageSize)
             #expect(truncate(image + "/replay.sqlite-wal", off_t(cut)) == 0)
 
-            let store = try await openStore(image)
+            let store = try openStore(image)
             defer { store.close() }
             #expect(try Self.size(image + "/replay.sqlite-wal") == Self.workingSize)
             #expect(try store.texts("s") == (1...200).map { "event \($0)" })

@@ -35,7 +35,7 @@ struct WaitingMembersTests {
     /// A store with the stream `jobs` and its group `g`, created.
     func withJobs(_ kind: StoreKind, ackWaitMillis: Int64 = 3_600_000, _ body: (EventStore) async throws -> Void) async throws {
         try await withStoreLocation(kind) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             defer { store.close() }
             _ = try await store.create("jobs", config: .unlimited)
             try await join(store, ackWaitMillis: ackWaitMillis)
@@ -202,7 +202,7 @@ struct WaitingMembersTests {
 
     @Test func theStoresCloseAnswersEveryWaiter() async throws {
         try await withStoreLocation(.sqlite) { location in
-            let store = try await openStore(location)
+            let store = try openStore(location)
             _ = try await store.create("jobs", config: .unlimited)
             try await join(store, ackWaitMillis: 3_600_000)
             let member = Member("a")
