@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Logging
 import ReplayCore
 import ReplayProtocol
@@ -23,13 +24,15 @@ final class SourceRegistry: Service, Sendable {
     /// the store for its environment block: never on an event loop or the cooperative pool
     /// (a connection's task), where they would stall unrelated clients; never on the
     /// writer's thread, where commit listeners run.
-    private let control = DispatchQueue(label: "replay.sources")
+    private let control: DispatchQueue
     private let started = Locked(false)
     private let runs = SourceRuns()
 
-    init(store: EventStore, logger: Logger) {
+    /// `control` is given only by tests, which hold it back to see what waits for it.
+    init(store: EventStore, logger: Logger, control: DispatchQueue = DispatchQueue(label: "replay.sources")) {
         self.store = store
         self.logger = logger
+        self.control = control
     }
 
     func run() async throws {
@@ -95,13 +98,26 @@ final class SourceRegistry: Service, Sendable {
     }
 
     /// A subscriber of `stream` arrived (lazy and refcount sources connect); the result is
-    /// disposed when it leaves.
+    /// disposed when it leaves. The supervisor is looked up on the sources' queue: a stream
+    /// created a moment ago is adopted there (a commit hands it over before its creator is
+    /// answered), and a subscriber that came straight after the answer found no supervisor
+    /// yet, or one not yet armed, and its source never connected.
     func lease(_ stream: String) -> any Disposable {
-        supervisors.withLock { $0[stream] }?.lease() ?? Disposables.empty
+        let lease = SerialDisposable()
+        control.async { [self] in
+            // A subscriber gone meanwhile disposed `lease`, and what is set now is disposed at once.
+            lease.inner = supervisors.withLock { $0[stream] }?.lease() ?? Disposables.empty
+        }
+        return lease
     }
 
+    /// For INFO. A stream created a moment ago may not be adopted yet (that happens on the
+    /// sources' queue): its source is described as not connected, as it is.
     func describe(_ stream: String) -> SourceDescription? {
-        supervisors.withLock { $0[stream] }?.description
+        if let supervisor = supervisors.withLock({ $0[stream] }) { return supervisor.description }
+        return store.info(stream)?.config.source.map { source in
+            SourceSupervisor.describe(source, nextTick: source.options.schedule?.next(after: Date()))
+        }
     }
 
     /// Shutdown: stop every source (not an ending: they run again at the next start), after

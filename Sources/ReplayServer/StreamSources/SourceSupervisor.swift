@@ -69,23 +69,22 @@ final class SourceSupervisor: Sendable {
         if source.connect == .eager { connectOnce() }
     }
 
-    /// A subscriber arrived; the result is released when it leaves. Called from the
-    /// subscriber's task: the connecting (a spawn) happens on the sources' queue, and so
-    /// does the release, after it.
+    /// A subscriber arrived; the result is released when it leaves. Called on the sources'
+    /// queue (`SourceRegistry.lease`), where the connecting (a spawn) happens; the release
+    /// goes there too.
     func lease() -> any Disposable {
+        dispatchPrecondition(condition: .onQueue(control))
         switch source.connect {
         case .eager:
             return Disposables.empty
         case .lazy:
-            control.async { [self] in connectOnce() }
+            connectOnce()
             return Disposables.empty
         case .refcount:
             guard let shared = state.withLock({ $0.leasable }) else { return Disposables.empty }
             let held = SerialDisposable()
-            control.async { [self] in
-                state.withLock { $0.leased(held) }
-                holdWhenClaimed(held, shared)
-            }
+            state.withLock { $0.leased(held) }
+            holdWhenClaimed(held, shared)
             return Disposables.action { [control, self] in
                 control.async { [self] in
                     held.dispose()
@@ -323,6 +322,14 @@ final class SourceSupervisor: Sendable {
     /// For INFO.
     var description: SourceDescription {
         let (status, starts, lastFailure, nextTick) = state.withLock { ($0.status, $0.starts, $0.lastFailure, $0.nextTick) }
+        return Self.describe(source, status: status, starts: starts, lastFailure: lastFailure, nextTick: nextTick)
+    }
+
+    /// What INFO says of `source` in this state; a source not yet adopted is `.notConnected`.
+    static func describe(
+        _ source: StreamSource, status: SourceState.Status = .notConnected, starts: Int = 0, lastFailure: String? = nil, nextTick: Date? = nil
+    ) -> SourceDescription {
+        let settings = source.options
         let scheduled = settings.schedule != nil
         let (name, pid, reason): (String, Int32?, String?) =
             switch status {
