@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "ReplayTesting",
             dependencies: [
-                "ReplayCore", "ReplayProtocol", "ReplaySync",
+                "ReplayCore", "ReplayProtocol", "ReplaySync", "CReplayTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -103,6 +103,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The test support's C parts: how many tests run at once (set before the test
+        // binary's main) and process descriptors for its children.
+        .target(name: "CReplayTesting"),
         .testTarget(name: "ReplayCoreTests", dependencies: ["ReplayCore", "ReplaySync", "ReplayTesting"]),
         // OpenSSL's libcrypto (Debian's libssl-dev): the hash chains' SHA-256, without an
         // allocation per hash (Sources/CLibCrypto/shim.h says why not swift-crypto's).

@@ -7,6 +7,7 @@ import SystemPackage
 /// swift-subprocess, as `TestDaemon` is (the reason is there).
 public final class BackgroundProcess: Sendable {
     public let pid: Int32
+    private let process: ChildProcess
     /// Where its standard output and standard error go.
     public let outputPath: String
     private let ended: Task<Int32, Never>
@@ -15,7 +16,7 @@ public final class BackgroundProcess: Sendable {
         self.outputPath = outputPath
         let output = try FileDescriptor.open(
             FilePath(outputPath), .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite, .groupRead, .otherRead])
-        let (spawned, spawnedSink) = AsyncStream.makeStream(of: Result<pid_t, any Error>.self)
+        let (spawned, spawnedSink) = AsyncStream.makeStream(of: Result<ChildProcess, any Error>.self)
         ended = Task {
             do {
                 let result = try await Subprocess.run(
@@ -23,7 +24,7 @@ public final class BackgroundProcess: Sendable {
                     output: .fileDescriptor(output, closeAfterSpawningProcess: false),
                     error: .fileDescriptor(output, closeAfterSpawningProcess: false)
                 ) { execution in
-                    spawnedSink.yield(.success(execution.processIdentifier.value))
+                    spawnedSink.yield(.success(ChildProcess(execution.processIdentifier)))
                 }
                 try? output.close()
                 spawnedSink.finish()
@@ -39,7 +40,8 @@ public final class BackgroundProcess: Sendable {
             }
         }
         guard let outcome = await spawned.first(where: { _ in true }) else { throw TestFailure("\(executable) was not started") }
-        pid = try outcome.get()
+        process = try outcome.get()
+        pid = process.pid
     }
 
     /// What it wrote so far.
@@ -50,7 +52,17 @@ public final class BackgroundProcess: Sendable {
     /// Sends `signal` and waits for it to exit; its status (or the signal that ended it).
     @discardableResult
     public func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
-        kill(pid, signal)
+        process.send(signal)
         return await ended.value
+    }
+
+    /// Waits for it to exit on its own; its status.
+    public func waitForExit() async -> Int32 {
+        await ended.value
+    }
+
+    /// Sends `signal` if it still runs (through its process descriptor: see `ChildProcess`).
+    public func signal(_ signal: Int32) {
+        process.send(signal)
     }
 }

@@ -20,6 +20,7 @@ public final class TestDaemon: Sendable {
     public let databasePath: String
     public let logPath: String
     public let pid: Int32
+    private let process: ChildProcess
     /// The daemon's exit status once swift-subprocess has reaped it (the signal number if a
     /// signal killed it), or the error that ended the run.
     private let ended: Task<Int32, Never>
@@ -108,7 +109,7 @@ public final class TestDaemon: Sendable {
         }
         // The run lives in a task of its own for as long as the daemon does; its body hands
         // the pid back at once and returns, and the run then waits for the process to exit.
-        let (spawned, spawnedSink) = AsyncStream.makeStream(of: Result<pid_t, any Error>.self)
+        let (spawned, spawnedSink) = AsyncStream.makeStream(of: Result<ChildProcess, any Error>.self)
         let exitStatus = Locked<Int32?>(nil)
         ended = Task {
             let status: Int32
@@ -119,7 +120,7 @@ public final class TestDaemon: Sendable {
                     .path(executable), arguments: arguments, environment: environment,
                     input: .fileDescriptor(input, closeAfterSpawningProcess: service.inheritedSocket == nil), output: .discarded,
                     error: .fileDescriptor(log, closeAfterSpawningProcess: true)
-                ) { spawnedSink.yield(.success($0.processIdentifier.value)) }
+                ) { spawnedSink.yield(.success(ChildProcess($0.processIdentifier))) }
                 status =
                     switch result.terminationStatus {
                     case .exited(let code): code
@@ -135,35 +136,42 @@ public final class TestDaemon: Sendable {
         }
         self.exitStatus = exitStatus
         guard let outcome = await spawned.first(where: { _ in true }) else { throw TestFailure("replayd was not started") }
-        pid = try outcome.get()
-        Self.running.withLock { $0[socketPath] = (pid, logPath) }
+        process = try outcome.get()
+        pid = process.pid
+        Self.running.withLock { [process, logPath] in $0[socketPath] = (process, logPath) }
     }
 
     /// The daemons this test process started, by socket path, for `stateDump`.
-    private static let running = Locked<[String: (pid: Int32, log: String)]>([:])
+    private static let running = Locked<[String: (process: ChildProcess, log: String)]>([:])
 
     /// Asks the daemon on `socketPath` for its state (SIGUSR1) and returns what it wrote to
     /// its log: each connection's subscriptions and replies owed, each stream's parked
     /// cursors. For a test's failure message.
     public static func stateDump(socketPath: String) async -> String {
-        guard let (pid, log) = running.withLock({ $0[socketPath] }) else {
+        guard let (process, log) = running.withLock({ $0[socketPath] }) else {
             return "(no daemon started by this test process listens on \(socketPath))"
         }
         func text() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
         let before = text().components(separatedBy: "state dump end").count
-        kill(pid, SIGUSR1)
+        process.send(SIGUSR1)
         for _ in 0..<500 where text().components(separatedBy: "state dump end").count == before {
             try? await Task.sleep(for: .milliseconds(20))
         }
         let lines = text().split(separator: "\n").filter { $0.contains("state") }
         let dump = lines.suffix(from: lines.lastIndex { $0.contains("state dump begin") } ?? lines.startIndex)
         return dump.isEmpty
-            ? "(replayd \(pid) wrote no state dump; its log:\n\(text().suffix(4000)))"
-            : "replayd \(pid)'s state:\n" + dump.joined(separator: "\n")
+            ? "(replayd \(process.pid) wrote no state dump; its log:\n\(text().suffix(4000)))"
+            : "replayd \(process.pid)'s state:\n" + dump.joined(separator: "\n")
     }
 
     /// Whether the process still runs: not yet reaped, and not a zombie waiting to be.
-    public var isRunning: Bool { exitStatus.value == nil && processIsAlive(pid) }
+    public var isRunning: Bool { exitStatus.value == nil && !process.hasExited }
+
+    /// Sends `signal` to the daemon if it still runs (through its process descriptor: see
+    /// `ChildProcess`).
+    public func signal(_ signal: Int32) {
+        process.send(signal)
+    }
 
     /// What the daemon wrote to stderr so far.
     public var log: String {
@@ -207,10 +215,10 @@ public final class TestDaemon: Sendable {
     /// signal number if it was killed by one).
     @discardableResult
     public func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
-        if isRunning { kill(pid, signal) }
+        if isRunning { process.send(signal) }
         let status = await waitForExit()
         Self.running.withLock { running in
-            if running[socketPath]?.pid == pid { running[socketPath] = nil }
+            if running[socketPath]?.process === process { running[socketPath] = nil }
         }
         return status
     }
@@ -250,7 +258,7 @@ public final class TestDaemon: Sendable {
     }
 
     deinit {
-        if isRunning { kill(pid, SIGKILL) }
+        if isRunning { process.send(SIGKILL) }
     }
 }
 

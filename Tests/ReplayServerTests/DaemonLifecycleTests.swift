@@ -74,7 +74,7 @@ struct DaemonLifecycleTests {
                     try await publisher.send(buffer)
                     // Wait for the first acknowledgement so the commands are being processed.
                     guard case .published = try await publisher.expectFrame() else { throw TestFailure("expected +OK") }
-                    kill(daemon.pid, SIGTERM)
+                    daemon.signal(SIGTERM)
                     let rest = try await publisher.framesUntilClose()
                     let acknowledged = 1 + rest.filter { if case .published = $0 { true } else { false } }.count
                     let refused = rest.filter { if case .error(let e) = $0 { e.code == .shuttingDown } else { false } }.count

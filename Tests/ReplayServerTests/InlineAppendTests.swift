@@ -157,7 +157,7 @@ struct InlineAppendTests {
             let active = #"http_server_active_requests{http_request_method="POST"}"#
             try await eventually("the POST taken, its body half there") { try await Self.metric(http, active) == 1 }
 
-            kill(daemon.pid, SIGTERM)
+            daemon.signal(SIGTERM)
             // The door stops first (its listener closed, then the quiesce to each
             // connection); the rest of the daemon waits for it.
             try await eventually("the door closed to new connections") { (try? await http.request("GET", "/metrics")) == nil }

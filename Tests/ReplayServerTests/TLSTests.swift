@@ -206,7 +206,7 @@ struct TLSTests {
             try await certificates.issue("server", subject: "/CN=localhost", extensions: certificates.directory + "/san.ext")
             let renewed = try await certificates.serial(ofFile: certificates.serverCertificate)
             #expect(renewed != before)
-            kill(daemon.pid, SIGHUP)
+            daemon.signal(SIGHUP)
             try await eventually("the renewed certificate is served") { try await certificates.serial(servedAt: port) == renewed }
             // The reader connected before is still there, and gets what comes next.
             _ = try await curl(["--cacert", certificates.ca, "-X", "POST", "-H", "Content-Type: text/plain", "--data", "after", base + "/v1/stream/live"])
@@ -231,7 +231,7 @@ struct TLSTests {
             // The door serves a client that does its handshake, and counted the two.
             let metrics = try await curl(["--cacert", certificates.ca, base + "/metrics"])
             #expect(metrics.stdout.contains("replay_http_tls_handshake_timeouts_total 2"), "\(metrics.stderr)")
-            #expect(processIsAlive(daemon.pid))
+            #expect(daemon.isRunning)
         }
     }
 

@@ -58,7 +58,7 @@ struct TokenCorpusTests {
                 }
             }
             #expect(genuine.contains("signed-hs256") && genuine.contains("signed-eddsa-with-limits"), "\(genuine)")
-            #expect(processIsAlive(daemon.pid))
+            #expect(daemon.isRunning)
             let head = try await http.request("HEAD", "/v1/stream/tenant-a/corpus", headers: [("Authorization", operator_)])
             #expect(head["Stream-Next-Offset"] == String(format: "%016d_0000000000000000", written), "every write was a genuine token's")
         }
