@@ -306,6 +306,9 @@ def main():
         log.flush()
         print(f"live view check failed: {error}", file=sys.stderr)
         print(open(folder + "/replayd.log", encoding="utf-8", errors="replace").read()[-3000:], file=sys.stderr)
+        if os.path.exists(folder + "/chromium.log"):
+            print("chromium's own log:", file=sys.stderr)
+            print(open(folder + "/chromium.log", encoding="utf-8", errors="replace").read()[-3000:], file=sys.stderr)
         return 1
     finally:
         if browser:
