@@ -26,6 +26,9 @@ final class SocketListener: Service, Sendable {
         case finished
     }
 
+    /// Connections the kernel queues before they are accepted.
+    static let backlog: Int32 = 256
+
     private let configuration: ServerConfiguration
     private let context: ServerContext
     private let logger: Logger
@@ -178,7 +181,6 @@ final class SocketListener: Service, Sendable {
     private func bind(_ quiesce: ServerQuiescingHelper) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let (configuration, store, tracer) = (self.configuration, context.store, context.tracer)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
@@ -203,11 +205,9 @@ final class SocketListener: Service, Sendable {
         if let inherited = configuration.inheritedSocket {
             return try await bootstrap.bind(inherited.descriptor, childChannelInitializer: accept)
         }
-        // Create the socket with exactly the configured mode (0600 unless widened): never
-        // briefly open to others, and already final when the first client connects (a
-        // chmod after bind left a moment where the socket accepted with the narrower mode).
-        let previous = umask(~configuration.socketMode & 0o777)
-        defer { umask(previous) }
-        return try await bootstrap.bind(unixDomainSocketPath: configuration.socketPath, cleanupExistingSocketFile: false, childChannelInitializer: accept)
+        // The socket with exactly the configured mode (0600 unless widened): never briefly
+        // open to others, and already final when the first client connects.
+        let descriptor = try SocketFile.listen(at: configuration.socketPath, mode: configuration.socketMode, backlog: Self.backlog)
+        return try await bootstrap.bind(descriptor, childChannelInitializer: accept)
     }
 }
