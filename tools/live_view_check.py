@@ -54,7 +54,7 @@ class DevTools:
             os.dup2(write_copy, 4)
 
         self.process = subprocess.Popen(
-            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--enable-logging=stderr",
              "--remote-debugging-pipe", "--user-data-dir=" + user_data, "about:blank"],
             # The pipe ends land on fds 3 and 4 in the child (dup2 makes them inheritable);
             # close_fds would close them again after preexec_fn.
