@@ -178,19 +178,8 @@ def main():
     browser = None
     try:
         publish(folder, "e1\n")
-        # Chromium has exited during its own start-up on a loaded machine (the pipe closed
-        # before the first page opened, nothing in its log): that start is tried once more,
-        # saying so. Anything after the page is open is not retried.
-        for attempt in (1, 2):
-            browser = DevTools(args.chromium, folder + f"/chromium{attempt}")
-            try:
-                browser.open(f"http://127.0.0.1:{port}/?stream={STREAM}")
-                break
-            except BrowserGone as gone:
-                if attempt == 2:
-                    raise
-                print(f"chromium's start failed, starting it again: {gone}", file=sys.stderr)
-                browser.close()
+        browser = DevTools(args.chromium, folder + "/chromium")
+        browser.open(f"http://127.0.0.1:{port}/?stream={STREAM}")
         shown = "JSON.stringify([...document.querySelectorAll('#tail li[data-seq]')].filter(li => !li.hidden).map(li => li.querySelector('.payload').textContent))"
         seqs = "JSON.stringify([...document.querySelectorAll('#tail li[data-seq]')].map(li => +li.dataset.seq))"
 
@@ -321,10 +310,9 @@ def main():
         log.flush()
         print(f"live view check failed: {error}", file=sys.stderr)
         print(open(folder + "/replayd.log", encoding="utf-8", errors="replace").read()[-3000:], file=sys.stderr)
-        for attempt in (1, 2):
-            if os.path.exists(folder + f"/chromium{attempt}.log"):
-                print(f"chromium's own log (start {attempt}):", file=sys.stderr)
-                print(open(folder + f"/chromium{attempt}.log", encoding="utf-8", errors="replace").read()[-3000:], file=sys.stderr)
+        if os.path.exists(folder + "/chromium.log"):
+            print("chromium's own log:", file=sys.stderr)
+            print(open(folder + "/chromium.log", encoding="utf-8", errors="replace").read()[-3000:], file=sys.stderr)
         return 1
     finally:
         if browser:
