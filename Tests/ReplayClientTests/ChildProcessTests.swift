@@ -12,17 +12,8 @@ import Testing
 @Suite("child processes")
 struct ChildProcessTests {
     @Test func nothingStartsAChildWithFoundationsProcess() throws {
-        let root = repositoryRoot
-        let files = try FileManager.default.subpathsOfDirectory(atPath: root)
-            .filter { ($0.hasPrefix("Sources/") || $0.hasPrefix("Tests/")) && $0.hasSuffix(".swift") }
         let pattern = #"\bProcess\s*\(\s*\)|\bProcess\.run\(|:\s*Process\b|\bPipe\s*\(\s*\)"#
-        var found: [String] = []
-        for file in files {
-            let lines = try String(contentsOfFile: root + "/" + file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
-            for (number, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
-                if line.range(of: pattern, options: .regularExpression) != nil { found.append("\(file):\(number + 1): \(line)") }
-            }
-        }
+        let found = try swiftLines(matching: pattern, under: ["Sources", "Tests"])
         #expect(found.isEmpty, "use swift-subprocess (runProgram, TestDaemon) instead:\n\(found.joined(separator: "\n"))")
     }
 

@@ -30,15 +30,7 @@ struct SocketFileTests {
     }
 
     @Test func nothingChangesTheProcesssUmask() throws {
-        let root = repositoryRoot
-        let files = try FileManager.default.subpathsOfDirectory(atPath: root + "/Sources").filter { $0.hasSuffix(".swift") }
-        var found: [String] = []
-        for file in files {
-            let lines = try String(contentsOfFile: root + "/Sources/" + file, encoding: .utf8).split(separator: "\n")
-            for (number, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
-                if line.range(of: #"\bumask\s*\("#, options: .regularExpression) != nil { found.append("Sources/\(file):\(number + 1): \(line)") }
-            }
-        }
+        let found = try swiftLines(matching: #"\bumask\s*\("#, under: ["Sources"])
         #expect(found.isEmpty, "make files with their modes instead (fchmod, chmod before use):\n\(found.joined(separator: "\n"))")
     }
 }
