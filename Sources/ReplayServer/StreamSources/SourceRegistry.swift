@@ -103,6 +103,8 @@ final class SourceRegistry: Service, Sendable {
     /// answered), and a subscriber that came straight after the answer found no supervisor
     /// yet, or one not yet armed, and its source never connected.
     func lease(_ stream: String) -> any Disposable {
+        // Most streams have no source (a source is set at creation, never later): no hop.
+        guard store.info(stream)?.config.source != nil else { return Disposables.empty }
         let lease = SerialDisposable()
         control.async { [self] in
             // A subscriber gone meanwhile disposed `lease`, and what is set now is disposed at once.
