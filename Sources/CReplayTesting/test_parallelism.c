@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/// The most test cases Swift Testing runs at once unless the environment says otherwise:
+/// this many per core.
+#define REPLAY_TESTS_PER_CORE 4
+
 __attribute__((constructor)) static void replay_bound_test_parallelism(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     char width[32];

@@ -1,13 +1,9 @@
-// The test support's C parts: the suite's parallelism (set before main, nothing to call) and
-// process descriptors, which Glibc's Swift module does not offer.
+// The test support's C parts: process descriptors, which Glibc's Swift module does not
+// offer (the suite's parallelism, test_parallelism.c, is set before main: nothing to call).
 #ifndef REPLAY_TESTING_H
 #define REPLAY_TESTING_H
 
 #include <sys/types.h>
-
-/// The most test cases Swift Testing runs at once unless the environment says otherwise:
-/// this many per core (test_parallelism.c).
-#define REPLAY_TESTS_PER_CORE 4
 
 /// Sends `signal` to the process of `pidfd` (pidfd_send_signal(2)): 0, or -1 with errno
 /// ESRCH once it has exited.
