@@ -10,6 +10,8 @@ final class SQLiteLog: LogDatabase {
     let pool: DatabasePool
     let catalog: Catalog
     private let lock: ProcessLock
+    /// Checkpoints the WAL in the writer's commits, paced by what each costs (`WALCheckpoints`).
+    let checkpoints = WALCheckpoints()
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
@@ -18,21 +20,8 @@ final class SQLiteLog: LogDatabase {
     /// How an append's unknown stream is created (`EventStore.Options.autoCreate`).
     private let autoCreate: StreamConfig?
 
-    /// The WAL's size, in pages, at which a commit checkpoints it (SQLite's default: 1,000).
-    ///
-    /// SQLite checkpoints in the commit that leaves the WAL at this size, on the writer's
-    /// thread: it copies the WAL's pages into the database file and waits for that file's
-    /// fdatasync, 0.3 to 1.6 ms here. At 1,000 pages a work queue at 5,000 events/s did so
-    /// every 85 ms, and the events that arrived meanwhile, about one in a hundred, waited for
-    /// it: they were its p99. At 4,000, one checkpoint in four remains, each longer (it
-    /// copies more pages, but a page written many times is copied once), and the p99 no
-    /// longer falls in one (docs/PERFORMANCE.md, the work queue). The price: the WAL holds up to
-    /// 16 MB (its file, about 20 MB, is kept between runs: `WALFile`); readers search a
-    /// larger index of it; and a start after a crash reads up to that much of it. 8,000
-    /// pages gave the same p99.
-    static let checkpointPages = 4_000
     /// The WAL file's size, kept between runs (`WALFile`).
-    static let walBytes = WALFile.workingSize(checkpointPages: checkpointPages)
+    static let walBytes = WALFile.workingSize(checkpointPages: CheckpointPacing.mostPages)
 
     init(path: String, options: EventStore.Options, listeners: CommitListeners, now: @escaping @Sendable () -> Date) throws(StoreError) {
         self.path = path
@@ -53,6 +42,7 @@ final class SQLiteLog: LogDatabase {
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             WALFile.keepOnClose(db)
         }
+        let checkpoints = self.checkpoints
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // Again on the writer, where it counts: GRDB's pool turns WAL mode on after
@@ -60,7 +50,7 @@ final class SQLiteLog: LogDatabase {
             // above held on the readers only, and commits were not fsynced.
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointPages)")
+                checkpoints.install(on: db)
             }
             let unknown = try pool.read { db in try Migrations.unknownMigrations(in: db) }
             guard unknown.isEmpty else { throw StoreError.newerSchema(path: path, unknownMigrations: unknown) }

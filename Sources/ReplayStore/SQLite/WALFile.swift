@@ -8,7 +8,7 @@ import GRDBSQLite
 /// (a journal commit of the filesystem's metadata), and took 119–210 µs here where one that
 /// rewrites blocks already there took 80–104 (`tools/fsync_latency.c`). SQLite's WAL grows
 /// until its first checkpoint and is then rewritten from its start, so a new WAL pays the
-/// slower kind for its first `SQLiteLog.checkpointPages` pages: one-at-a-time publishing
+/// slower kind for its first `CheckpointPacing.mostPages` pages: one-at-a-time publishing
 /// took 288 µs a commit at the median there against 223 after. And a clean stop used to
 /// remove the WAL, so every start went through that stretch again.
 ///
