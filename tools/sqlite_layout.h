@@ -121,7 +121,7 @@ static sqlite3 *open_layout(const char *path, const char *schema, const char *sy
     return db;
 }
 
-static void append_event(sqlite3 *db, sqlite3_stmt *insert, long stream, int64_t seq, int64_t millis, const void *payload, int length) {
+static inline void append_event(sqlite3 *db, sqlite3_stmt *insert, long stream, int64_t seq, int64_t millis, const void *payload, int length) {
     sqlite3_bind_int64(insert, 1, ((int64_t)stream << 40) | seq);
     sqlite3_bind_int64(insert, 2, millis);
     sqlite3_bind_blob(insert, 3, payload, length, SQLITE_STATIC);
