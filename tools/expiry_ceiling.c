@@ -56,6 +56,23 @@ static int compare_longs(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Every commit's time, in µs. */
+struct timings {
+    long *micros, count, capacity, over10, over25;
+};
+
+/* Ends the transaction begun at `began` as replay's writer does (the stream's row, then
+   COMMIT, which runs the checkpoint when it is due), and records its time. */
+static void commit(sqlite3 *db, sqlite3_stmt *update, int64_t first, int64_t last, double now, double began, struct timings *t) {
+    update_stream(db, update, 1, last, 100 * (last - first + 1), (int64_t)(now * 1000));
+    exec(db, "COMMIT");
+    long took = (long)((seconds() - began) * 1e6);
+    if (t->count == t->capacity) t->micros = realloc(t->micros, (t->capacity = t->capacity ? 2 * t->capacity : 1 << 20) * sizeof *t->micros);
+    t->micros[t->count++] = took;
+    t->over10 += took > 10000;
+    t->over25 += took > 25000;
+}
+
 static void run(const char *folder, const char *schema, long rate, long duration, long ttl, long checkpoint, long gap) {
     char path[4096];
     snprintf(path, sizeof path, "%s/expiry-ceiling-%d-%ld.sqlite", folder, (int)getpid(), checkpoint);
@@ -73,8 +90,7 @@ static void run(const char *folder, const char *schema, long rate, long duration
 
     static const char payload[100] = {0};
     const long total = rate * duration;
-    long capacity = 1 << 20, commits = 0, over10 = 0, over25 = 0;
-    long *micros = malloc(capacity * sizeof *micros);
+    struct timings t = {0};
     int64_t last = 0, first = 1;
     double start = seconds(), last_began = -1;
     for (;;) {
@@ -105,13 +121,7 @@ static void run(const char *folder, const char *schema, long rate, long duration
                 if (sqlite3_step(insert) != SQLITE_DONE) die("insert", db);
                 sqlite3_reset(insert);
             }
-            update_stream(db, update, 1, last, 100 * (last - first + 1), (int64_t)(now * 1000));
-            exec(db, "COMMIT");
-            long took = (long)((seconds() - began) * 1e6);
-            if (commits == capacity) micros = realloc(micros, (capacity *= 2) * sizeof *micros);
-            micros[commits++] = took;
-            over10 += took > 10000;
-            over25 += took > 25000;
+            commit(db, update, first, last, now, began, &t);
             wrote = 1;
         }
         if (expired >= first) {
@@ -123,27 +133,21 @@ static void run(const char *folder, const char *schema, long rate, long duration
             if (sqlite3_step(delete) != SQLITE_DONE) die("delete", db);
             sqlite3_reset(delete);
             first = end;
-            update_stream(db, update, 1, last, 100 * (last - first + 1), (int64_t)(now * 1000));
-            exec(db, "COMMIT");
-            long took = (long)((seconds() - began) * 1e6);
-            if (commits == capacity) micros = realloc(micros, (capacity *= 2) * sizeof *micros);
-            micros[commits++] = took;
-            over10 += took > 10000;
-            over25 += took > 25000;
+            commit(db, update, first, last, now, began, &t);
             wrote = 1;
         }
         if (last == total && (ttl == 0 || first > last)) break;
         if (!wrote) nanosleep(&(struct timespec){0, 100000}, NULL);
     }
     double elapsed = seconds() - start;
-    qsort(micros, commits, sizeof *micros, compare_longs);
+    qsort(t.micros, t.count, sizeof *t.micros, compare_longs);
     printf("checkpoint %5ld pages, ttl %lds, gap %ld us: %ld events in %.1f s, %ld commits; p50 %ld us, p99 %ld us, max %ld us; %ld over 10 ms, %ld over 25 ms\n",
-           checkpoint, ttl, gap, total, elapsed, commits, micros[commits / 2], micros[commits * 99 / 100], micros[commits - 1], over10, over25);
+           checkpoint, ttl, gap, total, elapsed, t.count, t.micros[t.count / 2], t.micros[t.count * 99 / 100], t.micros[t.count - 1], t.over10, t.over25);
     if (checkpoints > 0)
         printf("  %ld checkpoints of %ld frames, %.2f ms each (%.2f us a frame), max %.2f ms\n", checkpoints, checkpointed_frames / checkpoints,
                checkpoint_seconds * 1000 / checkpoints, checkpoint_seconds * 1e6 / checkpointed_frames, checkpoint_max * 1000);
     fflush(stdout);
-    free(micros);
+    free(t.micros);
     sqlite3_finalize(delete);
     remove_layout(db, path, insert, update);
 }
