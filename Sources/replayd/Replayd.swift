@@ -407,10 +407,10 @@ extension Replayd {
             .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
             .milliseconds(250), .seconds(1),
         ]
-        // A WAL checkpoint is paced to stay near 4 ms (`CheckpointPacing`).
+        // A WAL checkpoint is paced to stay near 2.5 ms (`CheckpointPacing`).
         factory.durationHistogramBuckets["replay_wal_checkpoint_duration_seconds"] = [
-            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(4),
-            .milliseconds(6), .milliseconds(10), .milliseconds(25), .milliseconds(100),
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(3),
+            .milliseconds(5), .microseconds(7_500), .milliseconds(10), .milliseconds(25), .milliseconds(100),
         ]
         factory.valueHistogramBuckets["replay_commit_batch_requests"] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
         MetricsSystem.bootstrap(factory)

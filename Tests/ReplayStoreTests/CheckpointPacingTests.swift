@@ -16,24 +16,24 @@ struct CheckpointPacingTests {
         #expect(pacing.isDue(walFrames: CheckpointPacing.mostPages))
     }
 
-    /// 4,000 new pages at 1 GB/s took 16 ms: the next checkpoint copies what 4 ms copies.
+    /// 4,000 new pages took 10 ms: the next checkpoint copies what 2.5 ms copies.
     @Test func aSlowCheckpointBringsTheNextOneSooner() {
         var pacing = CheckpointPacing()
-        pacing.checkpointed(took: .milliseconds(16))
+        pacing.checkpointed(took: .milliseconds(10))
         #expect(pacing.pages == 1_000)
         pacing.checkpointed(took: .milliseconds(5))
-        #expect(pacing.pages == 800)
-        #expect(pacing.isDue(walFrames: 800))
+        #expect(pacing.pages == 500)
+        #expect(pacing.isDue(walFrames: 500))
     }
 
     @Test func aQuickCheckpointLetsTheWALGrowByAQuarterAtMost() {
         var pacing = CheckpointPacing()
-        pacing.checkpointed(took: .milliseconds(40))
-        #expect(pacing.pages == 400)
+        pacing.checkpointed(took: .milliseconds(20))
+        #expect(pacing.pages == 500)
         pacing.checkpointed(took: .microseconds(100))
-        #expect(pacing.pages == 500, "not 16,000: one quick checkpoint does not say that a larger one will be")
-        pacing.checkpointed(took: .milliseconds(4))
-        #expect(pacing.pages == 500, "within the budget, the size stays")
+        #expect(pacing.pages == 625, "not 4,000: one quick checkpoint does not say that a larger one will be")
+        pacing.checkpointed(took: CheckpointPacing.budget)
+        #expect(pacing.pages == 625, "within the budget, the size stays")
     }
 
     @Test func theSizeStaysWithinItsBounds() {
