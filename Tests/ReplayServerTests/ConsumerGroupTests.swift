@@ -419,9 +419,12 @@ struct ConsumerGroupTests {
                     #expect(try await info(publisher, "q").firstSeq == 1)
                     #expect(try await info(publisher, "q").keepUnacked == 5)
                     #expect(try await info(publisher, "plain").firstSeq == 4)
-                    // Four more: the limits would keep 8...10, the group needs 1 on; the hard
-                    // bound keeps 5 beyond the limits, 3...10.
-                    _ = try await publisher.publish("q", (7...10).map { "e\($0)" })
+                    // Four more, in one commit: the limits would keep 8...10, the group needs 1
+                    // on; the hard bound keeps 5 beyond the limits, 3...10. (Over several
+                    // commits, the one of 9 would free event 1 and hand out event 2, which the
+                    // next would then remove from under the member.)
+                    try await publisher.send(.atomic((7...10).map { AtomicEvent(stream: "q", payload: ByteBuffer(string: "e\($0)")) }))
+                    #expect(try await publisher.expectFrame() == .publishedAll([7, 8, 9, 10]))
                     #expect(try await info(publisher, "q").firstSeq == 3)
                     let pending = try await json(publisher, .pending(stream: "q", group: "g"), as: [PendingDescription].self)
                     #expect(!pending.contains { $0.seq < 3 }, "what retention removed left the pending set")
