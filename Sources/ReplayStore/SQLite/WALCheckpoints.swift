@@ -15,9 +15,6 @@ final class WALCheckpoints: @unchecked Sendable {
     // a time on its writer queue: the hook is installed on that connection alone.
     private var pacing = CheckpointPacing()
 
-    /// The WAL frames at which the next commit checkpoints.
-    var pages: Int { pacing.pages }
-
     /// Installs the hook on `db`, the writer's connection. `self` must outlive it.
     func install(on db: Database) {
         let context = Unmanaged.passUnretained(self).toOpaque()
