@@ -37,4 +37,32 @@ struct SourceLeaseTests {
             try? await service.value
         }
     }
+
+    /// At the daemon's start a client may be served before the sources' service follows
+    /// the commits: its lease comes first on the queue, ahead of the scan of the existing
+    /// streams, and found no supervisor; the source never connected. Here the service runs
+    /// only after the lease, and adopts the stream the lease already adopted once, not twice.
+    @Test(arguments: [StreamSource.ConnectMode.lazy, .refcount])
+    func aLeaseTakenBeforeTheServiceRunsConnectsItsSource(connect: StreamSource.ConnectMode) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try EventStore(path: directory + "/replay.sqlite")
+            defer { store.close() }
+            let registry = SourceRegistry(store: store, logger: Logger(label: "test"))
+            let source = StreamSource(command: "echo ready; exec sleep 600", connect: connect)
+            _ = try await store.create("early", config: StreamConfig(capacity: nil, source: source))
+            let lease = registry.lease("early")
+            try await eventually("the source to start for the lease") { registry.describe("early")?.starts == 1 }
+            let service = Task { try await registry.run() }
+            try await eventually("its first line stored") { store.info("early")?.lastSequence == 1 }
+            // An eager source created now starts after the service's scan of the streams,
+            // by the scan or by the commit the service follows once it has scanned.
+            let probe = StreamSource(command: "exec sleep 600", connect: .eager)
+            _ = try await store.create("probe", config: StreamConfig(capacity: nil, source: probe))
+            try await eventually("the service to have scanned the streams") { registry.describe("probe")?.starts == 1 }
+            #expect(registry.describe("early")?.starts == 1, "adopted once: a second supervisor would describe no start")
+            lease.dispose()
+            service.cancel()
+            try? await service.value
+        }
+    }
 }

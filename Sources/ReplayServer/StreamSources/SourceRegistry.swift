@@ -90,8 +90,9 @@ final class SourceRegistry: Service, Sendable {
         }
     }
 
+    /// Once per stream: a lease may have adopted it first (`supervisor(of:)`).
     private func adopt(_ info: StreamInfo) {
-        guard let source = info.config.source else { return }
+        guard let source = info.config.source, supervisors.withLock({ $0[info.name] }) == nil else { return }
         let supervisor = SourceSupervisor(stream: info.name, source: source, store: store, control: control, runs: runs, logger: logger)
         supervisors.withLock { $0[info.name] = supervisor }
         supervisor.activate()
@@ -108,9 +109,21 @@ final class SourceRegistry: Service, Sendable {
         let lease = SerialDisposable()
         control.async { [self] in
             // A subscriber gone meanwhile disposed `lease`, and what is set now is disposed at once.
-            lease.inner = supervisors.withLock { $0[stream] }?.lease() ?? Disposables.empty
+            lease.inner = supervisor(of: stream)?.lease() ?? Disposables.empty
         }
         return lease
+    }
+
+    /// On the sources' queue: `stream`'s supervisor, adopting the stream now if nothing has
+    /// yet. A lease can get here first: taken before this service's `run` followed the
+    /// commits (at the daemon's start, a client may be served before it), its block is
+    /// ahead of the scan of the existing streams, and the creation's commit was never seen.
+    private func supervisor(of stream: String) -> SourceSupervisor? {
+        dispatchPrecondition(condition: .onQueue(control))
+        if let supervisor = supervisors.withLock({ $0[stream] }) { return supervisor }
+        guard let info = store.info(stream) else { return nil }
+        adopt(info)
+        return supervisors.withLock { $0[stream] }
     }
 
     /// For INFO. A stream created a moment ago may not be adopted yet (that happens on the
