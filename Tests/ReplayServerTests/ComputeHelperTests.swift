@@ -53,4 +53,34 @@ struct ComputeHelperTests {
             #expect(results.map { (try? $0.get())?.first.map { String(decoding: $0, as: UTF8.self) } } == (1...200).map { "\(page * 1_000 + $0)" })
         }
     }
+
+    /// A page submitted ahead is computed by the helper while nobody finishes it (the
+    /// runner feeds the page before it meanwhile); a dropped page holds up nothing after it.
+    @Test func aPageSubmittedAheadIsComputedByTheHelperAlone() throws {
+        let program = try JQProgram(".n")
+        let helper = ComputeHelper(program: ".n", budget: .init())
+        defer { helper.retire() }
+        func page(_ base: Int) -> [InputEvent] {
+            (1...640).map { n in InputEvent(stream: "in", sequence: UInt64(n), millis: 0, payload: Data(#"{"n":\#(base + n)}"#.utf8)) }
+        }
+        func texts(_ results: [ComputeHelper.Computed]) -> [String] {
+            results.map { (try? $0.get())?.map { String(decoding: $0, as: UTF8.self) }.joined() ?? "failed" }
+        }
+        let ahead = helper.submit(page(1_000))
+        // A guard of 30 s, not a timing: the helper's ten chunks, with nobody else taking any.
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while helper.helped < 10, Date() < deadline { usleep(1_000) }
+        #expect(helper.helped == 10, "the helper computed the whole page by itself")
+        var computedHere = 0
+        let results = helper.finish(ahead) { event in
+            computedHere += 1
+            return program.result(json: event.payload)
+        }
+        #expect(computedHere == 0)
+        #expect(texts(results) == (1...640).map { "\(1_000 + $0)" })
+
+        helper.discard(helper.submit(page(2_000)))
+        let after = helper.computeAll(page(3_000)) { program.result(json: $0.payload) }
+        #expect(texts(after) == (1...640).map { "\(3_000 + $0)" })
+    }
 }

@@ -16,9 +16,13 @@ import ReplayDerive
 /// interpreter is confined to its thread (`JQProgram`), so the helper compiles its own,
 /// on its own thread, and only bytes cross between the two.
 ///
+/// Pages queue up: the runner may submit the next page (`PageAhead`) before it finishes
+/// the one before, so that the helper goes on to it while the runner reads and feeds,
+/// which it does alone. The helper takes chunks from the oldest page with any left.
+///
 /// `@unchecked Sendable`: what the two threads share is guarded by `condition`, but for
 /// the results' slots, each written by the one thread that took its chunk and read by the
-/// runner once both are done (the lock orders the two).
+/// runner once both are done with the page (the lock orders the two).
 final class ComputeHelper: @unchecked Sendable {
     typealias Computed = Result<[Data], JQProgram.Failure>
 
@@ -28,19 +32,21 @@ final class ComputeHelper: @unchecked Sendable {
     /// Events taken at a time: a fraction of a millisecond of jq's work.
     static let chunk = 64
 
-    /// Whether a second thread helps at all: not on one core.
-    static var isUseful: Bool { ProcessInfo.processInfo.activeProcessorCount > 1 }
+    /// Whether a second thread helps at all: not on one core. Asked once: the count is
+    /// read from the system each time (a tenth of a millisecond).
+    static let isUseful = ProcessInfo.processInfo.activeProcessorCount > 1
 
-    /// One page shared by the two threads.
-    private final class Page {
+    /// One page shared by the two threads; its fields but `events` are guarded by the
+    /// helper's `condition`.
+    final class Page {
         let events: [InputEvent]
-        let results: UnsafeMutableBufferPointer<Computed?>
+        fileprivate let results: UnsafeMutableBufferPointer<Computed?>
         /// The first event no thread took yet.
-        var next = 0
-        /// Whether the helper is inside a chunk.
-        var helping = false
+        fileprivate var next = 0
+        /// Whether the helper is inside a chunk of it.
+        fileprivate var helping = false
 
-        init(_ events: [InputEvent]) {
+        fileprivate init(_ events: [InputEvent]) {
             self.events = events
             results = .allocate(capacity: events.count)
             results.initialize(repeating: nil)
@@ -55,7 +61,8 @@ final class ComputeHelper: @unchecked Sendable {
     private let program: String
     private let budget: JQProgram.Budget
     private let condition = NSCondition()
-    private var page: Page?
+    /// Submitted and not yet finished or discarded, oldest first.
+    private var pages: [Page] = []
     private var retired = false
     private var chunksHelped = 0
 
@@ -77,26 +84,49 @@ final class ComputeHelper: @unchecked Sendable {
     /// Every event's outputs, in order, computed by `compute` on the calling thread and by
     /// the helper, a chunk at a time each.
     func computeAll(_ events: [InputEvent], _ compute: (InputEvent) -> Computed) -> [Computed] {
-        let shared = Page(events)
+        finish(submit(events), compute)
+    }
+
+    /// Queues `events` for the helper, behind the pages already submitted.
+    func submit(_ events: [InputEvent]) -> Page {
+        let page = Page(events)
         condition.lock()
-        page = shared
+        pages.append(page)
         condition.broadcast()
-        while let range = take(from: shared) {
+        condition.unlock()
+        return page
+    }
+
+    /// A submitted page's outputs, in order: the calling thread computes the chunks still
+    /// untaken with `compute`, then waits for the helper's last.
+    func finish(_ page: Page, _ compute: (InputEvent) -> Computed) -> [Computed] {
+        condition.lock()
+        while let range = take(from: page) {
             condition.unlock()
-            for index in range { shared.results[index] = compute(events[index]) }
+            for index in range { page.results[index] = compute(page.events[index]) }
             condition.lock()
         }
-        // Every chunk is taken; the helper may still be computing its last.
-        while shared.helping { condition.wait() }
-        page = nil
+        while page.helping { condition.wait() }
+        pages.removeAll { $0 === page }
         condition.unlock()
-        return shared.results.map { $0! }
+        return page.results.map { $0! }
+    }
+
+    /// Drops a submitted page (the step before it ended elsewhere than its end): its
+    /// chunks not taken yet are never computed. Returns once the helper is out of it.
+    func discard(_ page: Page) {
+        condition.lock()
+        page.next = page.events.count
+        while page.helping { condition.wait() }
+        pages.removeAll { $0 === page }
+        condition.unlock()
     }
 
     /// Ends the thread (its runner ended).
     func retire() {
         condition.lock()
         retired = true
+        pages.removeAll()
         condition.broadcast()
         condition.unlock()
     }
@@ -116,7 +146,7 @@ final class ComputeHelper: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !retired {
-            guard let page, let range = take(from: page) else {
+            guard let page = pages.first(where: { $0.next < $0.events.count }), let range = take(from: page) else {
                 condition.wait()
                 continue
             }

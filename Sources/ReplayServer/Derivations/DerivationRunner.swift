@@ -131,10 +131,10 @@ final class DerivationRunner: @unchecked Sendable {
         var engine: DerivationEngine?
         /// The step computed while the one before it committed, not yet handed over.
         var ahead: DerivationStep?
-        /// A stateless program's second thread, made at its first page worth sharing.
-        var helper: ComputeHelper?
+        /// Its input's pages, computed on two threads for a stateless program.
+        var pages = ComputedPages(program: locked { $0.committed.spec.program }, budget: budget)
         defer {
-            helper?.retire()
+            pages.retire()
             if store.isShared { store.releaseSource(stream) }
         }
         while var derivation = waitForTurn() {
@@ -159,14 +159,14 @@ final class DerivationRunner: @unchecked Sendable {
             let step: DerivationStep
             if let computed = ahead, computed.expected == derivation.positions {
                 step = computed
-            } else if let prepared = prepare(derivation, engine!, helper: &helper) {
+            } else if let prepared = prepare(derivation, engine!, pages: &pages) {
                 step = prepared
             } else {
                 idle()
                 continue
             }
             let pending = commit(step)
-            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!, helper: &helper)
+            ahead = step.stop || step.terminal != nil ? nil : prepare(Self.advanced(derivation, by: step), engine!, pages: &pages)
             switch pending.wait() {
             case .success: break
             case .failure(.derivationConflict):
@@ -236,13 +236,16 @@ final class DerivationRunner: @unchecked Sendable {
     /// The next step: the events after the committed positions, computed. `nil`: nothing
     /// to do (caught up, and not a lazy derivation's first step, which is committed even
     /// empty so that it stays connected across restarts).
-    private func prepare(_ derivation: Derivation, _ engine: DerivationEngine, helper: inout ComputeHelper?) -> DerivationStep? {
+    private func prepare(_ derivation: Derivation, _ engine: DerivationEngine, pages: inout ComputedPages) -> DerivationStep? {
         locked { $0.wakes = 0 }
         let reader = InputReader(store: store, spec: derivation.spec, derived: stream)
         let inputs = reader.streams()
         let events: [InputEvent]
+        // A stateless program's page is computed on two threads first, then fed in order
+        // (`ComputedPages`).
+        let computed: [ComputeHelper.Computed]?
         do {
-            events = try reader.next(after: derivation.positions, in: inputs)
+            (events, computed) = try pages.next(reader, inputs, after: derivation.positions, stateless: engine.isStateless, compute: engine.compute)
         } catch {
             logger.warning("derivation could not read its inputs", metadata: ["stream": "\(stream)", "error": "\(error)"])
             return nil
@@ -250,13 +253,6 @@ final class DerivationRunner: @unchecked Sendable {
         var step = DerivationStep(stream: stream, expected: derivation.positions, positions: derivation.positions, state: derivation.state)
         if case .deadLetter(let target) = derivation.spec.onError { step.deadLetterStream = target }
         var bytes = 0
-        // A page of a stateless program's events is computed on two threads first, then
-        // fed in order (`ComputeHelper`).
-        var computed: [ComputeHelper.Computed]?
-        if engine.isStateless, events.count >= ComputeHelper.minimumEvents, ComputeHelper.isUseful {
-            if helper == nil { helper = ComputeHelper(program: derivation.spec.program, budget: budget) }
-            computed = helper!.computeAll(events, engine.compute)
-        }
         for (index, event) in events.enumerated() {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
             do {
