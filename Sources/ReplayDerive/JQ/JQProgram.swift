@@ -96,7 +96,9 @@ public final class JQProgram {
     /// Runs the program on one JSON document given as bytes; its outputs, each as compact
     /// JSON. A non-JSON input is a runtime error.
     public func run(json input: some ContiguousBytes) throws(Failure) -> [Data] {
-        try run(Self.parse(input))
+        var outputs: [Data] = []
+        try forEachOutput(taking: Self.parsed(input)) { value throws(Failure) in outputs.append(Self.dump(value)) }
+        return outputs
     }
 
     /// `run(json:)` with its failure as a value: what a stateless derivation keeps for each
@@ -132,8 +134,14 @@ public final class JQProgram {
     /// within the budget. A runtime error is thrown with jq's message; a breach of the
     /// time or memory limit, with which.
     func forEachOutput(_ input: JQValue, _ body: (jv) throws(Failure) -> Void) throws(Failure) {
+        try forEachOutput(taking: input.take(), body)
+    }
+
+    /// `forEachOutput` on a value of its own, which the run takes: a stateless program's
+    /// parsed event, with no `JQValue` made for it.
+    private func forEachOutput(taking input: jv, _ body: (jv) throws(Failure) -> Void) throws(Failure) {
         let slot = slot!
-        JQWatchdog.shared.begin(slot, state: state!, meter: meter, input: input.take(), budget: budget)
+        JQWatchdog.shared.begin(slot, state: state!, meter: meter, input: input, budget: budget)
         var failure: Failure?
         do { try outputs(body) } catch { failure = error }
         switch JQWatchdog.shared.end(slot, budget: budget) {
@@ -191,6 +199,11 @@ public final class JQProgram {
 
     /// A JSON document's value; a non-JSON one is a runtime error that says why.
     static func parse(_ bytes: some ContiguousBytes) throws(Failure) -> JQValue {
+        JQValue(try parsed(bytes))
+    }
+
+    /// `parse`'s value, owned by the caller.
+    private static func parsed(_ bytes: some ContiguousBytes) throws(Failure) -> jv {
         let value = bytes.withUnsafeBytes { raw -> jv in
             guard let base = raw.baseAddress, raw.count > 0 else { return jv_invalid_with_msg(jv_string("the event is empty, not JSON")) }
             return jv_parse_sized(base.assumingMemoryBound(to: CChar.self), Int32(clamping: raw.count))
@@ -199,7 +212,7 @@ public final class JQProgram {
             let message = jv_invalid_get_msg(value)
             throw Failure("the event is not JSON: " + text(of: message))
         }
-        return JQValue(value)
+        return value
     }
 
     /// A message value's text (taking it); a non-string is shown as JSON.

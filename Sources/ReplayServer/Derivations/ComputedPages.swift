@@ -69,7 +69,7 @@ struct ComputedPages {
 
     /// Where a derivation stands once every event of `events`, read after `positions`, is
     /// computed.
-    static func positions(after events: [InputEvent], from positions: [String: UInt64]) -> [String: UInt64] {
+    static func positions(after events: some Sequence<InputEvent>, from positions: [String: UInt64]) -> [String: UInt64] {
         var end = positions
         for event in events { end[event.stream] = event.sequence }
         return end

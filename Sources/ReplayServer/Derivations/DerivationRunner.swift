@@ -280,10 +280,11 @@ final class DerivationRunner: @unchecked Sendable {
                 }
                 if step.stop { break }
             }
-            step.positions[event.stream] = event.sequence
             step.processed += 1
             if engine.isCompleted { break }
         }
+        // Where the events computed leave each input, set once rather than per event.
+        step.positions = ComputedPages.positions(after: events.prefix(Int(step.processed)), from: derivation.positions)
         if !engine.isCompleted, let end = Self.end(of: derivation.spec, inputs, step.positions) {
             engine.complete()
             step.terminal = end
