@@ -11,7 +11,7 @@ final class SQLiteLog: LogDatabase {
     let catalog: Catalog
     private let lock: ProcessLock
     /// Checkpoints the WAL in the writer's commits, paced by what each costs (`WALCheckpoints`).
-    let checkpoints = WALCheckpoints()
+    private let checkpoints = WALCheckpoints()
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
