@@ -94,6 +94,11 @@ final class Catalog: Sendable {
         records.withLock { $0[name] }
     }
 
+    /// The records of `names`, as one commit left them all (one look under the lock).
+    func records(_ names: [String]) -> [Record?] {
+        records.withLock { records in names.map { records[$0] } }
+    }
+
     var all: [Record] {
         records.withLock { Array($0.values) }.sorted { $0.info.name < $1.info.name }
     }

@@ -95,7 +95,14 @@ public final class EventStore: Sendable {
         catalog[name]?.info
     }
 
-    /// Every stream, by name.
+    /// The metadata of several streams as of one commit: no commit lands between two of
+    /// them, so their last sequence numbers are a cut of the log. `nil` for one that does
+    /// not exist.
+    public func infos(_ names: [String]) -> [StreamInfo?] {
+        catalog.records(names).map { $0?.info }
+    }
+
+    /// Every stream, by name (as of one commit).
     public var streams: [StreamInfo] {
         catalog.all.map(\.info)
     }

@@ -20,25 +20,36 @@ struct InputReader {
     var page = 4096
 
     /// The streams read now: the named inputs that exist, the streams the patterns match
-    /// (those created since included), and the takeUntil stream.
+    /// (those created since included), and the takeUntil stream; all of them as one commit
+    /// left them, since `next` reads each up to its last event here.
     func streams() -> [StreamInfo] {
-        var named: [StreamInfo] = []
-        for input in spec.inputs where !StreamPattern.isPattern(input) {
-            if let info = store.info(input), !info.isSoftDeleted { named.append(info) }
-        }
+        let names = spec.inputs.filter { !StreamPattern.isPattern($0) } + (spec.takeUntil.map { [$0] } ?? [])
         let patterns = spec.inputs.compactMap { input -> StreamPattern? in
             guard StreamPattern.isPattern(input), case .success(let pattern) = StreamPattern.parse(input) else { return nil }
             return pattern
         }
+        // One look at the catalog for every input: the whole list with a pattern, only the
+        // names without.
+        var found: [String: StreamInfo] = [:]
         var matched: [StreamInfo] = []
-        if !patterns.isEmpty {
-            let taken = Set(named.map(\.name))
-            matched = store.streams.filter { info in
-                !info.isSoftDeleted && info.name != derived && !taken.contains(info.name) && patterns.contains { $0.matches(info.name) }
-            }.sorted { $0.name < $1.name }
+        if patterns.isEmpty {
+            for (name, info) in zip(names, store.infos(names)) { found[name] = info }
+        } else {
+            let wanted = Set(names)
+            for info in store.streams {
+                if wanted.contains(info.name) {
+                    found[info.name] = info
+                } else if !info.isSoftDeleted, info.name != derived, patterns.contains(where: { $0.matches(info.name) }) {
+                    matched.append(info)
+                }
+            }
         }
-        var all = named + matched
-        if let until = spec.takeUntil, !all.contains(where: { $0.name == until }), let info = store.info(until), !info.isSoftDeleted {
+        var all: [StreamInfo] = []
+        for input in spec.inputs where !StreamPattern.isPattern(input) {
+            if let info = found[input], !info.isSoftDeleted, !all.contains(where: { $0.name == input }) { all.append(info) }
+        }
+        all += matched.sorted { $0.name < $1.name }
+        if let until = spec.takeUntil, !all.contains(where: { $0.name == until }), let info = found[until], !info.isSoftDeleted {
             all.append(info)
         }
         return all
@@ -53,7 +64,10 @@ struct InputReader {
             guard from <= info.lastSequence else { continue }
             var events: [InputEvent] = []
             events.reserveCapacity(min(page, Int(info.lastSequence - from + 1)))
-            try store.forEachEvent(in: info.name, from: from, limit: page) { sequence, time, payload, trace, _, key in
+            // Up to its last event in `inputs`, not what was committed since: the inputs are
+            // one cut of the log, so no input's page holds an event of a later commit while
+            // another's lacks one that commit made before it.
+            try store.forEachEvent(in: info.name, from: from, through: info.lastSequence, limit: page) { sequence, time, payload, trace, _, key in
                 events.append(
                     InputEvent(
                         stream: info.name, sequence: sequence, millis: CommitTime.millis(time), payload: Data(payload),
