@@ -59,15 +59,13 @@ extension Scenarios {
                 }
             }
         }
-        while tally.value.connected < readers {
-            if let failure = failures.value.first { throw BenchError("a reader failed: \(failure)") }
-            usleep(10_000)
-        }
+        try Self.waitForReaders(readers, tally: tally, failures: failures, stop: stop)
         let connectedRSS = system.residentBytes
         let descriptors = Self.descriptors(of: endpoint.serverPID)
         let cpuBefore = system.cpuSeconds
         let publishing = now()
 
+        Self.progress("sse-readers: \(readers) readers connected; publishing \(rate) events/s for \(seconds) s")
         let sent = try Self.publishPaced(host: host, port: port, prefix: prefix, streams: streams, rate: rate, seconds: seconds)
         let perStream = (0..<streams).map { stream in readers / streams + (stream < readers % streams ? 1 : 0) }
         let expected = (0..<sent).reduce(0) { $0 + perStream[$1 % streams] }
@@ -102,6 +100,35 @@ extension Scenarios {
                 scenario: name + ": CPU/delivery", system: system.name, value: cpu / Double(max(result.delivered, 1)) * 1e6, unit: "µs",
                 serverRSS: 0),
         ]
+    }
+
+    /// Waits until every reader is connected, saying how many are every 5 s. A server
+    /// that lets in no more for 30 s holds fewer connections than the readers (its
+    /// connection cap or its descriptor limit): that ends the scenario, saying so, rather
+    /// than waiting forever.
+    static func waitForReaders(_ readers: Int, tally: Locked<SSETally>, failures: Locked<[String]>, stop: Locked<Bool>) throws {
+        var (known, grew, reported) = (0, now(), now())
+        while tally.value.connected < readers {
+            if let failure = failures.value.first { throw BenchError("a reader failed: \(failure)") }
+            let connected = tally.value.connected
+            if connected > known { (known, grew) = (connected, now()) }
+            if now() - reported >= 5_000_000_000 {
+                progress("sse-readers: \(connected) of \(readers) readers connected")
+                reported = now()
+            }
+            if now() - grew >= 30_000_000_000 {
+                stop.withLock { $0 = true }
+                throw BenchError(
+                    "only \(connected) of \(readers) SSE readers were let in, and none more in 30 s: the server's connection cap "
+                        + "(replayd --http-max-connections) or its descriptor limit (ulimit -n) is below \(readers)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// A line on standard error, where it does not mix with the figures.
+    static func progress(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     /// The server's open descriptors, 0 when its process is not known.
