@@ -40,6 +40,9 @@ struct InputReaderTests {
             // The named inputs in their order, the pattern's other streams by name, then the
             // takeUntil stream; the derived stream never.
             #expect(reader.streams().map(\.name) == ["audit", "orders/us", "orders/eu", "stop"])
+            // A takeUntil stream the pattern matches is among the pattern's streams.
+            let until = DerivationSpec(inputs: ["orders/*"], program: ".", takeUntil: "orders/eu")
+            #expect(InputReader(store: store, spec: until, derived: "out").streams().map(\.name) == ["orders/eu", "orders/us"])
         }
     }
 }

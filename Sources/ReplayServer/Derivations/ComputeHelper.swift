@@ -16,7 +16,7 @@ import ReplayDerive
 /// interpreter is confined to its thread (`JQProgram`), so the helper compiles its own,
 /// on its own thread, and only bytes cross between the two.
 ///
-/// Pages queue up: the runner may submit the next page (`PageAhead`) before it finishes
+/// Pages queue up: the runner may submit the next page (`ComputedPages`) before it finishes
 /// the one before, so that the helper goes on to it while the runner reads and feeds,
 /// which it does alone. The helper takes chunks from the oldest page with any left.
 ///

@@ -35,12 +35,16 @@ struct InputReader {
         if patterns.isEmpty {
             for (name, info) in zip(names, store.infos(names)) { found[name] = info }
         } else {
-            let wanted = Set(names)
+            // A named input is taken by its name, the takeUntil stream by a pattern if one
+            // matches it (then it is an input like the pattern's others).
+            let named = Set(spec.inputs.filter { !StreamPattern.isPattern($0) })
             for info in store.streams {
-                if wanted.contains(info.name) {
+                if named.contains(info.name) {
                     found[info.name] = info
                 } else if !info.isSoftDeleted, info.name != derived, patterns.contains(where: { $0.matches(info.name) }) {
                     matched.append(info)
+                } else if info.name == spec.takeUntil {
+                    found[info.name] = info
                 }
             }
         }
