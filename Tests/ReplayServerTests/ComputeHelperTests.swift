@@ -20,7 +20,7 @@ struct ComputeHelperTests {
             Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) }
         }
         var waited = false
-        let results = helper.computeAll(events) { event in
+        let results = helper.finish(helper.submit(events)) { event in
             // The runner's first chunk waits for the helper to finish one of its own, so
             // that the page is surely shared (a guard of 30 s, not a timing).
             if !waited {
@@ -49,7 +49,7 @@ struct ComputeHelperTests {
             let events = (1...200).map { n in
                 InputEvent(stream: "in", sequence: UInt64(n), millis: 0, payload: Data(#"{"n":\#(page * 1_000 + n)}"#.utf8))
             }
-            let results = helper.computeAll(events) { event in Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) } }
+            let results = helper.finish(helper.submit(events)) { event in Result { () throws(JQProgram.Failure) in try program.run(json: event.payload) } }
             #expect(results.map { (try? $0.get())?.first.map { String(decoding: $0, as: UTF8.self) } } == (1...200).map { "\(page * 1_000 + $0)" })
         }
     }
@@ -80,7 +80,7 @@ struct ComputeHelperTests {
         #expect(texts(results) == (1...640).map { "\(1_000 + $0)" })
 
         helper.discard(helper.submit(page(2_000)))
-        let after = helper.computeAll(page(3_000)) { program.result(json: $0.payload) }
+        let after = helper.finish(helper.submit(page(3_000))) { program.result(json: $0.payload) }
         #expect(texts(after) == (1...640).map { "\(3_000 + $0)" })
     }
 }

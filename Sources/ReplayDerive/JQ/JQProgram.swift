@@ -96,9 +96,7 @@ public final class JQProgram {
     /// Runs the program on one JSON document given as bytes; its outputs, each as compact
     /// JSON. A non-JSON input is a runtime error.
     public func run(json input: some ContiguousBytes) throws(Failure) -> [Data] {
-        var outputs: [Data] = []
-        try forEachOutput(taking: Self.parsed(input)) { value throws(Failure) in outputs.append(Self.dump(value)) }
-        return outputs
+        try run(taking: Self.parsed(input))
     }
 
     /// `run(json:)` with its failure as a value: what a stateless derivation keeps for each
@@ -109,8 +107,13 @@ public final class JQProgram {
 
     /// Runs the program on a value built from parts (scan's `{state, event, stream, seq}`).
     func run(_ input: JQValue) throws(Failure) -> [Data] {
+        try run(taking: input.take())
+    }
+
+    /// The outputs of a run on a value of its own, which the run takes.
+    private func run(taking input: jv) throws(Failure) -> [Data] {
         var outputs: [Data] = []
-        try forEachOutput(input) { value throws(Failure) in outputs.append(Self.dump(value)) }
+        try forEachOutput(taking: input) { value throws(Failure) in outputs.append(Self.dump(value)) }
         return outputs
     }
 
@@ -137,8 +140,8 @@ public final class JQProgram {
         try forEachOutput(taking: input.take(), body)
     }
 
-    /// `forEachOutput` on a value of its own, which the run takes: a stateless program's
-    /// parsed event, with no `JQValue` made for it.
+    /// `forEachOutput` on a value of its own, which the run takes: a parsed event needs no
+    /// `JQValue` made for it.
     private func forEachOutput(taking input: jv, _ body: (jv) throws(Failure) -> Void) throws(Failure) {
         let slot = slot!
         JQWatchdog.shared.begin(slot, state: state!, meter: meter, input: input, budget: budget)

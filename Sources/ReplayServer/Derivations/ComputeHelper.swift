@@ -81,12 +81,6 @@ final class ComputeHelper: @unchecked Sendable {
         thread.start()
     }
 
-    /// Every event's outputs, in order, computed by `compute` on the calling thread and by
-    /// the helper, a chunk at a time each.
-    func computeAll(_ events: [InputEvent], _ compute: (InputEvent) -> Computed) -> [Computed] {
-        finish(submit(events), compute)
-    }
-
     /// Queues `events` for the helper, behind the pages already submitted.
     func submit(_ events: [InputEvent]) -> Page {
         let page = Page(events)

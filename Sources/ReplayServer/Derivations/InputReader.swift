@@ -23,7 +23,7 @@ struct InputReader {
     /// (those created since included), and the takeUntil stream; all of them as one commit
     /// left them, since `next` reads each up to its last event here.
     func streams() -> [StreamInfo] {
-        let names = spec.inputs.filter { !StreamPattern.isPattern($0) } + (spec.takeUntil.map { [$0] } ?? [])
+        let named = spec.inputs.filter { !StreamPattern.isPattern($0) }
         let patterns = spec.inputs.compactMap { input -> StreamPattern? in
             guard StreamPattern.isPattern(input), case .success(let pattern) = StreamPattern.parse(input) else { return nil }
             return pattern
@@ -33,13 +33,14 @@ struct InputReader {
         var found: [String: StreamInfo] = [:]
         var matched: [StreamInfo] = []
         if patterns.isEmpty {
+            let names = named + (spec.takeUntil.map { [$0] } ?? [])
             for (name, info) in zip(names, store.infos(names)) { found[name] = info }
         } else {
             // A named input is taken by its name, the takeUntil stream by a pattern if one
             // matches it (then it is an input like the pattern's others).
-            let named = Set(spec.inputs.filter { !StreamPattern.isPattern($0) })
+            let wanted = Set(named)
             for info in store.streams {
-                if named.contains(info.name) {
+                if wanted.contains(info.name) {
                     found[info.name] = info
                 } else if !info.isSoftDeleted, info.name != derived, patterns.contains(where: { $0.matches(info.name) }) {
                     matched.append(info)
@@ -49,7 +50,7 @@ struct InputReader {
             }
         }
         var all: [StreamInfo] = []
-        for input in spec.inputs where !StreamPattern.isPattern(input) {
+        for input in named {
             if let info = found[input], !info.isSoftDeleted, !all.contains(where: { $0.name == input }) { all.append(info) }
         }
         all += matched.sorted { $0.name < $1.name }
