@@ -7,9 +7,10 @@ import Testing
 
 @testable import ReplayServer
 
-/// A stateless derivation's pages over a real store (`ComputedPages`): the page after the
-/// one handed out is read ahead and taken when the step ended at its end, read again when
-/// it did not, and every page's outputs are the program's for its events, in order.
+/// A derivation's pages over a real store (`ComputedPages`): the page after the one handed
+/// out is read ahead, whatever the program, and taken when the step ended at its end, read
+/// again when it did not; a stateless program's pages' outputs are the program's for their
+/// events, in order.
 @Suite("A derivation's pages read ahead", .timeLimit(.minutes(2)))
 struct ComputedPagesTests {
     /// A store holding `count` events `{"n": i}` in `stream`, and the pages of `program`
@@ -21,9 +22,9 @@ struct ComputedPagesTests {
         let program: JQProgram
         var pages: ComputedPages
 
-        mutating func next(after positions: [String: UInt64]) throws -> (events: [InputEvent], outputs: [String]?) {
+        mutating func next(after positions: [String: UInt64], stateless: Bool = true) throws -> (events: [InputEvent], outputs: [String]?) {
             let program = program
-            let (events, computed) = try pages.next(reader, reader.streams(), after: positions, stateless: true) { event in
+            let (events, computed) = try pages.next(reader, reader.streams(), after: positions, stateless: stateless) { event in
                 program.result(json: event.payload)
             }
             let outputs = computed?.map { result in (try? result.get())?.map { String(decoding: $0, as: UTF8.self) }.joined() ?? "failed" }
@@ -78,5 +79,30 @@ struct ComputedPagesTests {
             #expect(events.contains { $0.stream == "in/b" }, "read again, with the new input")
             #expect(events.filter { $0.stream == "in/a" }.map(\.sequence) == Array(101...180))
         }
+    }
+
+    @Test func aStatefulProgramsNextPageIsReadWhileItComputes() async throws {
+        try await withPages(150, in: "in", inputs: ["in"], program: ".n") { fixture in
+            let (first, outputs) = try fixture.next(after: ["in": 0], stateless: false)
+            #expect(outputs == nil, "a scan's events are computed by the runner, one by one")
+            #expect(first.map(\.sequence) == Array(1...100))
+            #expect(fixture.pages.readAhead == ["in": 100], "the page after it was read meanwhile")
+            // Committed after that read: the page taken is the one read ahead, and the new
+            // event is the next step's.
+            _ = try await fixture.store.append(Data(#"{"n":151}"#.utf8), to: "in")
+            let (second, _) = try fixture.next(after: ["in": 100], stateless: false)
+            #expect(second.map(\.sequence) == Array(101...150))
+            #expect(try fixture.next(after: ["in": 150], stateless: false).events.map(\.sequence) == [151])
+        }
+    }
+
+    @Test func positionsAreEachInputsLastEventComputed() {
+        func event(_ stream: String, _ sequence: UInt64) -> InputEvent {
+            InputEvent(stream: stream, sequence: sequence, millis: 0, payload: Data("{}".utf8))
+        }
+        let merged = [event("a", 1), event("a", 2), event("b", 7), event("a", 3), event("b", 8)]
+        #expect(ComputedPages.positions(after: merged, from: ["a": 0, "c": 5]) == ["a": 3, "b": 8, "c": 5])
+        #expect(ComputedPages.positions(after: merged.prefix(3), from: [:]) == ["a": 2, "b": 7])
+        #expect(ComputedPages.positions(after: [], from: ["a": 4]) == ["a": 4])
     }
 }

@@ -4,16 +4,19 @@ import ReplayStore
 
 /// A derivation's next page of input events and, for a stateless program's page worth
 /// sharing, each event's outputs computed by the runner and its `ComputeHelper`; in a
-/// catch-up, with the page after it already read and handed to the helper.
+/// catch-up, with the page after it already read, or being read.
 ///
-/// Why read ahead: reading a page from the store is a fifth of the runner's work in a
-/// catch-up, and feeding the outputs to the engine a tenth, both on the runner alone; the
-/// helper sat idle through them, half the runner's time. Now the runner reads page N+1
-/// and submits it before it finishes page N, so the helper computes N's last chunks and
-/// then N+1's while the runner feeds N. The page read ahead is taken only if the step
-/// before it ended at its end (the positions it was read after are the derivation's) and
-/// the inputs are the same streams; otherwise it is dropped and read again, so what is
-/// computed is what reading then would have given.
+/// Why read ahead: reading a page from the store is a fifth of a catch-up's work on the
+/// runner's thread, whatever the program, and feeding the outputs to the engine a tenth.
+/// A stateless program's helper sat idle through both; a scan (keyed or not), a window or
+/// a combineLatest computes on the runner alone, which the read held up. So once a page of
+/// a catch-up is handed out, the page after it is read: for a stateless program by the
+/// runner, and submitted to the helper, which computes this page's last chunks and then
+/// that one's while the runner feeds this one; otherwise on a thread of the system's pool
+/// while the runner computes this one (`PageReadAhead`). The page read ahead is taken
+/// only if the step before it ended at its end (the positions it was read after are the
+/// derivation's) and the inputs are the same streams; otherwise it is dropped and read
+/// again, so what is computed is what reading then would have given.
 ///
 /// Not `Sendable`: the runner's own, on its thread.
 struct ComputedPages {
@@ -23,11 +26,15 @@ struct ComputedPages {
     private let budget: JQProgram.Budget
     /// Made at the first page worth sharing.
     private var helper: ComputeHelper?
-    /// The page after the last one handed out, read after `from` from `inputs`.
-    private var ahead: (from: [String: UInt64], inputs: [String], page: ComputeHelper.Page)?
+    /// The page after the last one handed out, being read after `from`.
+    private var ahead: (from: [String: UInt64], read: PageReadAhead)?
 
-    /// The positions the page read ahead was read after, if there is one.
-    var readAhead: [String: UInt64]? { ahead?.from }
+    /// The positions the page read ahead was read after, if it holds events (waits for the
+    /// read).
+    var readAhead: [String: UInt64]? {
+        guard let ahead, let page = ahead.read.wait(), !page.events.isEmpty else { return nil }
+        return ahead.from
+    }
 
     init(program: String, budget: JQProgram.Budget) {
         self.program = program
@@ -35,48 +42,65 @@ struct ComputedPages {
     }
 
     /// The events after `positions` in `inputs` (`reader.streams()`), and their outputs
-    /// if they were computed here (`compute` is the runner's share of the work); `nil`:
-    /// the caller computes them, one by one.
+    /// if they were computed here (`compute` is the runner's share of a stateless
+    /// program's work); `nil`: the caller computes them, one by one.
     mutating func next(
         _ reader: InputReader, _ inputs: [StreamInfo], after positions: [String: UInt64], stateless: Bool,
         compute: (InputEvent) -> Computed
     ) throws(StoreError) -> (events: [InputEvent], computed: [Computed]?) {
-        let names = inputs.map(\.name)
-        var page: ComputeHelper.Page?
+        let shares = stateless && ComputeHelper.isUseful
+        var taken: PageReadAhead.Page?
         if let ahead {
             self.ahead = nil
-            if ahead.from == positions, ahead.inputs == names { page = ahead.page } else { helper?.discard(ahead.page) }
+            let page = ahead.read.wait()
+            if ahead.from == positions, let page, page.inputs == inputs.map(\.name) {
+                taken = page
+            } else if let shared = page?.shared {
+                helper?.discard(shared)
+            }
         }
-        if page == nil {
+        if taken == nil {
             let events = try reader.next(after: positions, in: inputs)
-            guard stateless, ComputeHelper.isUseful, events.count >= ComputeHelper.minimumEvents else { return (events, nil) }
-            if helper == nil { helper = ComputeHelper(program: program, budget: budget) }
-            page = helper!.submit(events)
+            guard events.count >= ComputeHelper.minimumEvents else { return (events, nil) }
+            taken = PageReadAhead.Page(inputs: [], events: events, shared: shares ? sharing().submit(events) : nil)
         }
-        let current = page!
-        readAhead(reader, after: Self.positions(after: current.events, from: positions))
-        return (current.events, helper!.finish(current, compute))
+        let current = taken!
+        if current.events.count >= ComputeHelper.minimumEvents {
+            let after = Self.positions(after: current.events, from: positions)
+            let helper = shares ? sharing() : nil
+            ahead = (after, PageReadAhead(reader, after: after, helper: helper))
+        }
+        guard let shared = current.shared else { return (current.events, nil) }
+        return (current.events, helper!.finish(shared, compute))
     }
 
-    /// Reads the page after `positions` and submits it, if it is one worth sharing (a
-    /// catch-up's). A failed read is left to the next step, which reads again.
-    private mutating func readAhead(_ reader: InputReader, after positions: [String: UInt64]) {
-        // The inputs as they are now, as the step that takes it would see them.
-        let inputs = reader.streams()
-        guard let events = try? reader.next(after: positions, in: inputs), events.count >= ComputeHelper.minimumEvents else { return }
-        ahead = (positions, inputs.map(\.name), helper!.submit(events))
+    /// The helper, made at its first page.
+    private mutating func sharing() -> ComputeHelper {
+        if let helper { return helper }
+        let made = ComputeHelper(program: program, budget: budget)
+        helper = made
+        return made
     }
 
     /// Where a derivation stands once every event of `events`, read after `positions`, is
     /// computed.
     static func positions(after events: some Sequence<InputEvent>, from positions: [String: UInt64]) -> [String: UInt64] {
         var end = positions
-        for event in events { end[event.stream] = event.sequence }
+        // Set once per run of one stream's events rather than per event: a page is mostly
+        // long runs (one input's, all of it), and hashing the name at every event was a
+        // fiftieth of a keyed scan's runner. Names compare by their shared storage first.
+        var run: (stream: String, sequence: UInt64)?
+        for event in events {
+            if let current = run, current.stream != event.stream { end[current.stream] = current.sequence }
+            run = (event.stream, event.sequence)
+        }
+        if let run { end[run.stream] = run.sequence }
         return end
     }
 
-    /// Ends the helper's thread (the runner ended).
+    /// Ends the helper's thread (the runner ended), once the page being read is read.
     func retire() {
+        _ = ahead?.read.wait()
         helper?.retire()
     }
 }

@@ -131,7 +131,8 @@ final class DerivationRunner: @unchecked Sendable {
         var engine: DerivationEngine?
         /// The step computed while the one before it committed, not yet handed over.
         var ahead: DerivationStep?
-        /// Its input's pages, computed on two threads for a stateless program.
+        /// Its input's pages, each read while the one before is computed, and computed on
+        /// two threads for a stateless program.
         var pages = ComputedPages(program: locked { $0.committed.spec.program }, budget: budget)
         defer {
             pages.retire()
@@ -241,7 +242,8 @@ final class DerivationRunner: @unchecked Sendable {
         let reader = InputReader(store: store, spec: derivation.spec, derived: stream)
         let inputs = reader.streams()
         let events: [InputEvent]
-        // A stateless program's page is computed on two threads first, then fed in order
+        // A catch-up's next page is read on another thread meanwhile, and a stateless
+        // program's page is computed on two threads first, then fed in order
         // (`ComputedPages`).
         let computed: [ComputeHelper.Computed]?
         do {
@@ -252,6 +254,9 @@ final class DerivationRunner: @unchecked Sendable {
         }
         var step = DerivationStep(stream: stream, expected: derivation.positions, positions: derivation.positions, state: derivation.state)
         if case .deadLetter(let target) = derivation.spec.onError { step.deadLetterStream = target }
+        // Most programs give at most one output an event: grown from empty, the array was
+        // copied at every doubling.
+        step.outputs.reserveCapacity(min(events.count, Self.maxOutputsPerStep))
         var bytes = 0
         for (index, event) in events.enumerated() {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
