@@ -1,5 +1,6 @@
 import CJQ
 import CJQMeter
+import CJQPlainJSON
 import Foundation
 
 /// One compiled jq program and the interpreter state that runs it (`jq_state`).
@@ -184,8 +185,14 @@ public final class JQProgram {
         }
     }
 
-    /// A value as compact JSON bytes (borrowed: `value` stays the caller's).
+    /// A value as compact JSON bytes (borrowed: `value` stays the caller's): a plain value's
+    /// by `replay_plain_json_print`, every other one's by jq's own printer.
     static func dump(_ value: jv) -> Data {
+        let printed = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { buffer -> Data? in
+            let length = replay_plain_json_print(value, buffer.baseAddress!, Int32(buffer.count))
+            return length < 0 ? nil : Data(bytes: buffer.baseAddress!, count: Int(length))
+        }
+        if let printed { return printed }
         let dumped = jv_dump_string(jv_copy(value), 0)
         defer { jv_free(dumped) }
         return Data(bytes: jv_string_value(dumped), count: Int(jv_string_length_bytes(jv_copy(dumped))))
@@ -205,11 +212,15 @@ public final class JQProgram {
         JQValue(try parsed(bytes))
     }
 
-    /// `parse`'s value, owned by the caller.
+    /// `parse`'s value, owned by the caller: a plain document's by `replay_plain_json_parse`,
+    /// every other one's by jq's own parser (which also words the errors).
     private static func parsed(_ bytes: some ContiguousBytes) throws(Failure) -> jv {
         let value = bytes.withUnsafeBytes { raw -> jv in
             guard let base = raw.baseAddress, raw.count > 0 else { return jv_invalid_with_msg(jv_string("the event is empty, not JSON")) }
-            return jv_parse_sized(base.assumingMemoryBound(to: CChar.self), Int32(clamping: raw.count))
+            let text = base.assumingMemoryBound(to: CChar.self)
+            let length = Int32(clamping: raw.count)
+            let plain = replay_plain_json_parse(text, length)
+            return jv_is_valid(plain) != 0 ? plain : jv_parse_sized(text, length)
         }
         guard jv_is_valid(value) != 0 else {
             let message = jv_invalid_get_msg(value)
