@@ -13,11 +13,12 @@ struct PlainJSONTests {
     /// What each parser makes of `document`: its value as jq prints it, or `nil`; for jq's
     /// parser an invalid document's message instead.
     private static func parsed(_ document: String) -> (plain: String?, jq: String) {
-        let bytes = Array(document.utf8)
+        // With a terminator past its length, so that even an empty document has an address.
+        let bytes = document.utf8CString
+        let length = Int32(bytes.count - 1)
         return bytes.withUnsafeBufferPointer { buffer in
-            let text = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
-            let plain = replay_plain_json_parse(text, Int32(buffer.count))
-            let theirs = jv_parse_sized(text, Int32(buffer.count))
+            let plain = replay_plain_json_parse(buffer.baseAddress!, length)
+            let theirs = jv_parse_sized(buffer.baseAddress!, length)
             return (jv_is_valid(plain) != 0 ? dump(plain) : nil, jv_is_valid(theirs) != 0 ? dump(theirs) : "error: " + message(theirs))
         }
     }
