@@ -13,10 +13,15 @@ import ServiceLifecycle
 /// to a runner's inputs wake it.
 ///
 /// As a service it starts the runners of the stored derivations (eager ones compute at
-/// once, as `replay()` connects) and, at the graceful shutdown, retires them before the
-/// store closes: a step not yet committed is computed again at the next start.
+/// once, as `replay()` connects) and, at the graceful shutdown, retires them and returns
+/// once their threads have ended, so the store closes after their last read: each ends
+/// after the step it is computing (a step not yet committed is computed again at the
+/// next start).
 final class DerivationRegistry: Service, Sendable {
     private let runners = Locked<[String: DerivationRunner]>([:])
+    /// Retired (by a redefinition, a deletion or the shutdown) and maybe still finishing a
+    /// step: the shutdown waits for them.
+    private let retired = Locked<[DerivationRunner]>([])
     private let store: EventStore
     private let logger: Logger
     private let budget: JQProgram.Budget
@@ -51,7 +56,15 @@ final class DerivationRegistry: Service, Sendable {
             defer { runners.removeAll() }
             return Array(runners.values)
         }
-        for runner in retiring { runner.retire() }
+        for runner in retiring { retire(runner) }
+        // The store service stops after this one and closes the store: not before every
+        // runner is done with it.
+        for runner in retired.withLock({ $0 }) { await runner.ended() }
+    }
+
+    /// No runner's thread is left: what the shutdown waits for before the store closes.
+    var hasEnded: Bool {
+        runners.withLock { $0.isEmpty } && retired.withLock { $0.allSatisfy(\.hasEnded) }
     }
 
     /// Checks a definition (its words, then its program, compiled as it will run), then
@@ -138,7 +151,7 @@ final class DerivationRegistry: Service, Sendable {
     }
 
     private func replace(with derivation: Derivation) {
-        runners.withLock { $0.removeValue(forKey: derivation.stream) }?.retire()
+        if let old = runners.withLock({ $0.removeValue(forKey: derivation.stream) }) { retire(old) }
         adopt(derivation)
     }
 
@@ -150,10 +163,19 @@ final class DerivationRegistry: Service, Sendable {
         guard !current.isEmpty else { return }
         for (name, change) in batch.changes {
             if change.info == nil, let gone = runners.withLock({ $0.removeValue(forKey: name) }) {
-                gone.retire()
+                retire(gone)
                 continue
             }
             for runner in current.values where runner.reads(name) { runner.wake() }
+        }
+    }
+
+    /// Retires a runner the registry no longer holds, and keeps it until its thread ends.
+    private func retire(_ runner: DerivationRunner) {
+        runner.retire()
+        retired.withLock { retired in
+            retired.removeAll { $0.hasEnded }
+            retired.append(runner)
         }
     }
 }

@@ -44,6 +44,8 @@ final class DerivationRunner: @unchecked Sendable {
     private let logger: Logger
     private let condition = NSCondition()
     private var control: Control
+    /// Entered while its thread runs: the store must outlive every read and commit of it.
+    private let running = DispatchGroup()
     /// How much one step may carry, so the writer's batches stay small.
     static let maxOutputsPerStep = 4096
     static let maxBytesPerStep = 4 << 20
@@ -69,7 +71,11 @@ final class DerivationRunner: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in run() }
+        running.enter()
+        let thread = Thread { [self] in
+            run()
+            running.leave()
+        }
         thread.name = "replay.derive"
         thread.start()
     }
@@ -84,6 +90,18 @@ final class DerivationRunner: @unchecked Sendable {
     func retire() {
         locked { $0.retired = true }
         condition.broadcast()
+    }
+
+    /// Its thread has ended (or never started).
+    var hasEnded: Bool { running.wait(timeout: .now()) == .success }
+
+    /// Returns once its thread has ended, with its page read ahead and its helper: at
+    /// shutdown the store closes next, and a read still running on a closed database
+    /// reaches SQLite through a connection already freed.
+    func ended() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            running.notify(queue: .global()) { done.resume() }
+        }
     }
 
     /// A subscriber of the derived stream arrived (lazy and refcount derivations compute);
