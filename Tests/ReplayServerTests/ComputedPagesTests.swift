@@ -24,11 +24,11 @@ struct ComputedPagesTests {
 
         mutating func next(after positions: [String: UInt64], stateless: Bool = true) throws -> (events: [InputEvent], outputs: [String]?) {
             let program = program
-            let (events, computed) = try pages.next(reader, reader.streams(), after: positions, stateless: stateless) { event in
+            let page = try pages.next(reader, reader.streams(), after: positions, stateless: stateless) { event in
                 program.result(json: event.payload)
             }
-            let outputs = computed?.map { result in (try? result.get())?.map { String(decoding: $0, as: UTF8.self) }.joined() ?? "failed" }
-            return (events, outputs)
+            let outputs = page.computed?.map { result in (try? result.get())?.map { String(decoding: $0, as: UTF8.self) }.joined() ?? "failed" }
+            return (page.events, outputs)
         }
     }
 

@@ -41,37 +41,53 @@ struct ComputedPages {
         self.budget = budget
     }
 
+    /// A page handed out.
+    struct Page {
+        let events: [InputEvent]
+        /// Each event's outputs, if computed here; `nil`: the caller computes them, one by one.
+        let computed: [Computed]?
+        /// Where the derivation stands once every event is computed, if worked out here
+        /// (for the read ahead).
+        let end: [String: UInt64]?
+    }
+
     /// The events after `positions` in `inputs` (`reader.streams()`), and their outputs
     /// if they were computed here (`compute` is the runner's share of a stateless
-    /// program's work); `nil`: the caller computes them, one by one.
+    /// program's work).
     mutating func next(
         _ reader: InputReader, _ inputs: [StreamInfo], after positions: [String: UInt64], stateless: Bool,
         compute: (InputEvent) -> Computed
-    ) throws(StoreError) -> (events: [InputEvent], computed: [Computed]?) {
+    ) throws(StoreError) -> Page {
         let shares = stateless && ComputeHelper.isUseful
-        var taken: PageReadAhead.Page?
-        if let ahead {
-            self.ahead = nil
-            let page = ahead.read.wait()
-            if ahead.from == positions, let page, page.inputs == inputs.map(\.name) {
-                taken = page
-            } else if let shared = page?.shared {
-                helper?.discard(shared)
-            }
+        let events: [InputEvent]
+        var shared: ComputeHelper.Page?
+        if let page = takeReadAhead(after: positions, inputs: inputs) {
+            events = page.events
+            shared = page.shared
+        } else {
+            events = try reader.next(after: positions, in: inputs)
+            guard events.count >= ComputeHelper.minimumEvents else { return Page(events: events, computed: nil, end: nil) }
+            if shares { shared = sharing().submit(events) }
         }
-        if taken == nil {
-            let events = try reader.next(after: positions, in: inputs)
-            guard events.count >= ComputeHelper.minimumEvents else { return (events, nil) }
-            taken = PageReadAhead.Page(inputs: [], events: events, shared: shares ? sharing().submit(events) : nil)
+        var end: [String: UInt64]?
+        if events.count >= ComputeHelper.minimumEvents {
+            let after = Self.positions(after: events, from: positions)
+            end = after
+            ahead = (after, PageReadAhead(reader, after: after, helper: shares ? sharing() : nil))
         }
-        let current = taken!
-        if current.events.count >= ComputeHelper.minimumEvents {
-            let after = Self.positions(after: current.events, from: positions)
-            let helper = shares ? sharing() : nil
-            ahead = (after, PageReadAhead(reader, after: after, helper: helper))
-        }
-        guard let shared = current.shared else { return (current.events, nil) }
-        return (current.events, helper!.finish(shared, compute))
+        let computed = shared.map { sharing().finish($0, compute) }
+        return Page(events: events, computed: computed, end: end)
+    }
+
+    /// The page read ahead, if it was read where this step begins and over the same
+    /// streams; otherwise dropped, with what the helper was computing of it.
+    private mutating func takeReadAhead(after positions: [String: UInt64], inputs: [StreamInfo]) -> PageReadAhead.Page? {
+        guard let ahead else { return nil }
+        self.ahead = nil
+        let page = ahead.read.wait()
+        if ahead.from == positions, let page, page.inputs == inputs.map(\.name) { return page }
+        if let shared = page?.shared { helper?.discard(shared) }
+        return nil
     }
 
     /// The helper, made at its first page.

@@ -259,13 +259,11 @@ final class DerivationRunner: @unchecked Sendable {
         locked { $0.wakes = 0 }
         let reader = InputReader(store: store, spec: derivation.spec, derived: stream)
         let inputs = reader.streams()
-        let events: [InputEvent]
-        // A catch-up's next page is read on another thread meanwhile, and a stateless
-        // program's page is computed on two threads first, then fed in order
-        // (`ComputedPages`).
-        let computed: [ComputeHelper.Computed]?
+        // A catch-up's next page is read meanwhile, and a stateless program's page is
+        // computed on two threads first, then fed in order (`ComputedPages`).
+        let page: ComputedPages.Page
         do {
-            (events, computed) = try pages.next(reader, inputs, after: derivation.positions, stateless: engine.isStateless, compute: engine.compute)
+            page = try pages.next(reader, inputs, after: derivation.positions, stateless: engine.isStateless, compute: engine.compute)
         } catch {
             logger.warning("derivation could not read its inputs", metadata: ["stream": "\(stream)", "error": "\(error)"])
             return nil
@@ -274,13 +272,14 @@ final class DerivationRunner: @unchecked Sendable {
         if case .deadLetter(let target) = derivation.spec.onError { step.deadLetterStream = target }
         // Most programs give at most one output an event: grown from empty, the array was
         // copied at every doubling.
+        let events = page.events
         step.outputs.reserveCapacity(min(events.count, Self.maxOutputsPerStep))
         var bytes = 0
         for (index, event) in events.enumerated() {
             if step.outputs.count >= Self.maxOutputsPerStep || bytes >= Self.maxBytesPerStep { break }
             do {
                 let outputs: [DerivedOutput]
-                if let computed {
+                if let computed = page.computed {
                     outputs = try engine.feed(event, computed: computed[index])
                 } else {
                     outputs = try engine.feed(event)
@@ -306,8 +305,12 @@ final class DerivationRunner: @unchecked Sendable {
             step.processed += 1
             if engine.isCompleted { break }
         }
-        // Where the events computed leave each input, set once rather than per event.
-        step.positions = ComputedPages.positions(after: events.prefix(Int(step.processed)), from: derivation.positions)
+        // Where the events computed leave each input, set once rather than per event, and
+        // already worked out for the read ahead when the whole page was computed.
+        step.positions =
+            if step.processed == events.count, let end = page.end { end } else {
+                ComputedPages.positions(after: events.prefix(Int(step.processed)), from: derivation.positions)
+            }
         if !engine.isCompleted, let end = Self.end(of: derivation.spec, inputs, step.positions) {
             engine.complete()
             step.terminal = end
