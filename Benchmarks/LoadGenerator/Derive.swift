@@ -23,6 +23,13 @@ extension Scenarios {
         return try deriveLive() + deriveBacklog(replay)
     }
 
+    /// `derive-live`: the live map/filter beside plain publishing, without the backlog: the
+    /// one to repeat when comparing builds on latency.
+    func deriveLiveOnly() throws -> [Figure] {
+        guard system is ReplaySystem else { return [] }
+        return try deriveLive()
+    }
+
     /// `{"t": <send time, ns>, "v": i, "k": i % keys}`.
     private func order(_ i: Int, stamp: UInt64 = 0, keys: Int = 1_000) -> ByteBuffer {
         ByteBuffer(string: #"{"t":\#(stamp),"v":\#(i),"k":"k\#(i % keys)"}"#)
