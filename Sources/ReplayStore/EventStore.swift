@@ -393,7 +393,7 @@ public final class EventStore: Sendable {
     /// public: GRDB's `Database` stays out of the store's API.
     func query<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws -> T {
         guard let sqlite else { throw StoreError.invalidConfig("SQL diagnostics read SQLite stores only") }
-        return try sqlite.pool.read(body)
+        return try sqlite.read(body)
     }
 
     /// The same on the writer's connection, whose settings (`synchronous`) are what a

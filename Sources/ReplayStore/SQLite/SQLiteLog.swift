@@ -12,6 +12,8 @@ final class SQLiteLog: LogDatabase {
     private let lock: ProcessLock
     /// Checkpoints the WAL in the writer's commits, paced by what each costs (`WALCheckpoints`).
     private let checkpoints = WALCheckpoints()
+    /// Reads in flight: the close waits for them (`ReadGate`).
+    private let reads = ReadGate()
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
@@ -107,6 +109,15 @@ final class SQLiteLog: LogDatabase {
         committed.committed(batch, started: started, listeners: listeners)
     }
 
+    /// A read on one of the pool's connections, unless the store is closing: then it is
+    /// refused as GRDB refuses a read of a closed pool.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        guard let result = try reads.pass({ () throws -> T in try pool.read(body) }) else {
+            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "Connection is closed")
+        }
+        return result
+    }
+
     /// Each SQLite transaction ends with its batch: nothing is left open.
     func writerIdle() {}
 
@@ -116,7 +127,7 @@ final class SQLiteLog: LogDatabase {
     ) throws(StoreError) {
         let expiredBy = includingExpired ? Int64.min : Timestamp.millis(now())
         do {
-            try pool.read { db in
+            try read { db in
                 try SQLiteTransaction.forEachEvent(segments, limit: limit, byteBudget: byteBudget, expiredBy: expiredBy, db, body)
             }
         } catch {
@@ -128,7 +139,7 @@ final class SQLiteLog: LogDatabase {
         let expiredBy = Timestamp.millis(now())
         do {
             // The lookup and the read in one read transaction: the event found is the one read.
-            return try pool.read { db in
+            return try read { db in
                 for segment in segments.segments.reversed() {
                     guard let sequence = try Self.newestEvent(of: key.text, in: segment, db) else { continue }
                     var found: StoredEvent?
@@ -170,7 +181,7 @@ final class SQLiteLog: LogDatabase {
 
     func currentEvents(in segments: LogSegments, limit: Int) throws(StoreError) -> [UInt64] {
         do {
-            return try pool.read { db in
+            return try read { db in
                 // Every key whose newest event is in the segment or after it: the keys'
                 // rows, one index range of the stream's.
                 let keys = try db.cachedStatement(
@@ -205,7 +216,7 @@ final class SQLiteLog: LogDatabase {
     func forEachEvent(eachOf reads: [LogSegments], byteBudget: Int, _ body: EventVisitor) throws(StoreError) -> Int {
         let expiredBy = Timestamp.millis(now())
         do {
-            return try pool.read { db in
+            return try read { db in
                 try LogSegments.readEach(reads, byteBudget: byteBudget, body) { read, visit in
                     try SQLiteTransaction.forEachEvent(read, limit: .max, byteBudget: .max, expiredBy: expiredBy, db, visit)
                 }
@@ -217,7 +228,7 @@ final class SQLiteLog: LogDatabase {
 
     func subscriptions(id: String?) throws(StoreError) -> [SubscriptionRow] {
         do {
-            return try pool.read { db in try SQLiteTransaction.subscriptions(id: id, db) }
+            return try read { db in try SQLiteTransaction.subscriptions(id: id, db) }
         } catch {
             throw StoreError(error, path: path)
         }
@@ -225,7 +236,7 @@ final class SQLiteLog: LogDatabase {
 
     func scheduledEvents(of stream: Int64, name: String, limit: Int) throws(StoreError) -> [ScheduledEvent] {
         do {
-            return try pool.read { db in try SQLiteTransaction.scheduledEvents(of: stream, name: name, limit: limit, db) }
+            return try read { db in try SQLiteTransaction.scheduledEvents(of: stream, name: name, limit: limit, db) }
         } catch {
             throw StoreError(error, path: path)
         }
@@ -233,7 +244,7 @@ final class SQLiteLog: LogDatabase {
 
     func lastSourceTick(of stream: Int64) throws(StoreError) -> Int64? {
         do {
-            return try pool.read { db in try SQLiteTransaction.lastSourceTick(of: stream, db) }
+            return try read { db in try SQLiteTransaction.lastSourceTick(of: stream, db) }
         } catch {
             throw StoreError(error, path: path)
         }
@@ -241,7 +252,7 @@ final class SQLiteLog: LogDatabase {
 
     func derivations() throws(StoreError) -> [Derivation] {
         do {
-            return try pool.read { db in try SQLiteTransaction.derivations(db) }
+            return try read { db in try SQLiteTransaction.derivations(db) }
         } catch {
             throw StoreError(error, path: path)
         }
@@ -249,7 +260,7 @@ final class SQLiteLog: LogDatabase {
 
     func firstSequence(of record: Catalog.Record, atOrAfter millis: Int64) throws(StoreError) -> UInt64 {
         do {
-            return try pool.read { db in
+            return try read { db in
                 // The window as of this read (the writer may have moved it since the
                 // catalog snapshot; the search is over what this read sees).
                 let bounds = try Row.fetchOne(db, sql: "SELECT first_seq, last_seq FROM streams WHERE id = ?", arguments: [record.id])
@@ -265,7 +276,7 @@ final class SQLiteLog: LogDatabase {
 
     func compactionRows(of stream: Int64, from: UInt64, through: UInt64, limit: Int) throws(StoreError) -> [CompactionRow] {
         do {
-            return try pool.read { db in try Self.compactionRows(of: stream, from: from, through: through, limit: limit, db) }
+            return try read { db in try Self.compactionRows(of: stream, from: from, through: through, limit: limit, db) }
         } catch {
             throw StoreError(error, path: path)
         }
@@ -301,7 +312,7 @@ final class SQLiteLog: LogDatabase {
 
     func nextExpiry() throws(StoreError) -> Int64? {
         do {
-            return try pool.read { db in
+            return try read { db in
                 try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(expires_at) FROM event_log WHERE expires_at IS NOT NULL"))
             }
         } catch {
@@ -311,7 +322,7 @@ final class SQLiteLog: LogDatabase {
 
     func hole(of stream: Int64, containing sequence: UInt64) throws(StoreError) -> EventHole? {
         do {
-            return try pool.read { db in try EventHoles.hole(of: stream, containing: sequence, db) }
+            return try read { db in try EventHoles.hole(of: stream, containing: sequence, db) }
         } catch {
             throw StoreError(error, path: path)
         }
@@ -325,7 +336,10 @@ final class SQLiteLog: LogDatabase {
     }
 
     func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
-        try OnlineBackup.copy(pool, to: path)
+        guard let copied = try reads.pass({ () throws(StoreError) in try OnlineBackup.copy(pool, to: path) }) else {
+            throw StoreError(DatabaseError(resultCode: .SQLITE_MISUSE, message: "Connection is closed"), path: self.path)
+        }
+        return copied
     }
 
     /// One daemon per file (`ProcessLock`): its sources are its own.
@@ -339,6 +353,7 @@ final class SQLiteLog: LogDatabase {
     /// (`WALFile`), closes the file and releases it for another process (or another store
     /// in this one).
     func close() {
+        reads.close()
         waiting.close()
         alarm.close()
         // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
