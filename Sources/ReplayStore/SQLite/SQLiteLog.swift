@@ -112,11 +112,12 @@ final class SQLiteLog: LogDatabase {
     /// A read on one of the pool's connections, unless the store is closing: then it is
     /// refused as GRDB refuses a read of a closed pool.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        guard let result = try reads.pass({ () throws -> T in try pool.read(body) }) else {
-            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "Connection is closed")
-        }
+        guard let result = try reads.pass({ () throws -> T in try pool.read(body) }) else { throw Self.closedError }
         return result
     }
+
+    /// What a read after the close is refused with: what GRDB answers once its pool is closed.
+    private static var closedError: DatabaseError { DatabaseError(resultCode: .SQLITE_MISUSE, message: "Connection is closed") }
 
     /// Each SQLite transaction ends with its batch: nothing is left open.
     func writerIdle() {}
@@ -337,7 +338,7 @@ final class SQLiteLog: LogDatabase {
 
     func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
         guard let copied = try reads.pass({ () throws(StoreError) in try OnlineBackup.copy(pool, to: path) }) else {
-            throw StoreError(DatabaseError(resultCode: .SQLITE_MISUSE, message: "Connection is closed"), path: self.path)
+            throw StoreError(Self.closedError, path: self.path)
         }
         return copied
     }
