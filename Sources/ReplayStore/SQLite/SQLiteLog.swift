@@ -13,7 +13,7 @@ final class SQLiteLog: LogDatabase {
     /// Checkpoints the WAL in the writer's commits, paced by what each costs (`WALCheckpoints`).
     private let checkpoints = WALCheckpoints()
     /// Reads in flight: the close waits for them (`ReadGate`).
-    private let reads = ReadGate()
+    private let readGate = ReadGate()
     private let listeners: CommitListeners
     private let producers = ProducerTable()
     private let waiting: WaitingMembers
@@ -112,7 +112,7 @@ final class SQLiteLog: LogDatabase {
     /// A read on one of the pool's connections, unless the store is closing: then it is
     /// refused as GRDB refuses a read of a closed pool.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        guard let result = try reads.pass({ () throws -> T in try pool.read(body) }) else { throw Self.closedError }
+        guard let result = try readGate.pass({ () throws -> T in try pool.read(body) }) else { throw Self.closedError }
         return result
     }
 
@@ -337,7 +337,7 @@ final class SQLiteLog: LogDatabase {
     }
 
     func backup(to path: String) throws(StoreError) -> [(stream: String, lastSequence: UInt64)] {
-        guard let copied = try reads.pass({ () throws(StoreError) in try OnlineBackup.copy(pool, to: path) }) else {
+        guard let copied = try readGate.pass({ () throws(StoreError) in try OnlineBackup.copy(pool, to: path) }) else {
             throw StoreError(Self.closedError, path: self.path)
         }
         return copied
@@ -354,7 +354,7 @@ final class SQLiteLog: LogDatabase {
     /// (`WALFile`), closes the file and releases it for another process (or another store
     /// in this one).
     func close() {
-        reads.close()
+        readGate.close()
         waiting.close()
         alarm.close()
         // The writer has stopped (`EventStore.close`): its thread's tables are this one's.
