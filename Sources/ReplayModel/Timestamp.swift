@@ -20,13 +20,14 @@ public enum Timestamp {
         Date(timeIntervalSince1970: TimeInterval(millis) / 1000)
     }
 
-    /// The text of a time stored as milliseconds: digits written in place, no formatter
-    /// (catch-up formats the time of every page's commits).
+    /// The text of a time stored as milliseconds: digits written in place, into the
+    /// string's own storage (its one allocation), no formatter (catch-up formats the time of
+    /// every page's commits, the writer that of every commit).
     public static func format(millis: Int64) -> String {
         var seconds = time_t(millis / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        let text = [UInt8](unsafeUninitializedCapacity: 24) { bytes, count in
+        return String(unsafeUninitializedCapacity: 24) { bytes in
             func put(_ value: Int32, _ digits: Int, at offset: Int) {
                 var value = value
                 for index in stride(from: offset + digits - 1, through: offset, by: -1) {
@@ -48,9 +49,8 @@ public enum Timestamp {
             bytes[19] = 0x2E
             put(Int32(millis % 1000), 3, at: 20)
             bytes[23] = 0x5A
-            count = 24
+            return 24
         }
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// A time as people may give it (`since=`): ISO-8601 UTC with or without fractions of

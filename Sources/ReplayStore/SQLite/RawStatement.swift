@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import ReplayModel
 
 /// A statement prepared (and cached) by GRDB, driven through SQLite's C API.
 ///
@@ -57,6 +58,19 @@ struct RawStatement {
     /// Binds `blob` in place: it must stay valid until the statement runs (`execute`).
     func bind(blob: UnsafeRawBufferPointer, at index: Int32) {
         sqlite3_bind_blob(statement, index, blob.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(blob.count), nil)
+    }
+
+    /// Binds a chain hash in place, as its column holds it (NULL for `.zero`: no event
+    /// yet), for the length of `body`, which runs the statement.
+    func withBound<T>(hash: EventHash, at index: Int32, _ body: () throws -> T) rethrows -> T {
+        guard hash != .zero else {
+            bindNull(at: index)
+            return try body()
+        }
+        return try hash.withUnsafeBytes { bytes in
+            bind(blob: bytes, at: index)
+            return try body()
+        }
     }
 
     /// Runs a statement that returns no rows, with the values bound.

@@ -68,32 +68,39 @@ final class WriteQueue: Sendable {
     /// Runs on the writer queue: batch after batch until nothing is pending. A request
     /// submitted after the last batch was taken schedules the next drain behind this one,
     /// so `idle` always comes before it.
+    ///
+    /// Two arrays take turns: requests arrive in one while the other is committed, and
+    /// the committed one, emptied, is where the next requests arrive. Made afresh for each
+    /// batch, and again for the next requests, they were two allocations a commit, which a
+    /// one-at-a-time publish pays whole; grown from empty on the event loops, under the lock,
+    /// they were reallocated at every doubling.
     private func drain() {
-        var lastSize = 0
-        while let batch = nextBatch(reserving: lastSize) {
-            lastSize = batch.count
+        var batch: [WriteRequest] = []
+        while take(into: &batch) {
             commit(batch)
+            batch.removeAll(keepingCapacity: true)
         }
         idle()
     }
 
-    /// The next batch; the requests after it arrive in an array with room for `capacity`
-    /// (the last batch's size), made here, off the lock. Grown from empty on the event
-    /// loops instead, under the lock, it was reallocated and copied at every doubling: the
-    /// lock's share of an event loop's time went from 7–9 % to 3–4 % with eight connections
-    /// publishing pipelined.
-    private func nextBatch(reserving capacity: Int) -> [WriteRequest]? {
-        var batch: [WriteRequest] = []
-        batch.reserveCapacity(capacity)
-        return state.withLock { state -> [WriteRequest]? in
+    /// The most requests an emptied array keeps room for while the writer is idle: a
+    /// burst's arrays (up to `maxRequests`, 104 bytes a request) are let go.
+    private static let keptCapacity = 1_024
+
+    /// Swaps the next batch into `batch` (empty), whose room the next requests then arrive
+    /// in; `false` once nothing is pending.
+    private func take(into batch: inout [WriteRequest]) -> Bool {
+        state.withLock { state -> Bool in
             guard !state.pending.isEmpty else {
                 state.running = false
-                return nil
+                if state.pending.capacity > Self.keptCapacity { state.pending = [] }
+                if batch.capacity > state.pending.capacity, batch.capacity <= Self.keptCapacity { swap(&batch, &state.pending) }
+                return false
             }
             if state.pending.count <= limits.maxRequests, state.pendingBytes <= limits.maxBytes || state.pending.count == 1 {
                 swap(&batch, &state.pending)
                 state.pendingBytes = 0
-                return batch
+                return true
             }
             // Over a limit: the first requests within it (at least one); the rest wait for
             // the next batch, moved to the front of the array.
@@ -105,10 +112,10 @@ final class WriteQueue: Sendable {
                 count += 1
                 bytes += size
             }
-            let split = Array(state.pending[..<count])
+            batch.append(contentsOf: state.pending[..<count])
             state.pending.removeFirst(count)
             state.pendingBytes -= bytes
-            return split
+            return true
         }
     }
 }
