@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTPTypes
 import ReplayModel
 import ReplayStore
+import ReplaySync
 
 /// A POST to a stream, served on its connection's event loop: the request is handed to the
 /// store's writer from here, and the writer's completion writes the answer from here.
@@ -38,6 +39,14 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let appends: InlineAppends
     private var state: InlineAppendState
     private var context: ChannelHandlerContext?
+    /// The write of the taken POST in the store's hands: one at a time on a connection.
+    private var writing: InlineAppends.Write?
+    /// The store's answer to it, from the writer's thread to the event loop.
+    private let answer = Locked<Result<StreamWriteOutcome, StoreError>?>(nil)
+    /// What the store calls with its answer, made once for the connection: a closure made
+    /// for each POST (over the handler, the write, then the answer) was two allocations.
+    /// It holds the handler, which holds it: `handlerRemoved` breaks the cycle.
+    private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
 
@@ -48,10 +57,17 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let answered: @Sendable () -> Void = { handler.value.answered() }
+        completion = { [answer] result in
+            answer.withLock { $0 = result }
+            handler.eventLoop.execute(answered)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        completion = nil  // a write still in the store's hands keeps the handler until answered
         // A client gone mid-body or before its answer: its request is no longer active.
         state.removed()?.started?.active.decrement()
     }
@@ -105,12 +121,16 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             route(taken, ended: ended, context: context)
             return resume(context: context, routed: true)
         }
-        // The completion captures the handler and the write alone: every value it holds
-        // is one more retain and release per POST.
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer) { result in
-            handler.eventLoop.execute { handler.value.written(result, write) }
-        }
+        guard let completion else { return }
+        writing = write
+        appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer, completion: completion)
+    }
+
+    /// On the event loop: the store answered the write in its hands.
+    private func answered() {
+        guard let write = writing, let result = answer.withLock({ $0.take() }) else { return }
+        writing = nil
+        written(result, write)
     }
 
     /// On the event loop: the store's answer. A refusal is worded as the router words it,
