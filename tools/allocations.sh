@@ -13,7 +13,8 @@
 # take); the script fails naming every path over its budget. CI runs it so, as swift-nio's
 # allocation-counter tests fail a change that makes a hot path allocate more.
 #
-# Paths: a PUB pipelined by one publisher and by 8; an event delivered to each of 10 live
+# Paths: a PUB pipelined by one publisher and by 8; a PUB one at a time, 100 bytes
+# (tools/keyed_publisher.c, --window 1: a commit each); an event delivered to each of 10 live
 # socket subscribers (less the publish); an HTTP POST (wrk, 16 connections, 100 bytes);
 # an SSE event to each of 20 readers (less the publish); a group's hand-out and ACK
 # (the Python client's worker, one ACK per event).
@@ -29,6 +30,7 @@ bin=.build/release
 dir=$(mktemp -d)
 trap '[ -n "${pid:-}" ] && kill -TERM "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 cc -O2 -shared -fPIC -o "$dir/malloc_count.so" tools/malloc_count.c
+cc -O2 -o "$dir/keyed_publisher" tools/keyed_publisher.c
 
 port=$((20000 + RANDOM % 20000))
 MALLOC_COUNT="$dir/count" LD_PRELOAD="$dir/malloc_count.so" \
@@ -75,6 +77,13 @@ done
 wait "${drivers[@]}"
 after=$(total)
 row "PUB, 8 pipelined publishers" "$events" $(( after - before ))
+
+# One at a time, each PUB waiting for its +OK: every PUB is a commit of its own, and pays
+# all of a commit's own allocations (the transaction, the stream's row, the hand-overs).
+single=$(( events / 100 ))
+"$dir/keyed_publisher" "$dir/s" single 200 0 --window 1 --size 100 >/dev/null
+before=$(total); "$dir/keyed_publisher" "$dir/s" single "$single" 0 --window 1 --size 100 >/dev/null; after=$(total)
+row "PUB, one at a time (a commit each)" "$single" $(( after - before ))
 
 subscribers=10
 drivers=()
