@@ -493,6 +493,9 @@ struct ConsumerGroupTests {
                 guard case .error(let error) = try await client.expectFrame() else { throw TestFailure("expected -ERR") }
                 #expect(error.code == .groupConflict && error.message.contains("jobs/b"))
                 #expect(try await json(client, .groups(stream: "jobs/a"), as: [GroupDescription].self).isEmpty)
+                // The refused SUB's id is free again for the next.
+                try await client.send("SUB jobs/* all all group=g ack_wait=3600\r\n")
+                #expect(try await client.expectFrame() == .ok)
             }
         }
     }

@@ -106,10 +106,10 @@ extension Connection {
                     let settings: GroupSettings
                     switch await joined.value {
                     case .success(let group): settings = group.settings
-                    case .failure(let error): return replies.fill(slot, with: .error(error))
+                    case .failure(let error): return refuse(sid, token: token, slot: slot, error)
                     }
                     guard let hub = context.hubs[stream] else {
-                        return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
+                        return refuse(sid, token: token, slot: slot, ReplayError(StoreError.unknownStream(stream)))
                     }
                     guard await answerOK(slot, phase: phase) else { return }
                     let lease = context.lease(stream)
@@ -142,7 +142,7 @@ extension Connection {
                 context.hubs.unwatch(begun.token)
                 let error = StoreError.groupConflict(
                     stream: hub.name, group: options.group, setting: conflict.setting, current: conflict.current, asked: conflict.asked)
-                return replies.fill(slot, with: .error(ReplayError(error)))
+                return refuse(sid, token: nil, slot: slot, ReplayError(error))
             }
         }
         let starting = SubscriptionStart(context: context)
@@ -162,7 +162,7 @@ extension Connection {
                     for (hub, joined) in joins {
                         switch await joined.value {
                         case .success: ready.append(hub)
-                        case .failure(let error): return replies.fill(slot, with: .error(error))
+                        case .failure(let error): return refuse(sid, token: token, slot: slot, error)
                         }
                     }
                     guard await answerOK(slot, phase: phase) else { return }

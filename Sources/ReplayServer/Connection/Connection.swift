@@ -194,9 +194,9 @@ final class Connection: Sendable {
             do throws(JQProgram.Failure) {
                 filter = try EventFilter(program, budget: context.configuration.programBudget)
             } catch {
-                // The id the state machine reserved is freed with the refusal.
-                if let sid = Self.sid(of: subscription) { state.withLock { $0.subscriptionEnded(sid) } }
-                return replies.fill(slot, with: .error(ReplayError(.invalidConfig, "the filter is refused: \(error.message)")))
+                let refusal = ReplayError(.invalidConfig, "the filter is refused: \(error.message)")
+                guard let sid = Self.sid(of: subscription) else { return replies.fill(slot, with: .error(refusal)) }
+                return refuse(sid, token: nil, slot: slot, refusal)
             }
             let inner = Self.parts(of: subscription)
             subscribe(
@@ -280,7 +280,7 @@ final class Connection: Sendable {
             _ = state.started(sid) { token in
                 let task = Task { [self] in
                     await runSubscription(
-                        stream: stream, sid: sid, position: position, slot: slot,
+                        stream: stream, sid: sid, token: token, position: position, slot: slot,
                         phase: phase, output: output, credit: credit, filter: filter, hashes: hashes)
                     phase.enter(.finished)
                     subscriptionFinished(sid, token: token)
@@ -316,7 +316,7 @@ final class Connection: Sendable {
     }
 
     private func runSubscription(
-        stream: String, sid: String, position: Pending<Result<StartPoint, ReplayError>>,
+        stream: String, sid: String, token: UInt64, position: Pending<Result<StartPoint, ReplayError>>,
         slot: ReplyOrder.Slot,
         phase: SubscriptionPhase,
         output: SubscriberOutput,
@@ -327,10 +327,10 @@ final class Connection: Sendable {
         let start: StartPoint
         switch await position.value {
         case .success(let resolved): start = resolved
-        case .failure(let error): return replies.fill(slot, with: .error(error))
+        case .failure(let error): return refuse(sid, token: token, slot: slot, error)
         }
         guard let hub = context.hubs[stream] else {
-            return replies.fill(slot, with: .error(ReplayError(StoreError.unknownStream(stream))))
+            return refuse(sid, token: token, slot: slot, ReplayError(StoreError.unknownStream(stream)))
         }
         guard await answerOK(slot, phase: phase) else { return }
         // A lazy or refcount source connects for its first subscriber (after +OK, so the
@@ -360,6 +360,16 @@ final class Connection: Sendable {
     /// unless it was already unsubscribed and reused.
     func subscriptionFinished(_ sid: String, token: UInt64) {
         state.withLock { $0.subscriptionEnded(sid, token: token) }
+    }
+
+    /// A SUB refused after the state machine reserved its id (an unknown stream, a bad
+    /// start, a group's settings): the id is freed before the refusal is written, so a
+    /// client that reads the refusal may use the id again at once. Freed after, as the
+    /// subscription's task ends, a SUB sent on reading it could find the id still in use.
+    /// `token`: the subscription's, once its task was registered (`nil`: not yet).
+    func refuse(_ sid: String, token: UInt64?, slot: ReplyOrder.Slot, _ error: ReplayError) {
+        state.withLock { $0.subscriptionEnded(sid, token: token) }
+        replies.fill(slot, with: .error(error))
     }
 
     private func stopSubscriptions() {
