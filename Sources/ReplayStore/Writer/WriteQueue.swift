@@ -11,16 +11,39 @@ final class WriteQueue: Sendable {
     }
 
     private struct State {
-        /// In arrival order. A batch that takes all of it (the usual case) swaps the array
-        /// out whole, so each request moves into its batch: taking them one by one copied
-        /// every request once more, a retain and a release of each of its references, a
-        /// twentieth of the daemon's CPU when eight connections publish pipelined.
+        /// In arrival order, within the limits. A batch that takes all of it (the usual
+        /// case) swaps the array out whole, so each request moves into its batch: taking
+        /// them one by one copied every request once more, a retain and a release of each
+        /// of its references, a twentieth of the daemon's CPU when eight connections
+        /// publish pipelined.
         var pending: [WriteRequest] = []
-        /// The payload bytes of `pending`, kept as requests arrive, so that a batch which
-        /// fits is known without walking the requests.
+        /// The payload bytes of `pending`, kept as requests arrive, so that the limits are
+        /// known without walking the requests.
         var pendingBytes = 0
+        /// Whole batches ahead of `pending`, oldest first: a request that would take
+        /// `pending` past a limit seals it here and starts the next. Cut out of one longer
+        /// array instead, a batch copied each of its requests and moved the rest to the
+        /// front, under the lock the event loops submit through (with eight publishers of
+        /// 4,096 PUBs a write, 5 % of the writer's time).
+        var sealed: [[WriteRequest]] = []
+        /// An emptied batch's array, the room the next `pending` starts in.
+        var spare: [WriteRequest] = []
         var running = false
         var closed = false
+
+        mutating func append(_ request: WriteRequest, limits: Limits) {
+            let size = request.payloadSize
+            if !pending.isEmpty, pending.count >= limits.maxRequests || pendingBytes + size > limits.maxBytes { seal() }
+            pending.append(request)
+            pendingBytes += size
+        }
+
+        private mutating func seal() {
+            swap(&spare, &pending)
+            sealed.append(spare)
+            spare = []
+            pendingBytes = 0
+        }
     }
 
     private let state = Locked(State())
@@ -43,8 +66,7 @@ final class WriteQueue: Sendable {
     func submit(_ request: WriteRequest) {
         let (accepted, start) = state.withLock { state -> (Bool, Bool) in
             guard !state.closed else { return (false, false) }
-            state.pending.append(request)
-            state.pendingBytes += request.payloadSize
+            state.append(request, limits: limits)
             guard !state.running else { return (true, false) }
             state.running = true
             return (true, true)
@@ -55,7 +77,7 @@ final class WriteQueue: Sendable {
 
     /// Whether requests are waiting for the next batch.
     var hasPending: Bool {
-        state.withLock { !$0.pending.isEmpty }
+        state.withLock { !$0.pending.isEmpty || !$0.sealed.isEmpty }
     }
 
     /// Refuses new requests, then waits until everything queued has been committed.
@@ -69,11 +91,11 @@ final class WriteQueue: Sendable {
     /// submitted after the last batch was taken schedules the next drain behind this one,
     /// so `idle` always comes before it.
     ///
-    /// Two arrays take turns: requests arrive in one while the other is committed, and
-    /// the committed one, emptied, is where the next requests arrive. Made afresh for each
-    /// batch, and again for the next requests, they were two allocations a commit, which a
-    /// one-at-a-time publish pays whole; grown from empty on the event loops, under the lock,
-    /// they were reallocated at every doubling.
+    /// Arrays take turns: requests arrive in one while another is committed, and the
+    /// committed one, emptied, is where later requests arrive. Made afresh for each batch,
+    /// and again for the requests after it, they were two allocations a commit, which a
+    /// one-at-a-time publish pays whole; grown from empty on the event loops, under the
+    /// lock, they were reallocated at every doubling.
     private func drain() {
         var batch: [WriteRequest] = []
         while take(into: &batch) {
@@ -87,34 +109,24 @@ final class WriteQueue: Sendable {
     /// burst's arrays (up to `maxRequests`, 104 bytes a request) are let go.
     private static let keptCapacity = 1_024
 
-    /// Swaps the next batch into `batch` (empty), whose room the next requests then arrive
-    /// in; `false` once nothing is pending.
+    /// Puts the next batch in `batch` (which comes emptied, its room kept for the requests
+    /// after it); `false` once nothing is pending.
     private func take(into batch: inout [WriteRequest]) -> Bool {
         state.withLock { state -> Bool in
+            if !state.sealed.isEmpty {
+                if batch.capacity > state.spare.capacity { swap(&batch, &state.spare) }
+                batch = state.sealed.removeFirst()
+                return true
+            }
             guard !state.pending.isEmpty else {
                 state.running = false
                 if state.pending.capacity > Self.keptCapacity { state.pending = [] }
                 if batch.capacity > state.pending.capacity, batch.capacity <= Self.keptCapacity { swap(&batch, &state.pending) }
+                state.spare = []
                 return false
             }
-            if state.pending.count <= limits.maxRequests, state.pendingBytes <= limits.maxBytes || state.pending.count == 1 {
-                swap(&batch, &state.pending)
-                state.pendingBytes = 0
-                return true
-            }
-            // Over a limit: the first requests within it (at least one); the rest wait for
-            // the next batch, moved to the front of the array.
-            var count = 0
-            var bytes = 0
-            for index in state.pending.indices {
-                let size = state.pending[index].payloadSize
-                guard count < limits.maxRequests, count == 0 || bytes + size <= limits.maxBytes else { break }
-                count += 1
-                bytes += size
-            }
-            batch.append(contentsOf: state.pending[..<count])
-            state.pending.removeFirst(count)
-            state.pendingBytes -= bytes
+            swap(&batch, &state.pending)
+            state.pendingBytes = 0
             return true
         }
     }
