@@ -102,9 +102,12 @@ final class InlineAppends: Sendable {
 
     /// Writes the answer to a written POST; returns its status.
     func answer(_ outcome: StreamWriteOutcome, _ write: Write, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
-        let response = endpoint.appended(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
-        send(response.status, response.headers, body: nil, head: head, context: context)
-        return response.status
+        var (status, headers) = endpoint.appendedAnswer(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+        // No body, as hummingbird's `Response` says for the router (a 200 without it would
+        // be sent chunked).
+        headers[.contentLength] = "0"
+        send(status, headers, body: nil, head: head, context: context)
+        return status
     }
 
     /// Writes a refused POST's answer, as the router would; returns its status.
@@ -118,11 +121,13 @@ final class InlineAppends: Sendable {
         return problem.status
     }
 
-    private func send(_ status: HTTPResponse.Status, _ headers: HTTPFields, body: ByteBuffer?, head: HTTPRequest, context: ChannelHandlerContext) {
-        var fields = headers
-        FrontDoorResponder.addHeaders(to: &fields, origin: head.headerFields.value(.origin), settings: settings)
-        fields[HTTPField.Name.date] = HTTPDate.now
-        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: status, headerFields: fields))), promise: nil)
+    /// `headers` is consumed: the door's fields are added in place, not to a copy.
+    private func send(
+        _ status: HTTPResponse.Status, _ headers: consuming HTTPFields, body: ByteBuffer?, head: HTTPRequest, context: ChannelHandlerContext
+    ) {
+        FrontDoorResponder.addHeaders(to: &headers, origin: head.headerFields.value(.origin), settings: settings)
+        headers[HTTPField.Name.date] = HTTPDate.now
+        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: status, headerFields: headers))), promise: nil)
         if let body { context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil) }
         guard Self.closes(head) else {
             context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)

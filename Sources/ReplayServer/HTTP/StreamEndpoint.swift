@@ -256,7 +256,20 @@ struct StreamEndpoint: Sendable {
 
     /// The answer to a POST that was written.
     func appended(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool) -> Response {
+        let answer = appendedAnswer(outcome, producer: producer, storedNothing: storedNothing)
+        return Response(status: answer.status, headers: answer.headers)
+    }
+
+    /// `appended`'s status and fields, for a door that writes them itself (an inline POST,
+    /// `InlineAppends`). The fields have room for what the door adds (its own, `Date`, CORS):
+    /// grown one field at a time, they were reallocated three times for every POST.
+    func appendedAnswer(
+        _ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool
+    ) -> (
+        status: HTTPResponse.Status, headers: HTTPFields
+    ) {
         var fields = HTTPFields()
+        fields.reserveCapacity(Self.answerFields)
         let status: HTTPResponse.Status
         switch outcome {
         case .appended(let after), .created(let after):
@@ -274,8 +287,13 @@ struct StreamEndpoint: Sendable {
             fields[.producerEpoch] = String(producer.epoch)
             fields[.producerSeq] = String(outcome.producerSequence ?? producer.sequence)
         }
-        return Response(status: status, headers: fields)
+        return (status, fields)
     }
+
+    /// The most fields an append's answer carries: its offset, a producer's two, the
+    /// stream's closure (two) and expiry, `Content-Length`, and the door's
+    /// (`X-Content-Type-Options`, `Cross-Origin-Resource-Policy`, `Date`, CORS's three).
+    private static let answerFields = 13
 
     /// A refused append's answer, as the table gives it; a closed stream's also says where
     /// its tail is. (Also the answer of an inline POST, `InlineAppendHandler`.)
