@@ -121,7 +121,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             route(taken, ended: ended, context: context)
             return resume(context: context, routed: true)
         }
-        guard let completion else { return }
+        // Only a handler no longer in its pipeline has none; the POST is then dropped.
+        guard let completion else { return decided(.refused(.internal("the connection closed"))) }
         writing = write
         appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer, completion: completion)
     }
