@@ -42,10 +42,11 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The write of the taken POST in the store's hands: one at a time on a connection.
     private var writing: InlineAppends.Write?
     /// The store's answer to it, from the writer's thread to the event loop.
-    private let answer = Locked<Result<StreamWriteOutcome, StoreError>?>(nil)
-    /// What the store calls with its answer, made once for the connection: a closure made
-    /// for each POST (over the handler, the write, then the answer) was two allocations.
-    /// It holds the handler, which holds it: `handlerRemoved` breaks the cycle.
+    private var answer: Locked<Result<StreamWriteOutcome, StoreError>?>?
+    /// What the store calls with its answer, made once for the connection, at its first
+    /// taken POST (`completion(on:)`): a closure made for each POST (over the handler, the
+    /// write, then the answer) was two allocations. It holds the handler, which holds it:
+    /// `handlerRemoved` breaks the cycle.
     private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
@@ -57,12 +58,22 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+    }
+
+    /// The connection's completion, made at its first taken POST: a connection that never
+    /// posts (an SSE reader's, held for hours) does not carry the answer's slot, which has
+    /// room for a write's outcome (about 500 bytes), nor the two closures.
+    private func completion(on eventLoop: any EventLoop) -> @Sendable (Result<StreamWriteOutcome, StoreError>) -> Void {
+        if let completion { return completion }
+        let slot = Locked<Result<StreamWriteOutcome, StoreError>?>(nil)
+        let handler = NIOLoopBound(self, eventLoop: eventLoop)
         let answered: @Sendable () -> Void = { handler.value.answered() }
-        completion = { [answer] result in
-            answer.withLock { $0 = result }
+        let completion: @Sendable (Result<StreamWriteOutcome, StoreError>) -> Void = { result in
+            slot.withLock { $0 = result }
             handler.eventLoop.execute(answered)
         }
+        (answer, self.completion) = (slot, completion)
+        return completion
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -121,15 +132,16 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             route(taken, ended: ended, context: context)
             return resume(context: context, routed: true)
         }
-        // Only a handler no longer in its pipeline has none; the POST is then dropped.
-        guard let completion else { return decided(.refused(.internal("the connection closed"))) }
+        // A handler no longer in its pipeline makes no completion (nothing would break the
+        // cycle again): the POST is dropped, as one whose client left.
+        guard self.context != nil else { return decided(.refused(.internal("the connection closed"))) }
         writing = write
-        appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer, completion: completion)
+        appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer, completion: completion(on: context.eventLoop))
     }
 
     /// On the event loop: the store answered the write in its hands.
     private func answered() {
-        guard let write = writing, let result = answer.withLock({ $0.take() }) else { return }
+        guard let write = writing, let result = answer?.withLock({ $0.take() }) else { return }
         writing = nil
         written(result, write)
     }
