@@ -142,8 +142,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
-                // The HTTP parts hummingbird's channels carry (`RequestHeadDeadline`).
+                // The HTTP parts hummingbird's channels carry (`RequestHeadDeadline`), and the
+                // HTTP/1 pipeline of `HTTP1Door`, built as hummingbird builds it.
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -49,7 +49,8 @@ struct ServiceManagerTests {
             try await client.create(
                 "env", source: "echo \"${NOTIFY_SOCKET:-none} ${WATCHDOG_USEC:-none} ${LISTEN_FDS:-none}\" > \(marker); echo done",
                 connect: "eager")
-            try await eventually("the source to run") { FileManager.default.fileExists(atPath: marker) }
+            // Written whole: the shell creates the file empty before `echo` writes its line.
+            try await eventually("the source to run") { (try? String(contentsOfFile: marker, encoding: .utf8))?.hasSuffix("\n") == true }
             #expect(try String(contentsOfFile: marker, encoding: .utf8) == "none none none\n")
             try await eventually("a status with the stream and the connection") {
                 heard.value.contains { $0.contains("STATUS=1 streams, 1 socket connections") }

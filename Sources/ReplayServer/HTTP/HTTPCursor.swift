@@ -159,10 +159,47 @@ struct HTTPCursor: Sendable {
     /// connection task keeps, for as long as it is open, the slabs its deepest call needed.)
     @inline(never)
     mutating func chunk() async throws -> Chunk {
+        try await chunk(continuing: Partial())
+    }
+
+    /// A chunk begun from the hub's memory (`chunkFromMemory`), finished from the store.
+    @inline(never)
+    mutating func chunk(continuing partial: Partial) async throws -> Chunk {
         if let failure { throw failure }
-        let chunk = try await collect()
+        let chunk = try await collect(partial)
         count(chunk)
         return chunk
+    }
+
+    /// A chunk that the store must finish, and what it may still take.
+    struct Partial: Sendable {
+        var chunk = Chunk()
+        var budget = HTTPCursor.chunkBytes
+    }
+
+    /// What `chunkFromMemory` found.
+    enum FromMemory {
+        /// The whole chunk.
+        case chunk(Chunk)
+        /// What the hub's memory held before events only the store holds (maybe nothing):
+        /// `chunk(continuing:)` finishes it, so that a chunk is cut where it would be
+        /// read whole.
+        case partial(Partial)
+    }
+
+    /// The next chunk from the hub's memory, without an async call, as far as the memory
+    /// holds it (a live reader's every step; `ParkedEventStream` takes it so).
+    mutating func chunkFromMemory() throws -> FromMemory {
+        if let failure { throw failure }
+        var partial = Partial()
+        while partial.budget > 0, partial.chunk.sizes.count < Self.chunkEvents {
+            guard let step = cursor.moveFromMemory(limit: Self.chunkEvents - partial.chunk.sizes.count, byteBudget: partial.budget) else {
+                return .partial(partial)
+            }
+            if try take(step, into: &partial.chunk, budget: &partial.budget) { break }
+        }
+        count(partial.chunk)
+        return .chunk(partial.chunk)
     }
 
     @inline(never)
@@ -170,9 +207,8 @@ struct HTTPCursor: Sendable {
         cursor.hub.delivered(events: chunk.sizes.count, bytes: chunk.bytes.readableBytes)
     }
 
-    private mutating func collect() async throws -> Chunk {
-        var chunk = Chunk()
-        var budget = Self.chunkBytes
+    private mutating func collect(_ partial: Partial) async throws -> Chunk {
+        var (chunk, budget) = (partial.chunk, partial.budget)
         while budget > 0, chunk.sizes.count < Self.chunkEvents {
             let step: LogCursor<PooledStore, Payloads>.Move
             do {

@@ -91,7 +91,8 @@ public struct HTTPFrontDoor: Service {
         let result: Result<T, any Error>
         do {
             let (server, reloads) = try server(
-                inline: InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter))
+                inline: InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter),
+                eventStreams: ParkedEventStreams(endpoint: endpoint, settings: settings, metrics: requestMetrics))
             defer { reloads?.cancel() }
             let responder = FrontDoorResponder(
                 router: router(subscriptions: subscriptions).buildResponder(), settings: settings, logger: logger, limiter: limiter,
@@ -158,7 +159,7 @@ public struct HTTPFrontDoor: Service {
 
     /// The listener: its connection budget and request-head deadline, the inline appends,
     /// and TLS where configured (with the task that reloads its certificate on SIGHUP).
-    private func server(inline: InlineAppends) throws -> (HTTPServerBuilder, reloads: Task<Void, Never>?) {
+    private func server(inline: InlineAppends, eventStreams: ParkedEventStreams) throws -> (HTTPServerBuilder, reloads: Task<Void, Never>?) {
         // With TLS: HTTP/2 and HTTP/1.1 by ALPN on the one port (a browser opens at most six
         // HTTP/1.1 connections per origin, so a page with more live streams needs HTTP/2),
         // and nothing in plain text. A certificate renewed on disk is taken on SIGHUP.
@@ -168,16 +169,19 @@ public struct HTTPFrontDoor: Service {
             logger: logger)
         let headerTimeout = TimeAmount(settings.headerTimeout)
         let inlineAppends = settings.tokenKeys == nil
-        let streams = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestHeadDeadline(timeout: headerTimeout), EventStreamHangUp()] + (inlineAppends ? [InlineAppendHandler(inline)] : [])
-        )
+        let handlers: @Sendable () -> [any RemovableChannelHandler] = {
+            [RequestHeadDeadline(timeout: headerTimeout), EventStreamHangUp()] + (inlineAppends ? [InlineAppendHandler(inline)] : [])
+        }
         logger.info("http: at most \(budget.limit) connections, request heads within \(settings.headerTimeout)")
         guard let tls = settings.tls else {
+            let eventStreams = eventStreams.isOn ? eventStreams : nil
             let server = HTTPServerBuilder { responder in
-                GuardedChildChannel(inner: HTTP1Channel(responder: responder, configuration: streams), budget: budget)
+                GuardedChildChannel(
+                    inner: HTTP1Door(responder: responder, additionalChannelHandlers: handlers, eventStreams: eventStreams), budget: budget)
             }
             return (server, nil)
         }
+        let streams = HTTP1Channel.Configuration(additionalChannelHandlers: handlers())
         let configuration = try tls.configuration()
         let http2 = HTTP2UpgradeChannel.Configuration(idleTimeout: settings.idleTimeout, streamConfiguration: streams)
         let server = HTTPServerBuilder { responder in

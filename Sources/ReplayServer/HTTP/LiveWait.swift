@@ -26,11 +26,27 @@ enum LiveWait: Sendable {
         defer { interrupt?.detach(race) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                race.start(continuation, hub: watched.hub, after: watched.after, timeout: timeout, parked: parked)
+                race.start(.task(continuation), hub: watched.hub, after: watched.after, timeout: timeout, parked: parked)
             }
         } onCancel: {
             race.finish(.timedOut)
         }
+    }
+
+    /// The same wait for a reader with no task (`ParkedEventStream`): `then` is called once
+    /// with its outcome, on the thread that decided it (the writer's for a commit, an event
+    /// loop's for a deadline or a close), so it must only hand the reader's next step on.
+    static func park(
+        on watched: (hub: StreamHub, after: UInt64), timeout: Duration, parked: ParkedReads, interrupt: WaitInterrupt,
+        then resume: @escaping @Sendable (LiveWait) -> Void
+    ) {
+        let race = Race()
+        guard interrupt.attach(race) else { return resume(.connectionClosed) }
+        race.start(
+            .callback { outcome in
+                interrupt.detach(race)
+                resume(outcome)
+            }, hub: watched.hub, after: watched.after, timeout: timeout, parked: parked)
     }
 }
 
@@ -77,9 +93,22 @@ extension LiveWait {
     /// One wait's outcome, decided once, by whichever of its wake-ups comes first; the others
     /// are withdrawn.
     final class Race: Sendable {
+        /// Who waits: a task, or a reader with no task of its own.
+        enum Waiter: Sendable {
+            case task(CheckedContinuation<LiveWait, Never>)
+            case callback(@Sendable (LiveWait) -> Void)
+
+            func resume(_ outcome: LiveWait) {
+                switch self {
+                case .task(let continuation): continuation.resume(returning: outcome)
+                case .callback(let resume): resume(outcome)
+                }
+            }
+        }
+
         private struct State {
             var outcome: LiveWait?
-            var continuation: CheckedContinuation<LiveWait, Never>?
+            var waiter: Waiter?
             var deadline: (parked: ParkedReads, ticket: ParkedReads.Ticket)?
             var ticket: (hub: StreamHub, id: UInt64)?
         }
@@ -87,14 +116,14 @@ extension LiveWait {
         private let state = Locked(State())
 
         func start(
-            _ continuation: CheckedContinuation<LiveWait, Never>, hub: StreamHub, after sequence: UInt64, timeout: Duration, parked: ParkedReads
+            _ waiter: Waiter, hub: StreamHub, after sequence: UInt64, timeout: Duration, parked: ParkedReads
         ) {
             // Shutdown or cancellation may have come first.
             if let outcome = state.withLock({ state in
-                if state.outcome == nil { state.continuation = continuation }
+                if state.outcome == nil { state.waiter = waiter }
                 return state.outcome
             }) {
-                return continuation.resume(returning: outcome)
+                return waiter.resume(outcome)
             }
             guard let deadline = parked.park(self, timeout: timeout) else { return finish(.shuttingDown) }
             let id = hub.onCommit(after: sequence) { self.finish(.committed) }
@@ -120,7 +149,7 @@ extension LiveWait {
             guard let taken else { return }
             if let deadline = taken.deadline { deadline.parked.leave(deadline.ticket) }
             if let ticket = taken.ticket { ticket.hub.stopWaiting(ticket.id) }
-            taken.continuation?.resume(returning: outcome)
+            taken.waiter?.resume(outcome)
         }
     }
 }

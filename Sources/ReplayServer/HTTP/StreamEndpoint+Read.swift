@@ -107,6 +107,18 @@ extension StreamEndpoint {
         return .read(hub, query)
     }
 
+    /// An SSE read of `name` as a reader with no task serves it (`ParkedEventStreams`):
+    /// its response's fields and its feed; `nil` for any other read, and for one the router
+    /// refuses or must expire, which then goes on to the router to be answered.
+    func parkedEventStream(_ name: String, query: FlatDictionary<Substring, Substring>) -> (HTTPFields, DurableStreamsFeed)? {
+        guard let query = try? ReadQuery(query, budget: programBudget), query.live == .sse, let hub = try? liveHub(name),
+            let position = try? position(query, hub.info)
+        else { return nil }
+        store.noteRead(name)
+        let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter, keys: query.keys)
+        return eventStream(cursor, info: hub.info, clientCursor: query.cursor)
+    }
+
     /// Where the read starts: after the event the offset names.
     private func position(_ query: ReadQuery, _ info: StreamInfo) throws -> UInt64 {
         switch query.offset {

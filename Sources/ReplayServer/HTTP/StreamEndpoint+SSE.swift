@@ -13,15 +13,23 @@ extension StreamEndpoint {
     /// `closed`: the connection's close, which ends the response at once (a parked reader
     /// would find it only at its next write).
     func sse(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?, closed: EventLoopFuture<Void>) -> Response {
+        let (fields, feed) = eventStream(start, info: info, clientCursor: clientCursor)
+        return Response(status: .ok, headers: fields, body: SSEReader.body(feed, parked: parked, closed: closed, lease: leases.lease(info.name)))
+    }
+
+    /// An SSE response's fields and its feed, however it is served: in a connection's task
+    /// (`SSEReader`) or with no task (`ParkedEventStream`).
+    func eventStream(_ start: HTTPCursor, info: StreamInfo, clientCursor: UInt64?) -> (HTTPFields, DurableStreamsFeed) {
         let encoding = SSEFrame.Encoding(info)
         var fields = HTTPFields()
+        fields.reserveCapacity(8)
         fields[.contentType] = "text/event-stream"
         fields[.cacheControl] = "no-cache"
         if encoding == .base64 { fields[.streamSSEDataEncoding] = "base64" }
         let feed = DurableStreamsFeed(
             cursor: start, encoding: encoding, clientCursor: clientCursor, keepAlive: settings.longPollTimeout,
             deadline: settings.sseDuration.map { ContinuousClock.now.advanced(by: $0) }, tracer: tracer)
-        return Response(status: .ok, headers: fields, body: SSEReader.body(feed, parked: parked, closed: closed, lease: leases.lease(info.name)))
+        return (fields, feed)
     }
 }
 
@@ -40,8 +48,37 @@ struct DurableStreamsFeed: SSEFeed {
     /// Gone or deleted mid-stream: `nil`, and the client's reconnect gets the status.
     @inline(never)
     mutating func next() async -> (ByteBuffer, SSENext)? {
-        guard let chunk = try? await cursor.chunk() else { return nil }
+        await next(continuing: HTTPCursor.Partial())
+    }
+
+    /// The next chunk's text, begun from the hub's memory (`nextFromMemory`).
+    @inline(never)
+    mutating func next(continuing partial: HTTPCursor.Partial) async -> (ByteBuffer, SSENext)? {
+        guard let chunk = try? await cursor.chunk(continuing: partial) else { return nil }
         return frame(chunk)
+    }
+
+    /// What `nextFromMemory` found.
+    enum FromMemory {
+        case framed(ByteBuffer, SSENext)
+        /// The stream is gone or deleted.
+        case gone
+        /// The store must finish the chunk (`next(continuing:)`).
+        case partial(HTTPCursor.Partial)
+    }
+
+    /// The next chunk's text if the hub's memory holds it, without an async call.
+    mutating func nextFromMemory() -> FromMemory {
+        do {
+            switch try cursor.chunkFromMemory() {
+            case .chunk(let chunk):
+                let (buffer, next) = frame(chunk)
+                return .framed(buffer, next)
+            case .partial(let partial): return .partial(partial)
+            }
+        } catch {
+            return .gone
+        }
     }
 
     /// The chunk's events, and what comes after them. Quiet: after `keepAlive` with no

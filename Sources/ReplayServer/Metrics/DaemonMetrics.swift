@@ -12,6 +12,9 @@ enum DaemonMetrics {
     static let subscriptions = Meter(label: "replay_subscriptions")
     static let longPolls = Meter(label: "replay_http_long_polls")
     static let sseReaders = Meter(label: "replay_http_sse_readers")
+    /// SSE readers served with no task of their own (`ParkedEventStream`), of all those
+    /// `replay_http_sse_readers` counts: the rest are served in their connection's task.
+    static let sseReadersParked = Meter(label: "replay_http_sse_readers_parked")
     /// HTTP connections open, refused beyond `--http-max-connections`, and closed because
     /// their request head did not arrive within `--http-header-timeout`.
     static let httpConnections = Meter(label: "replay_http_connections")
@@ -36,7 +39,7 @@ enum DaemonMetrics {
     /// zero: `increase()` and `rate()` in an alert see the first event, which they miss
     /// when a series appears with it.
     static func register() {
-        _ = (eventsDelivered, bytesDelivered, connections, subscriptions, longPolls, sseReaders, httpConnections)
+        _ = (eventsDelivered, bytesDelivered, connections, subscriptions, longPolls, sseReaders, sseReadersParked, httpConnections)
         _ = (httpConnectionsShed, httpHeaderTimeouts, inlineAppends, socketDenied, deniedRequests, rateLimited)
         _ = (socketRateLimited, streamQuotaRefusals, tlsHandshakeTimeouts)
         SubscriptionMetrics.register()
