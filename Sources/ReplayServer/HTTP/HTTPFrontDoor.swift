@@ -92,7 +92,8 @@ public struct HTTPFrontDoor: Service {
         do {
             let (server, reloads) = try server(
                 inline: InlineAppends(endpoint: endpoint, settings: settings, metrics: requestMetrics, limiter: limiter),
-                eventStreams: ParkedEventStreams(endpoint: endpoint, settings: settings, metrics: requestMetrics))
+                eventStreams: ParkedEventStreams(
+                    endpoint: endpoint, settings: settings, metrics: requestMetrics, loops: MultiThreadedEventLoopGroup.singleton))
             defer { reloads?.cancel() }
             let responder = FrontDoorResponder(
                 router: router(subscriptions: subscriptions).buildResponder(), settings: settings, logger: logger, limiter: limiter,

@@ -7,7 +7,7 @@ import ReplaySync
 /// An SSE response with no task of its own: while its stream is quiet it is this object,
 /// parked on the stream's hub (`LiveWait.park`), and nothing else. A commit, its
 /// keep-alive's deadline, the connection's close or the daemon's shutdown wakes it; in its
-/// turn (`ReaderTurns`) it takes the next chunk from the hub's memory, as a live reader's
+/// turn on its connection's event loop (`ReaderTurns`) it takes the next chunk from the hub's memory, as a live reader's
 /// chunk almost always is (else a short task reads it from the store on the read pool), and
 /// writes it, and the write's completion parks it again. So a chunk is written
 /// before the next is read, as `SSEReader` does, and a reader that stalls holds its
@@ -65,14 +65,15 @@ final class ParkedEventStream: @unchecked Sendable {
         end()
     }
 
-    /// One step, in its turn (`ReaderTurns`): the next chunk from the hub's memory, written
-    /// from there; or, when the store must be read, a short task that reads it. A step
-    /// never runs inside the write or the wake that led to it, so steps never nest.
+    /// One step, in its turn on the connection's event loop (`ReaderTurns`): the next chunk
+    /// from the hub's memory, written from there; or, when the store must be read, a short
+    /// task that reads it. A step never runs inside the write or the wake that led to it,
+    /// so steps never nest.
     private func next() {
         turns.add(self)
     }
 
-    /// Called by `ReaderTurns`.
+    /// Called by `ReaderTurns`, on the connection's event loop.
     func step() {
         switch feed.nextFromMemory() {
         case .framed(let buffer, let following): write(buffer, then: following)

@@ -16,13 +16,15 @@ final class ParkedEventStreams: Sendable {
     let endpoint: StreamEndpoint
     let settings: HTTPSettings
     let metrics: RequestMetrics?
-    /// The readers due a step.
-    private let turns = ReaderTurns()
+    /// The readers due a step, by their connection's event loop (`ReaderTurns`).
+    private let turns: [ObjectIdentifier: ReaderTurns]
 
-    init(endpoint: StreamEndpoint, settings: HTTPSettings, metrics: RequestMetrics?) {
+    /// `loops`: the event loops the door's connections run on.
+    init(endpoint: StreamEndpoint, settings: HTTPSettings, metrics: RequestMetrics?, loops: any EventLoopGroup) {
         self.endpoint = endpoint
         self.settings = settings
         self.metrics = metrics
+        turns = Dictionary(uniqueKeysWithValues: loops.makeIterator().map { (ObjectIdentifier($0), ReaderTurns(loop: $0)) })
     }
 
     /// Whether this door serves any reader with no task: not where each request's token or
@@ -49,7 +51,8 @@ final class ParkedEventStreams: Sendable {
         var answered: (@Sendable () -> Void)?
         if let metrics, let started { answered = { metrics.answered(.ok, started, route: InlineAppends.route) } }
         return ParkedEventStream(
-            feed: feed, channel: context.channel, parked: endpoint.parked, turns: turns,
+            feed: feed, channel: context.channel, parked: endpoint.parked,
+            turns: turns[ObjectIdentifier(context.eventLoop)] ?? ReaderTurns(loop: context.eventLoop),
             lease: endpoint.leases.lease(stream.name), answered: answered)
     }
 }
