@@ -36,6 +36,7 @@ struct ParkedEventStreamTests {
         (try await gauge("replay_http_sse_readers", http), try await gauge("replay_http_sse_readers_parked", http))
     }
 
+    /// A gauge of /metrics, by its name.
     static func gauge(_ name: String, _ http: HTTPTestClient, headers: [(String, String)] = []) async throws -> Double? {
         try await http.request("GET", "/metrics", headers: headers).text.split(separator: "\n")
             .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }

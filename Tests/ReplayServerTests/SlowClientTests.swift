@@ -32,10 +32,7 @@ struct SlowClientTests {
             defer { Task { await daemon.stop() } }
             let http = try HTTPTestClient(address: try await daemon.httpAddress())
             #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")]).status == 201)
-            func gauge(_ name: String) async throws -> Double? {
-                try await http.request("GET", "/metrics").text.split(separator: "\n")
-                    .first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
-            }
+            func gauge(_ name: String) async throws -> Double? { try await ParkedEventStreamTests.gauge(name, http) }
             let readers = (0..<3).compactMap { _ in
                 Self.halfRequest(port: http.port, "GET /v1/stream/s?offset=now&live=sse HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             }
@@ -70,10 +67,7 @@ struct SlowClientTests {
             defer { Task { await daemon.stop() } }
             let http = try HTTPTestClient(address: try await daemon.httpAddress())
             #expect(try await http.request("PUT", "/v1/stream/s", headers: [("Content-Type", "text/plain")], body: "a").status == 201)
-            func readers() async throws -> Double? {
-                try await http.request("GET", "/metrics").text.split(separator: "\n")
-                    .first { $0.hasPrefix("replay_http_sse_readers ") }.flatMap { Double($0.split(separator: " ")[1]) }
-            }
+            func readers() async throws -> Double? { try await ParkedEventStreamTests.gauge("replay_http_sse_readers", http) }
             let tail = try #require(Self.halfRequest(port: http.port, "GET /v1/tail/s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
             try await eventually("the tail parked") { try await readers() == 1 }
             var drain = [UInt8](repeating: 0, count: 4096)
