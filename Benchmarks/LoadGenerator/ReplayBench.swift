@@ -32,7 +32,7 @@ struct ReplayBench: ParsableCommand {
     @Option(help: "Scale the event counts (1 = the full runs; 0.1 for a quick look).") var scale: Double = 1
     @Option(
         help:
-            "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers), sse-readers (replay-http or ds-url: 10,000 held SSE readers at 100 events/s, 1,000 of one stream at 1,000/s), derive (replay only: a live map/filter, catch-ups of a backlog by derivations and by an outside worker, duplicates after SIGKILLs), derive-live (its live map/filter alone)."
+            "Scenarios to run (comma-separated): publish-seq, publish-pipelined, publish-checks (replay only: x8 plain, expect= and producer), catch-up, fan-out, work-queue (consumer groups against XREADGROUP/XACK), restart-memory, publish-http (replay-http or ds-url: 16 connections of 100-byte POSTs, plain and as idempotent producers), sse-readers (replay-http or ds-url: 10,000 held SSE readers at 100 events/s, then 1,000 of one stream at 1,000/s; each alone as sse-many, sse-hot), derive (replay only: a live map/filter, catch-ups of a backlog by derivations and by an outside worker, duplicates after SIGKILLs), derive-live (its live map/filter alone)."
     )
     var scenarios: String = "publish-seq,publish-pipelined,catch-up,fan-out,work-queue,restart-memory"
 
@@ -133,11 +133,11 @@ struct ReplayBench: ParsableCommand {
         // HTTP appends as `wrk` makes them: 16 keep-alive connections, one POST at a time each.
         case "http-plain": return try run.publishHTTP(connections: 16, producer: false)
         case "http-producer": return try run.publishHTTP(connections: 16, producer: true)
-        // Held SSE readers: 10,000 over 100 streams at 100 events/s, then 1,000 readers of one
-        // stream at 1,000 events/s; `--scale` scales the readers.
-        case "sse-readers":
-            return try run.sseReaders(readers: max(100, Int(10_000 * run.scale)), streams: 100, rate: 100, seconds: 10)
-                + run.sseReaders(readers: max(10, Int(1_000 * run.scale)), streams: 1, rate: 1_000, seconds: 10)
+        // Held SSE readers: 10,000 over 100 streams at 100 events/s (`sse-many`), then 1,000
+        // readers of one stream at 1,000 events/s (`sse-hot`); `--scale` scales the readers.
+        case "sse-readers": return try measure("sse-many", with: run) + measure("sse-hot", with: run)
+        case "sse-many": return try run.sseReaders(readers: max(100, Int(10_000 * run.scale)), streams: 100, rate: 100, seconds: 10)
+        case "sse-hot": return try run.sseReaders(readers: max(10, Int(1_000 * run.scale)), streams: 1, rate: 1_000, seconds: 10)
         // Derived streams beside plain publishing and an outside worker (replay only).
         case "derive": return try run.derive()
         // Its live half alone, for comparing builds on latency over many rounds.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ReplayTesting
 import Testing
 
@@ -171,5 +172,79 @@ struct ParkedEventStreamTests {
                 #expect(reader.text.hasSuffix("0\r\n\r\n"))
             }
         }
+    }
+
+    /// Readers of one stream that a commit wakes at the same position share one framing of
+    /// its events (`SharedFrames`), and each still reads exactly its own: three from the
+    /// start, three from now, and one with a filter, which frames its own. Each body is a
+    /// chunked body that a strict decoder takes.
+    @Test func readersAtOnePositionShareAFramingAndEachReadsItsOwn() async throws {
+        try await withTemporaryDirectory { directory in
+            let daemon = try await TestDaemon.start(in: directory, arguments: ["--http", "127.0.0.1:0", "--long-poll-timeout", "600"])
+            defer { Task { await daemon.stop() } }
+            let http = try HTTPTestClient(address: try await daemon.httpAddress())
+            let json = [("Content-Type", "application/json")]
+            #expect(try await http.request("PUT", "/v1/stream/s", headers: json).status == 201)
+            #expect(try await http.request("POST", "/v1/stream/s", headers: json, body: #"{"p":1}"#).status == 204)
+            func reader(_ query: String) throws -> Received {
+                Received(try #require(SlowClientTests.halfRequest(port: http.port, "GET /v1/stream/s?\(query)&live=sse HTTP/1.1\r\nHost: x\r\n\r\n")))
+            }
+            let fromStart = try (0..<3).map { _ in try reader("offset=-1") }
+            let fromNow = try (0..<3).map { _ in try reader("offset=now") }
+            let filtered = try reader("offset=-1&filter=.p%20%2A%2010")  // .p * 10
+            let all = fromStart + fromNow + [filtered]
+            defer { for reader in all { close(reader.fd) } }
+            try await eventually("seven readers parked") { try await Self.gauge("replay_http_sse_readers_parked", http) == 7 }
+
+            for p in 2...4 {
+                #expect(try await http.request("POST", "/v1/stream/s", headers: json, body: #"{"p":\#(p)}"#).status == 204)
+            }
+            let expected = [
+                (fromStart, [#"{"p":1}"#, #"{"p":2}"#, #"{"p":3}"#, #"{"p":4}"#]), (fromNow, [#"{"p":2}"#, #"{"p":3}"#, #"{"p":4}"#]),
+                ([filtered], ["10", "20", "30", "40"]),
+            ]
+            for (readers, messages) in expected {
+                for reader in readers {
+                    try await eventually("each reader reads its own events") {
+                        try Self.messages(inChunkedBodyOf: reader.drain()) == messages
+                    }
+                }
+            }
+        }
+    }
+
+    /// The messages of an SSE response's `data` events, its body decoded strictly from
+    /// HTTP/1.1 chunks (each size line's size is exactly the bytes that follow it).
+    static func messages(inChunkedBodyOf response: String) throws -> [String] {
+        guard let headEnd = response.range(of: "\r\n\r\n") else { return [] }
+        var rest = Substring(response[headEnd.upperBound...]).utf8
+        var body = [UInt8]()
+        while let lineEnd = rest.firstRange(of: "\r\n".utf8) {
+            let size = try #require(Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16))
+            let data = rest[lineEnd.upperBound...]
+            guard data.count >= size + 2 else { break }  // not all here yet
+            body += data.prefix(size)
+            #expect(Array(data.dropFirst(size).prefix(2)) == Array("\r\n".utf8))
+            rest = data.dropFirst(size + 2)
+        }
+        var messages: [String] = []
+        for event in String(decoding: body, as: UTF8.self).components(separatedBy: "\n\n") where event.hasPrefix("event: data\n") {
+            for line in event.split(separator: "\n").dropFirst() {
+                let message = line.dropFirst("data:".count)
+                if message == "[" || message == "]" { continue }
+                messages.append(String(message.hasSuffix(",") ? message.dropLast() : message))
+            }
+        }
+        return messages
+    }
+}
+
+/// `HTTPChunk`'s framing, byte for byte.
+@Suite struct HTTPChunkTests {
+    @Test func aChunkIsItsSizeInEightHexDigitsThenItsBytesThenCRLF() {
+        let text = String(repeating: "x", count: 0x1a2b)
+        let chunk = HTTPChunk.framing { $0.writeString(text) }
+        #expect(chunk.getString(at: 0, length: chunk.readableBytes) == "00001a2b\r\n" + text + "\r\n")
+        #expect(String(buffer: HTTPChunk.last) == "0\r\n\r\n")
     }
 }

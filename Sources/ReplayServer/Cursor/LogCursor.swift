@@ -145,6 +145,17 @@ struct LogCursor<Log: StoredLog, Framing: LogFraming>: Sendable {
     /// What a wait for the next commit watches: the hub, past the last event delivered.
     var watched: (hub: StreamHub, after: UInt64) { (hub, next - 1) }
 
+    /// Whether `skip` may move it: no page is held back for its next move.
+    var canSkip: Bool { held == nil }
+
+    /// Moves past `last` without reading: another reader at the same position framed the
+    /// same events (`SharedFrames`).
+    mutating func skip(through last: UInt64) {
+        precondition(held == nil && last + 1 >= next, "a cursor at \(next) cannot skip to \(last + 1)")
+        stopReadingAhead()
+        next = last + 1
+    }
+
     /// Drops a page being read ahead; a reader that stops early calls it.
     mutating func stopReadingAhead() {
         ahead?.read.cancel()

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 
 /// The last handler of a plain HTTP/1.1 connection until its first request that the inline
 /// POSTs do not take (`InlineAppendHandler`) arrives, which decides who serves the
@@ -44,10 +45,9 @@ final class FirstRequestGate: ChannelInboundHandler, RemovableChannelHandler {
             self.reader = reader
             decided?.succeed(nil)
             decided = nil
-            reader.start()
             // Once this read is done: not inside the decoder that is reading it.
             let (gate, channel) = (NIOLoopBound(self, eventLoop: context.eventLoop), context.channel)
-            context.eventLoop.execute { gate.value.stopReadingRequests(channel) }
+            context.eventLoop.execute { gate.value.becomeEventStream(channel, reader) }
             return
         }
         handOn(context: context)
@@ -114,12 +114,16 @@ final class FirstRequestGate: ChannelInboundHandler, RemovableChannelHandler {
         decided = nil
     }
 
-    /// A reader's connection reads no more requests, so what parses and checks them goes:
-    /// the HTTP decoder (what its client still sends is dropped in its place,
-    /// `DiscardedInput`), the head's deadline and the inline POSTs. They were 2.7 KB of the
-    /// reader's memory, the decoder 1.6 KB of it with the header fields it keeps room for.
-    /// The response's encoders stay, and `EventStreamHangUp`, which notices the client leave.
-    private func stopReadingRequests(_ channel: any Channel) {
+    /// A reader's connection reads no more requests and writes its answer's chunks as they
+    /// are (`HTTPChunk`), so its HTTP handlers go, and then the reader starts: the decoder
+    /// (what the client still sends is dropped in its place, `DiscardedInput`, which also
+    /// closes the connection when the client ends its input), the head's deadline, the
+    /// inline POSTs, the conversion to `HTTPTypes`, the encoder and `EventStreamHangUp`.
+    /// The request's handlers were 2.7 KB of a reader's memory, the decoder 1.6 KB of it
+    /// with the header fields it keeps room for; the encoder wrote each chunk as three
+    /// buffers. A connection whose handlers could not all go is closed: the reader's
+    /// buffers must not reach them.
+    private func becomeEventStream(_ channel: any Channel, _ reader: ParkedEventStream) {
         guard channel.isActive else { return }
         let operations = channel.pipeline.syncOperations
         do {
@@ -127,18 +131,31 @@ final class FirstRequestGate: ChannelInboundHandler, RemovableChannelHandler {
             // First the handler that drops what the decoder leaves over as it goes.
             try operations.addHandler(DiscardedInput(), position: .after(decoder))
             operations.removeHandler(decoder, promise: nil)
+            operations.removeHandler(try operations.handler(type: HTTPResponseEncoder.self), promise: nil)
+            operations.removeHandler(try operations.handler(type: HTTP1ToHTTPServerCodec.self), promise: nil)
+            operations.removeHandler(try operations.handler(type: EventStreamHangUp.self), promise: nil)
             if let deadline = try? operations.handler(type: RequestHeadDeadline.self) { operations.removeHandler(deadline, promise: nil) }
             if let appends = try? operations.handler(type: InlineAppendHandler.self) { operations.removeHandler(appends, promise: nil) }
         } catch {
-            logger.debug("http: a reader's connection keeps its request handlers: \(error)")
+            logger.error("http: a reader's connection could not drop its HTTP handlers, and closes: \(error)")
+            return channel.close(promise: nil)
         }
+        reader.start()
     }
 }
 
 /// Where a parked reader's HTTP decoder was: its connection reads no more requests, so the
-/// bytes its client still sends are dropped here. (NIO has no handler that drops reads.)
+/// bytes its client still sends are dropped here (NIO has no handler that drops reads).
+/// The client's end of input is its hang-up: `EventSource`, curl and every client that
+/// reads an event stream close both directions at once, and half-closure is allowed, so
+/// it arrives as `inputClosed`, not as the close that ends the reader at once.
 final class DiscardedInput: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event { return context.close(promise: nil) }
+        context.fireUserInboundEventTriggered(event)
+    }
 }

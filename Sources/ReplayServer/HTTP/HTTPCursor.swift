@@ -274,6 +274,18 @@ struct HTTPCursor: Sendable {
 
     /// What a wait for the next commit watches (`LogCursor.watched`).
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
+
+    /// Whether its chunks are the same as any other reader's at the same position: read
+    /// without a filter or keys, with nothing held back.
+    var sharesChunks: Bool { cursor.framing.filter == nil && !cursor.framing.keys && failure == nil && cursor.canSkip }
+
+    /// Moves past the events another reader at the same position framed, counted as
+    /// delivered here.
+    mutating func skip(_ frame: SharedFrames.Frame) {
+        cursor.skip(through: frame.through)
+        position = frame.through
+        cursor.hub.delivered(events: frame.events, bytes: frame.bytes)
+    }
 }
 
 /// An HTTP read's stored pages: the payloads alone, one after another (or a filter's

@@ -19,13 +19,17 @@ import ReplaySync
 /// (`tools/connection_memory.py`). `FirstRequestGate` hands a connection whose first
 /// request is an SSE read here before hummingbird has it.
 ///
+/// Its chunks are written below NIO's HTTP encoder, which its connection no longer has
+/// (`FirstRequestGate` takes the connection's HTTP handlers away before it starts): each
+/// is one buffer, framed as an HTTP/1.1 chunk (`HTTPChunk`).
+///
 /// The response ends when the feed ends (the stream closed, gone, `--sse-duration`), the
 /// daemon shuts down, or the connection closes; the connection then closes, as its head
 /// said (`Connection: close`).
 ///
 /// Unchecked: its feed is read and moved by one step at a time (a step starts from the
 /// previous one's write completion or from its wait's end, never while one runs), and
-/// `ended` is the only state two threads touch, under its lock.
+/// `life` is the only state two threads touch, under its lock.
 final class ParkedEventStream: @unchecked Sendable {
     private var feed: DurableStreamsFeed
     private let channel: any NIOCore.Channel
@@ -38,7 +42,8 @@ final class ParkedEventStream: @unchecked Sendable {
     private let lease: any Disposable
     /// Counts and times the request once the response ends (`RequestMetrics`).
     private let answered: (@Sendable () -> Void)?
-    private let ended = Locked(false)
+    /// Whether it started (its connection writes its chunks as they are) and ended.
+    private let life = Locked((started: false, ended: false))
 
     init(
         feed: DurableStreamsFeed, channel: any NIOCore.Channel, parked: ParkedReads, turns: ReaderTurns, lease: any Disposable,
@@ -50,13 +55,18 @@ final class ParkedEventStream: @unchecked Sendable {
         self.turns = turns
         self.lease = lease
         self.answered = answered
-    }
-
-    /// The response's head is written: reads from the start.
-    func start() {
         DaemonMetrics.sseReaders.increment()
         DaemonMetrics.sseReadersParked.increment()
-        next()
+    }
+
+    /// The response's head is written, and its connection writes buffers as they are:
+    /// reads from the start.
+    func start() {
+        let ended = life.withLock { life in
+            life.started = true
+            return life.ended
+        }
+        if !ended { next() }
     }
 
     /// The connection closed: a parked wait ends now, a running step at its write.
@@ -73,9 +83,10 @@ final class ParkedEventStream: @unchecked Sendable {
         turns.add(self)
     }
 
-    /// Called by `ReaderTurns`, on the connection's event loop.
-    func step() {
-        switch feed.nextFromMemory() {
+    /// Called by `ReaderTurns`, on the connection's event loop, with the chunks its turn's
+    /// readers framed so far.
+    func step(sharing frames: inout SharedFrames) {
+        switch feed.nextFromMemory(sharing: &frames) {
         case .framed(let buffer, let following): write(buffer, then: following)
         case .gone: end()
         case .partial(let partial): Task { await self.step(continuing: partial) }
@@ -88,7 +99,7 @@ final class ParkedEventStream: @unchecked Sendable {
     }
 
     private func write(_ buffer: ByteBuffer, then following: SSENext) {
-        channel.writeAndFlush(HTTPResponsePart.body(buffer)).whenComplete { result in
+        channel.writeAndFlush(buffer).whenComplete { result in
             guard case .success = result else { return self.end() }
             self.written(following)
         }
@@ -109,10 +120,12 @@ final class ParkedEventStream: @unchecked Sendable {
     }
 
     /// Ends the response once, however it ends: its last chunk, then the connection's close.
+    /// (Ended before it started, its connection may still have its HTTP handlers, which a
+    /// buffer must not pass: it only closes.)
     private func end() {
-        let first = ended.withLock { ended in
-            defer { ended = true }
-            return !ended
+        let (first, started) = life.withLock { life in
+            defer { life.ended = true }
+            return (!life.ended, life.started)
         }
         guard first else { return }
         DaemonMetrics.sseReaders.decrement()
@@ -120,6 +133,7 @@ final class ParkedEventStream: @unchecked Sendable {
         lease.dispose()
         answered?()
         let channel = self.channel
-        channel.writeAndFlush(HTTPResponsePart.end(nil as HTTPFields?)).whenComplete { _ in channel.close(promise: nil) }
+        guard started else { return channel.close(promise: nil) }
+        channel.writeAndFlush(HTTPChunk.last).whenComplete { _ in channel.close(promise: nil) }
     }
 }

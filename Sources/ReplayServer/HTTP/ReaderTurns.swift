@@ -13,6 +13,9 @@ import ReplaySync
 /// sse-readers`). In turns, the POSTs are read between them, and a reader that waited its
 /// turn writes every event committed meanwhile in one chunk.
 ///
+/// A turn's readers share what they frame (`SharedFrames`): the readers of one stream that
+/// a commit woke write one text, framed once a loop.
+///
 /// Why on the connection's own loop, not one task in the cooperative pool stepping all the
 /// door's readers: there, a burst of wakes (the keep-alives of readers that connected
 /// together) was stepped on one thread, and each reader's write and park crossed back to
@@ -30,6 +33,8 @@ final class ReaderTurns: Sendable {
         var readers = Deque<ParkedEventStream>()
         /// A turn is scheduled: it takes those added meanwhile too.
         var scheduled = false
+        /// What the turns so far framed, kept while readers are due.
+        var frames = SharedFrames()
     }
 
     private let loop: any EventLoop
@@ -50,14 +55,21 @@ final class ReaderTurns: Sendable {
     }
 
     private func turn() {
-        let taken = due.withLock { due -> [ParkedEventStream] in
+        var (taken, frames) = due.withLock { due -> ([ParkedEventStream], SharedFrames) in
             let count = min(Self.perTurn, due.readers.count)
-            defer { due.readers.removeFirst(count) }
-            return Array(due.readers.prefix(count))
+            defer {
+                due.readers.removeFirst(count)
+                due.frames = SharedFrames()
+            }
+            return (Array(due.readers.prefix(count)), due.frames)
         }
-        for reader in taken { reader.step() }
+        for reader in taken { reader.step(sharing: &frames) }
         let more = due.withLock { due in
-            if due.readers.isEmpty { due.scheduled = false }
+            if due.readers.isEmpty {
+                due.scheduled = false
+            } else {
+                due.frames = frames
+            }
             return due.scheduled
         }
         if more { loop.scheduleTask(in: Self.pause) { self.turn() } }

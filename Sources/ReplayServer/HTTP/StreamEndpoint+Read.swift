@@ -116,7 +116,10 @@ extension StreamEndpoint {
         else { return nil }
         store.noteRead(name)
         let cursor = HTTPCursor(hub: hub, store: store, reads: reads, after: position, filter: query.filter, keys: query.keys)
-        return eventStream(cursor, info: hub.info, clientCursor: query.cursor)
+        var (fields, feed) = eventStream(cursor, info: hub.info, clientCursor: query.cursor)
+        // Its chunks are written below the HTTP encoder (`ParkedEventStream`).
+        feed.asHTTPChunks = true
+        return (fields, feed)
     }
 
     /// Where the read starts: after the event the offset names.

@@ -42,6 +42,9 @@ struct DurableStreamsFeed: SSEFeed {
     let keepAlive: Duration
     let deadline: ContinuousClock.Instant?
     let tracer: EventTracer
+    /// Whether each chunk's text is framed as an HTTP/1.1 chunk (`HTTPChunk`), for a
+    /// reader that writes below NIO's HTTP encoder (`ParkedEventStream`).
+    var asHTTPChunks = false
 
     var watched: (hub: StreamHub, after: UInt64) { cursor.watched }
 
@@ -67,27 +70,52 @@ struct DurableStreamsFeed: SSEFeed {
         case partial(HTTPCursor.Partial)
     }
 
-    /// The next chunk's text if the hub's memory holds it, without an async call.
-    mutating func nextFromMemory() -> FromMemory {
+    /// The next chunk's text if the hub's memory holds it, without an async call; the text
+    /// another reader at the same position framed, if `frames` holds it.
+    mutating func nextFromMemory(sharing frames: inout SharedFrames) -> FromMemory {
+        let streamCursor = LiveCursor.next(after: clientCursor)
+        let hub = cursor.watched.hub
+        let key = SharedFrames.Key(encoding: encoding, streamCursor: streamCursor, asHTTPChunk: asHTTPChunks)
+        let version = cursor.sharesChunks ? hub.sharedVersion : nil
+        let after = cursor.position
+        if let version, let frame = frames.frame(of: hub, after: after, key: key, version: version) {
+            cursor.skip(frame)
+            return .framed(frame.buffer, following(upToDate: true, closed: false))
+        }
+        let chunk: HTTPCursor.Chunk
         do {
             switch try cursor.chunkFromMemory() {
-            case .chunk(let chunk):
-                let (buffer, next) = frame(chunk)
-                return .framed(buffer, next)
+            case .chunk(let read): chunk = read
             case .partial(let partial): return .partial(partial)
             }
         } catch {
             return .gone
         }
+        let (buffer, next) = frame(chunk, streamCursor: streamCursor)
+        if let version, chunk.upToDate, chunk.terminal == nil, chunk.annotated.isEmpty {
+            frames.keep(
+                SharedFrames.Frame(
+                    hub: hub, key: key, after: after, through: cursor.position, version: version, buffer: buffer, events: chunk.sizes.count,
+                    bytes: chunk.bytes.readableBytes))
+        }
+        return .framed(buffer, next)
     }
 
-    /// The chunk's events, and what comes after them. Quiet: after `keepAlive` with no
-    /// commit, the next round writes a `control` event with nothing before it (as the
-    /// reference server does), which keeps proxies that cut idle connections from cutting
-    /// this one.
+    /// The chunk's events, and what comes after them. `streamCursor`: the `control`
+    /// event's, by default the next for the client's.
     @inline(never)
-    private func frame(_ chunk: HTTPCursor.Chunk) -> (ByteBuffer, SSENext) {
-        var buffer = ByteBuffer()
+    private func frame(_ chunk: HTTPCursor.Chunk, streamCursor: UInt64? = nil) -> (ByteBuffer, SSENext) {
+        let streamCursor = streamCursor ?? LiveCursor.next(after: clientCursor)
+        guard asHTTPChunks else {
+            var buffer = ByteBuffer()
+            frame(chunk, streamCursor: streamCursor, into: &buffer)
+            return (buffer, following(upToDate: chunk.upToDate, closed: chunk.terminal != nil))
+        }
+        let buffer = HTTPChunk.framing { frame(chunk, streamCursor: streamCursor, into: &$0) }
+        return (buffer, following(upToDate: chunk.upToDate, closed: chunk.terminal != nil))
+    }
+
+    private func frame(_ chunk: HTTPCursor.Chunk, streamCursor: UInt64, into buffer: inout ByteBuffer) {
         if !chunk.isEmpty { SSEFrame.data(chunk, encoding, into: &buffer) }
         if !chunk.annotated.isEmpty {
             SSEFrame.annotations(chunk.annotated, into: &buffer)
@@ -95,13 +123,19 @@ struct DurableStreamsFeed: SSEFeed {
         }
         let closed = chunk.terminal != nil
         SSEFrame.control(
-            next: cursor.position, cursor: closed ? nil : LiveCursor.next(after: clientCursor),
-            upToDate: chunk.upToDate, closed: closed, hash: chunk.hash(endingAt: cursor.position), into: &buffer)
-        if closed { return (buffer, .end) }
-        guard chunk.upToDate else { return (buffer, .read) }
-        guard let deadline else { return (buffer, .wait(keepAlive)) }
+            next: cursor.position, cursor: closed ? nil : streamCursor, upToDate: chunk.upToDate, closed: closed,
+            hash: chunk.hash(endingAt: cursor.position), into: &buffer)
+    }
+
+    /// What follows a chunk. Quiet: after `keepAlive` with no commit, the next round
+    /// writes a `control` event with nothing before it (as the reference server does), which
+    /// keeps proxies that cut idle connections from cutting this one.
+    private func following(upToDate: Bool, closed: Bool) -> SSENext {
+        if closed { return .end }
+        guard upToDate else { return .read }
+        guard let deadline else { return .wait(keepAlive) }
         let remaining = deadline - ContinuousClock.now
-        return (buffer, remaining <= .zero ? .end : .wait(min(keepAlive, remaining)))
+        return remaining <= .zero ? .end : .wait(min(keepAlive, remaining))
     }
 }
 
@@ -142,28 +176,31 @@ enum SSEFrame {
 
     /// Each line of `text` as a `data:` line: CR, LF and CRLF all end a line in SSE, so a
     /// payload's line breaks become separate `data:` lines, which the client joins with LF.
-    private static func writeLines(_ text: ByteBuffer, suffix: String, into buffer: inout ByteBuffer) {
-        let view = text.readableBytesView
-        var lineStart = view.startIndex
-        var index = view.startIndex
-        var lines: [ByteBufferView.SubSequence] = []
-        while index < view.endIndex {
-            let byte = view[index]
-            if byte == 0x0A || byte == 0x0D {
-                lines.append(view[lineStart..<index])
-                if byte == 0x0D, index + 1 < view.endIndex, view[index + 1] == 0x0A { index += 1 }
-                lineStart = index + 1
+    /// `suffix` ends the last line. (Scanned through its bytes' pointer: through
+    /// `ByteBufferView`'s index, the scan was a tenth of a reader's CPU.)
+    private static func writeLines(_ text: ByteBuffer, suffix: StaticString, into buffer: inout ByteBuffer) {
+        text.withUnsafeReadableBytes { bytes in
+            var lineStart = 0
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == 0x0A || byte == 0x0D {
+                    writeLine(UnsafeRawBufferPointer(rebasing: bytes[lineStart..<index]), suffix: "", into: &buffer)
+                    if byte == 0x0D, index + 1 < bytes.count, bytes[index + 1] == 0x0A { index += 1 }
+                    lineStart = index + 1
+                }
+                index += 1
             }
-            index += 1
+            writeLine(UnsafeRawBufferPointer(rebasing: bytes[lineStart...]), suffix: suffix, into: &buffer)
         }
-        lines.append(view[lineStart..<view.endIndex])
-        for (number, line) in lines.enumerated() {
-            // SSE drops one space after "data:": a line that starts with one gets another.
-            if line.first == 0x20 { buffer.writeStaticString("data: ") } else { buffer.writeStaticString("data:") }
-            buffer.writeBytes(line)
-            if number == lines.count - 1 { buffer.writeString(suffix) }
-            buffer.writeStaticString("\n")
-        }
+    }
+
+    private static func writeLine(_ line: UnsafeRawBufferPointer, suffix: StaticString, into buffer: inout ByteBuffer) {
+        // SSE drops one space after "data:": a line that starts with one gets another.
+        if line.first == 0x20 { buffer.writeStaticString("data: ") } else { buffer.writeStaticString("data:") }
+        buffer.writeBytes(line)
+        buffer.writeStaticString(suffix)
+        buffer.writeStaticString("\n")
     }
 
     /// A `traceparents` event after a `data` event with traced events in it, and a `keys`

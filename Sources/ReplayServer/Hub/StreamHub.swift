@@ -38,6 +38,9 @@ final class StreamHub: Sendable {
         var nextWaiterID: UInt64 = 0
         var deleted = false
         var subscribers = 0
+        /// Commits applied: what a reader read from the hub is still what it holds while
+        /// this stays the same.
+        var commits: UInt64 = 0
     }
 
     let name: String
@@ -68,6 +71,7 @@ final class StreamHub: Sendable {
     /// Applies a commit: new events into the ring, new bounds, and wakes parked cursors.
     func apply(_ change: CommitBatch.Change) {
         let waiters = state.withLock { state -> [@Sendable () -> Void] in
+            state.commits += 1
             if let info = change.info {
                 if info.lastSequence < state.info.lastSequence { state.ring.removeAll() }
                 state.info = info
@@ -127,6 +131,17 @@ final class StreamHub: Sendable {
             // Behind the ring: what the store still holds is read from it, the rest is gone.
             if next < info.firstSequence { return .gap(through: min(info.firstSequence, ringFirst) - 1) }
             return .read(through: ringFirst - 1)
+        }
+    }
+
+    /// The commits applied so far, while what readers read from the hub is the same for
+    /// every reader at the same position until the next: `nil` when it is not (an event
+    /// in the ring expires as time passes), or the stream has ended. Readers share what
+    /// they framed by it (`SharedFrames`).
+    var sharedVersion: UInt64? {
+        state.withLock { state in
+            let live = !state.deleted && !state.info.isSoftDeleted && state.info.terminal == nil && state.ring.expiring == 0
+            return live ? state.commits : nil
         }
     }
 
