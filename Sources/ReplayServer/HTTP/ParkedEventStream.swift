@@ -1,6 +1,4 @@
-import HTTPTypes
 import NIOCore
-import NIOHTTPTypes
 import ReplayCore
 import ReplaySync
 

@@ -50,8 +50,4 @@ struct SharedFrames {
     mutating func keep(_ frame: Frame) {
         frames[ObjectIdentifier(frame.hub)] = frame
     }
-
-    mutating func removeAll() {
-        frames.removeAll()
-    }
 }

@@ -106,12 +106,12 @@ struct DurableStreamsFeed: SSEFeed {
     @inline(never)
     private func frame(_ chunk: HTTPCursor.Chunk, streamCursor: UInt64? = nil) -> (ByteBuffer, SSENext) {
         let streamCursor = streamCursor ?? LiveCursor.next(after: clientCursor)
-        guard asHTTPChunks else {
-            var buffer = ByteBuffer()
+        var buffer = ByteBuffer()
+        if asHTTPChunks {
+            buffer = HTTPChunk.framing { frame(chunk, streamCursor: streamCursor, into: &$0) }
+        } else {
             frame(chunk, streamCursor: streamCursor, into: &buffer)
-            return (buffer, following(upToDate: chunk.upToDate, closed: chunk.terminal != nil))
         }
-        let buffer = HTTPChunk.framing { frame(chunk, streamCursor: streamCursor, into: &$0) }
         return (buffer, following(upToDate: chunk.upToDate, closed: chunk.terminal != nil))
     }
 
