@@ -4,10 +4,27 @@ import ReplaySync
 /// The one writer, with group commit: requests queue up while a transaction runs, and the
 /// next transaction takes all of them (up to a batch limit). One fsync then covers the
 /// whole batch, which is how acknowledged-after-commit publishing stays fast.
+///
+/// **Round trips are gathered.** A client with one request in flight (an HTTP append)
+/// sends its next only once answered, so the appends answered by one commit are not among
+/// those waiting for the next: with 16 such clients, commits alternate between two
+/// cohorts of about seven, and each pays a commit's fixed work (SQLite's locks, the WAL
+/// write, the flush's CPU) for half the clients. When everything waiting is such an
+/// append and fewer wait than the last commit answered plus those that waited behind it,
+/// the writer waits for the rest, at most `Limits.maxGather`, as PostgreSQL's
+/// `commit_delay` does when other transactions are open. The cohorts merge into one, a
+/// commit answers them all, and the next commit waits for them all to come back. A wait
+/// that runs out (a client stopped, or thinks between requests) turns the wait off for
+/// the next `gathersSkippedAfterAMiss` commits, so clients that do not come back at once
+/// pay it rarely. Nothing is answered before its commit, so durability is as before.
 final class WriteQueue: Sendable {
     struct Limits: Sendable {
         var maxRequests = 8_192
         var maxBytes = 8 << 20
+        /// The longest the writer waits for round trips it expects (see above): about the
+        /// time a client takes to send its next request on a busy machine, a few commits'
+        /// CPU. The C server of docs/PERFORMANCE.md's HTTP table waits as long.
+        var maxGather: UInt64 = 1_000_000
     }
 
     private struct State {
@@ -31,11 +48,58 @@ final class WriteQueue: Sendable {
         var running = false
         var closed = false
 
+        /// Of `pending`, the requests whose clients wait for them before sending another
+        /// (`WriteRequest.isRoundTrip`).
+        var pendingRoundTrips = 0
+        /// The round trips in the batch being committed.
+        var takenRoundTrips = 0
+        /// How many round trips the next batch is expected to hold: those the last commit
+        /// answered and those that waited behind it.
+        var expectedRoundTrips = 0
+        /// When the last commit ended (`DispatchTime`'s nanoseconds).
+        var committedAt: UInt64 = 0
+        /// While the writer waits for the round trips it expects.
+        var gathering = false
+        /// Commits still to be taken at once after a wait ran out.
+        var gathersToSkip = 0
+
         mutating func append(_ request: WriteRequest, limits: Limits) {
             let size = request.payloadSize
             if !pending.isEmpty, pending.count >= limits.maxRequests || pendingBytes + size > limits.maxBytes { seal() }
             pending.append(request)
             pendingBytes += size
+            if request.isRoundTrip { pendingRoundTrips += 1 }
+        }
+
+        /// Whether `request`, just appended, ends a gather: it is not a round trip (its
+        /// client may be waiting on more than this), or the round trips expected are here,
+        /// or a batch was sealed.
+        mutating func endsGather(_ request: WriteRequest) -> Bool {
+            guard gathering, !request.isRoundTrip || pendingRoundTrips >= expectedRoundTrips || !sealed.isEmpty else { return false }
+            gathering = false
+            return true
+        }
+
+        /// Starts a wait for more round trips if everything pending is one and fewer are
+        /// here than expected. `afterCommit`: the batch taken last has just committed.
+        /// The clients a commit answered longer than a gather ago (the writer was idle
+        /// since) are not expected: they would have come back.
+        mutating func beginsGather(afterCommit: Bool, now: UInt64, limit: UInt64) -> Bool {
+            if afterCommit {
+                expectedRoundTrips = takenRoundTrips + pendingRoundTrips
+                committedAt = now
+            } else if now &- committedAt > limit {
+                expectedRoundTrips = 0
+            }
+            guard !closed, sealed.isEmpty, !pending.isEmpty, pendingRoundTrips == pending.count,
+                pendingRoundTrips < expectedRoundTrips
+            else { return false }
+            guard gathersToSkip == 0 else {
+                gathersToSkip -= 1
+                return false
+            }
+            gathering = true
+            return true
         }
 
         private mutating func seal() {
@@ -43,10 +107,16 @@ final class WriteQueue: Sendable {
             sealed.append(spare)
             spare = []
             pendingBytes = 0
+            pendingRoundTrips = 0
         }
     }
 
+    /// Commits taken at once after a gather's wait ran out.
+    static let gathersSkippedAfterAMiss = 8
+
     private let state = Locked(State())
+    /// Signalled when a gather ends before its time (`State.endsGather`, `close`).
+    private let arrivals = LockCondition()
     private let queue = DispatchQueue(label: "replay.store.writer", qos: .userInitiated)
     private let limits: Limits
     private let commit: @Sendable ([WriteRequest]) -> Void
@@ -64,15 +134,16 @@ final class WriteQueue: Sendable {
     }
 
     func submit(_ request: WriteRequest) {
-        let (accepted, start) = state.withLock { state -> (Bool, Bool) in
-            guard !state.closed else { return (false, false) }
+        let (accepted, start, wake) = state.withLock { state -> (Bool, Bool, Bool) in
+            guard !state.closed else { return (false, false, false) }
             state.append(request, limits: limits)
-            guard !state.running else { return (true, false) }
+            guard !state.running else { return (true, false, state.endsGather(request)) }
             state.running = true
-            return (true, true)
+            return (true, true, false)
         }
         guard accepted else { return request.fail(.closed) }
         if start { queue.async { self.drain() } }
+        if wake { arrivals.signal() }
     }
 
     /// Whether requests are waiting for the next batch.
@@ -80,9 +151,19 @@ final class WriteQueue: Sendable {
         state.withLock { !$0.pending.isEmpty || !$0.sealed.isEmpty }
     }
 
+    /// Whether the writer is waiting for round trips, and how many commits it still takes
+    /// at once after a wait ran out (for tests).
+    var gather: (waiting: Bool, skipped: Int) {
+        state.withLock { ($0.gathering, $0.gathersToSkip) }
+    }
+
     /// Refuses new requests, then waits until everything queued has been committed.
     func close() {
-        state.withLock { $0.closed = true }
+        state.withLock { state in
+            state.closed = true
+            state.gathering = false
+        }
+        arrivals.signal()
         // Any drain was scheduled before `closed` was set, so it is ahead of this block.
         queue.sync {}
     }
@@ -98,9 +179,11 @@ final class WriteQueue: Sendable {
     /// lock, they were reallocated at every doubling.
     private func drain() {
         var batch: [WriteRequest] = []
-        while take(into: &batch) {
+        var afterCommit = false
+        while take(into: &batch, afterCommit: afterCommit) {
             commit(batch)
             batch.removeAll(keepingCapacity: true)
+            afterCommit = true
         }
         idle()
     }
@@ -110,12 +193,22 @@ final class WriteQueue: Sendable {
     private static let keptCapacity = 1_024
 
     /// Puts the next batch in `batch` (which comes emptied, its room kept for the requests
-    /// after it); `false` once nothing is pending.
-    private func take(into batch: inout [WriteRequest]) -> Bool {
-        state.withLock { state -> Bool in
+    /// after it); `false` once nothing is pending. Waits first for the round trips
+    /// expected, if that is all that waits (see the type's notes).
+    private func take(into batch: inout [WriteRequest], afterCommit: Bool) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if state.withLock({ $0.beginsGather(afterCommit: afterCommit, now: now, limit: limits.maxGather) }) {
+            state.wait(for: arrivals, while: \.gathering, atMost: limits.maxGather)
+        }
+        return state.withLock { state -> Bool in
+            if state.gathering {
+                state.gathering = false
+                state.gathersToSkip = Self.gathersSkippedAfterAMiss
+            }
             if !state.sealed.isEmpty {
                 if batch.capacity > state.spare.capacity { swap(&batch, &state.spare) }
                 batch = state.sealed.removeFirst()
+                state.takenRoundTrips = 0
                 return true
             }
             guard !state.pending.isEmpty else {
@@ -127,6 +220,8 @@ final class WriteQueue: Sendable {
             }
             swap(&batch, &state.pending)
             state.pendingBytes = 0
+            state.takenRoundTrips = state.pendingRoundTrips
+            state.pendingRoundTrips = 0
             return true
         }
     }

@@ -70,6 +70,14 @@ enum WriteRequest: Sendable {
     /// the one kept (another daemon's, on a shared database, if it came first).
     case signingKey(candidate: SigningKey, Completion<SigningKey>)
 
+    /// Whether its client sends nothing more until this is answered: an HTTP append,
+    /// one in flight on its connection. The writer waits a moment for the others like it
+    /// (`WriteQueue`), where a pipelined PUB's client keeps sending anyway.
+    var isRoundTrip: Bool {
+        if case .streamWrite = self { return true }
+        return false
+    }
+
     /// The streams the request names (a shared database locks them up front, in order).
     var streamNames: [String] {
         switch self {
