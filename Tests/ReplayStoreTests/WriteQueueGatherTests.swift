@@ -7,8 +7,9 @@ import Testing
 
 /// Round trips (appends whose clients wait for their answers, as an HTTP POST's do) are
 /// gathered: when all that waits is round trips and fewer than the last commit answered
-/// plus those behind it, the writer waits for the rest. The first commit is held open by
-/// a semaphore so that the others queue behind it; the tests wait for the writer's state,
+/// plus those behind it, the writer waits for the rest, no longer than the last commit
+/// took. The first commit is held open by a semaphore so that the others queue behind it;
+/// how long commits take is on a virtual clock, and the tests wait for the writer's state,
 /// never for a time.
 @Suite("Write queue: gathering round trips")
 struct WriteQueueGatherTests {
@@ -19,26 +20,33 @@ struct WriteQueueGatherTests {
         private let recorded = Locked<[[Int]]>([])
         private let started = DispatchSemaphore(value: 0)
         private let gate = DispatchSemaphore(value: 0)
+        /// The writer's clock, in nanoseconds.
+        let clock = Locked<UInt64>(1_000_000_000)
 
-        init(maxGather: UInt64) {
-            let recorded = recorded, started = started, gate = gate
-            queue = WriteQueue(limits: WriteQueue.Limits(maxGather: maxGather)) { batch in
-                let numbers = batch.map { request -> Int in
-                    switch request {
-                    case .streamWrite(let write, _): Int(write.payloads[0][0])
-                    case .appendWithCompletion(_, let payload, _): Int(payload[0])
-                    default: -1
+        /// - Parameter commitTakes: how far each commit moves the clock.
+        init(maxGather: UInt64, commitTakes: UInt64 = 60_000_000_000) {
+            let recorded = recorded, started = started, gate = gate, clock = clock
+            let limits = WriteQueue.Limits(maxGather: maxGather)
+            queue = WriteQueue(
+                limits: limits,
+                commit: { batch in
+                    clock.withLock { $0 += commitTakes }
+                    let numbers = batch.map { request -> Int in
+                        switch request {
+                        case .streamWrite(let write, _): Int(write.payloads[0][0])
+                        case .appendWithCompletion(_, let payload, _): Int(payload[0])
+                        default: -1
+                        }
                     }
-                }
-                let first = recorded.withLock { recorded in
-                    recorded.append(numbers)
-                    return recorded.count == 1
-                }
-                if first {
-                    started.signal()
-                    gate.wait()
-                }
-            }
+                    let first = recorded.withLock { recorded in
+                        recorded.append(numbers)
+                        return recorded.count == 1
+                    }
+                    if first {
+                        started.signal()
+                        gate.wait()
+                    }
+                }, clock: { clock.value })
         }
 
         /// A round trip: an HTTP append's request.
@@ -63,9 +71,15 @@ struct WriteQueueGatherTests {
             started.wait()
         }
 
-        /// Returns once `count` batches have committed.
-        func until(batches count: Int) {
-            while batches.count < count { usleep(1_000) }
+        /// Whether `count` batches have committed, looking for a while (a bound on a test
+        /// gone wrong, not a measure: the batches come at once).
+        @discardableResult
+        func until(batches count: Int) -> Bool {
+            for _ in 0..<10_000 {
+                if batches.count >= count { return true }
+                usleep(1_000)
+            }
+            return false
         }
 
         func release() { gate.signal() }
@@ -126,16 +140,50 @@ struct WriteQueueGatherTests {
         #expect(writer.queue.gather.skipped == WriteQueue.gathersSkippedAfterAMiss)
     }
 
-    /// Clients answered longer than a gather ago would have come back already: a request
-    /// arriving at an idle writer after that is committed at once.
-    @Test func clientsAnsweredLongerAgoThanAGatherAreNotWaitedFor() {
-        let writer = Writer(maxGather: 1_000_000)
+    /// However long the writer may wait, it waits no longer than its last commit took:
+    /// with commits that take no time, a wait runs out at once.
+    @Test func aWaitLastsNoLongerThanTheLastCommitTook() {
+        let writer = Writer(maxGather: 60_000_000_000, commitTakes: 0)
+        writer.holdFirstCommit(post: 0)
+        writer.post(1)
+        writer.release()
+        #expect(writer.until(batches: 2))
+        writer.queue.close()
+        #expect(writer.batches == [[0], [1]])
+        #expect(writer.queue.gather.limit == 0)
+        #expect(writer.queue.gather.skipped == WriteQueue.gathersSkippedAfterAMiss)
+    }
+
+    /// An idle writer, whose last commit took every client, has nothing in flight that a
+    /// wait holds back: it waits for the clients up to the limit, however short the
+    /// commit was.
+    @Test func anIdleWriterWaitsUpToTheLimitForTheClientsItAnswered() async {
+        let writer = Writer(maxGather: 60_000_000_000, commitTakes: 0)
+        writer.holdFirstCommit(publish: 0)
+        writer.post(1)
+        writer.post(2)
+        writer.release()
+        #expect(writer.until(batches: 2))
+        writer.post(3)
+        #expect(await writer.untilGathering())
+        #expect(writer.queue.gather.limit == 60_000_000_000)
+        writer.post(4)
+        #expect(writer.until(batches: 3))
+        writer.queue.close()
+        #expect(writer.batches == [[0], [1, 2], [3, 4]])
+        #expect(writer.queue.gather.skipped == 0)
+    }
+
+    /// Clients answered longer ago than the longest wait would have come back already: a
+    /// request arriving at an idle writer after that is committed at once.
+    @Test func clientsAnsweredLongerAgoThanTheLongestWaitAreNotWaitedFor() {
+        let writer = Writer(maxGather: 1_000_000_000)
         writer.holdFirstCommit(publish: 0)
         writer.post(1)
         writer.post(2)
         writer.release()
         writer.until(batches: 2)
-        usleep(20_000)  // more than the 1 ms a gather may take, so the answers are old
+        writer.clock.withLock { $0 += 2_000_000_000 }  // longer than the longest wait
         writer.post(3)
         writer.until(batches: 3)
         writer.queue.close()
@@ -154,6 +202,7 @@ struct WriteQueueGatherTests {
         writer.until(batches: 2)
         writer.queue.close()
         #expect(writer.batches == [[0], [1, 2]])
-        #expect(writer.queue.gather == (false, 0))
+        #expect(!writer.queue.gather.waiting)
+        #expect(writer.queue.gather.skipped == 0)
     }
 }

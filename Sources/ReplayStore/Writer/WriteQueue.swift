@@ -11,19 +11,29 @@ import ReplaySync
 /// cohorts of about seven, and each pays a commit's fixed work (SQLite's locks, the WAL
 /// write, the flush's CPU) for half the clients. When everything waiting is such an
 /// append and fewer wait than the last commit answered plus those that waited behind it,
-/// the writer waits for the rest, at most `Limits.maxGather`, as PostgreSQL's
-/// `commit_delay` does when other transactions are open. The cohorts merge into one, a
-/// commit answers them all, and the next commit waits for them all to come back. A wait
-/// that runs out (a client stopped, or thinks between requests) turns the wait off for
-/// the next `gathersSkippedAfterAMiss` commits, so clients that do not come back at once
-/// pay it rarely. Nothing is answered before its commit, so durability is as before.
+/// the writer waits for the rest, as PostgreSQL's `commit_delay` does when other
+/// transactions are open: at most `Limits.maxGather`, and right after a commit no longer
+/// than that commit took. The cohorts merge into one, a commit answers them all, and the
+/// next commit waits for them to come back. A wait that runs out (a client stopped, or thinks
+/// between requests) turns the wait off for the next `gathersSkippedAfterAMiss` commits,
+/// so clients that do not come back at once pay it rarely. Nothing is answered before its
+/// commit, so durability is as before.
+///
+/// Why no longer than the commit before: while the writer waits, nothing overlaps its
+/// commit with the event loops' reading of the next requests, as two cohorts did. With 16
+/// clients, waits of up to 1 ms whatever the commit took left the machine a quarter idle,
+/// and idempotent producers (more for the loops to read per request) lost 2–4 % of their
+/// rate; capped at the commit's time, their rate is as it was. An idle writer (the last
+/// commit took every client, and nothing waits behind it) has no commit to overlap, and
+/// waits up to the limit: capped there too, the first client back was committed alone,
+/// and the clients split into two cohorts again.
 final class WriteQueue: Sendable {
     struct Limits: Sendable {
         var maxRequests = 8_192
         var maxBytes = 8 << 20
-        /// The longest the writer waits for round trips it expects (see above): about the
-        /// time a client takes to send its next request on a busy machine, a few commits'
-        /// CPU. The C server of docs/PERFORMANCE.md's HTTP table waits as long.
+        /// The longest the writer waits for round trips it expects (see above), in
+        /// nanoseconds, however long its last commit took. The C server of
+        /// docs/PERFORMANCE.md's HTTP table waits as long.
         var maxGather: UInt64 = 1_000_000
     }
 
@@ -56,10 +66,12 @@ final class WriteQueue: Sendable {
         /// How many round trips the next batch is expected to hold: those the last commit
         /// answered and those that waited behind it.
         var expectedRoundTrips = 0
-        /// When the last commit ended (`DispatchTime`'s nanoseconds).
+        /// When the last commit ended (the writer's clock).
         var committedAt: UInt64 = 0
         /// While the writer waits for the round trips it expects.
         var gathering = false
+        /// How long the last wait could last, in nanoseconds.
+        var gatherLimit: UInt64 = 0
         /// Commits still to be taken at once after a wait ran out.
         var gathersToSkip = 0
 
@@ -81,11 +93,13 @@ final class WriteQueue: Sendable {
         }
 
         /// Starts a wait for more round trips if everything pending is one and fewer are
-        /// here than expected. `afterCommit`: the batch taken last has just committed.
-        /// The clients a commit answered longer than a gather ago (the writer was idle
-        /// since) are not expected: they would have come back.
-        mutating func beginsGather(afterCommit: Bool, now: UInt64, limit: UInt64) -> Bool {
-            if afterCommit {
+        /// here than expected, and answers how long it may last. `took`: the batch taken
+        /// last has just committed, in that time; `nil`: the writer was idle, and waits up
+        /// to `limit`, as nothing else is in flight for the wait to hold back. The clients
+        /// a commit answered longer than `limit` ago are not expected: they would have come
+        /// back.
+        mutating func beginsGather(afterACommitThatTook took: UInt64?, now: UInt64, limit: UInt64) -> UInt64? {
+            if let took {
                 expectedRoundTrips = takenRoundTrips + pendingRoundTrips
                 committedAt = now
             } else if now &- committedAt > limit {
@@ -93,13 +107,14 @@ final class WriteQueue: Sendable {
             }
             guard !closed, sealed.isEmpty, !pending.isEmpty, pendingRoundTrips == pending.count,
                 pendingRoundTrips < expectedRoundTrips
-            else { return false }
+            else { return nil }
             guard gathersToSkip == 0 else {
                 gathersToSkip -= 1
-                return false
+                return nil
             }
             gathering = true
-            return true
+            gatherLimit = took.map { min(limit, $0) } ?? limit
+            return gatherLimit
         }
 
         private mutating func seal() {
@@ -121,16 +136,23 @@ final class WriteQueue: Sendable {
     private let limits: Limits
     private let commit: @Sendable ([WriteRequest]) -> Void
     private let idle: @Sendable () -> Void
+    /// Monotonic nanoseconds: how long commits take, and how long ago the last ended.
+    private let clock: @Sendable () -> UInt64
 
     /// - Parameters:
     ///   - commit: runs one batch in one transaction and completes its requests; always
     ///     called on the writer's own thread, never concurrently.
     ///   - idle: called on the writer's thread when it found nothing more to commit, before
     ///     any later batch.
-    init(limits: Limits, commit: @escaping @Sendable ([WriteRequest]) -> Void, idle: @escaping @Sendable () -> Void = {}) {
+    ///   - clock: monotonic nanoseconds (tests give a virtual one).
+    init(
+        limits: Limits, commit: @escaping @Sendable ([WriteRequest]) -> Void, idle: @escaping @Sendable () -> Void = {},
+        clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
         self.limits = limits
         self.commit = commit
         self.idle = idle
+        self.clock = clock
     }
 
     func submit(_ request: WriteRequest) {
@@ -151,10 +173,10 @@ final class WriteQueue: Sendable {
         state.withLock { !$0.pending.isEmpty || !$0.sealed.isEmpty }
     }
 
-    /// Whether the writer is waiting for round trips, and how many commits it still takes
-    /// at once after a wait ran out (for tests).
-    var gather: (waiting: Bool, skipped: Int) {
-        state.withLock { ($0.gathering, $0.gathersToSkip) }
+    /// Whether the writer is waiting for round trips, how long its last wait could last,
+    /// and how many commits it still takes at once after a wait ran out (for tests).
+    var gather: (waiting: Bool, limit: UInt64, skipped: Int) {
+        state.withLock { ($0.gathering, $0.gatherLimit, $0.gathersToSkip) }
     }
 
     /// Refuses new requests, then waits until everything queued has been committed.
@@ -179,11 +201,12 @@ final class WriteQueue: Sendable {
     /// lock, they were reallocated at every doubling.
     private func drain() {
         var batch: [WriteRequest] = []
-        var afterCommit = false
-        while take(into: &batch, afterCommit: afterCommit) {
+        var took: UInt64?
+        while take(into: &batch, afterACommitThatTook: took) {
+            let started = clock()
             commit(batch)
+            took = clock() &- started
             batch.removeAll(keepingCapacity: true)
-            afterCommit = true
         }
         idle()
     }
@@ -195,10 +218,10 @@ final class WriteQueue: Sendable {
     /// Puts the next batch in `batch` (which comes emptied, its room kept for the requests
     /// after it); `false` once nothing is pending. Waits first for the round trips
     /// expected, if that is all that waits (see the type's notes).
-    private func take(into batch: inout [WriteRequest], afterCommit: Bool) -> Bool {
-        let now = DispatchTime.now().uptimeNanoseconds
-        if state.withLock({ $0.beginsGather(afterCommit: afterCommit, now: now, limit: limits.maxGather) }) {
-            state.wait(for: arrivals, while: \.gathering, atMost: limits.maxGather)
+    private func take(into batch: inout [WriteRequest], afterACommitThatTook took: UInt64?) -> Bool {
+        let now = clock()
+        if let wait = state.withLock({ $0.beginsGather(afterACommitThatTook: took, now: now, limit: limits.maxGather) }) {
+            state.wait(for: arrivals, while: \.gathering, atMost: wait)
         }
         return state.withLock { state -> Bool in
             if state.gathering {
