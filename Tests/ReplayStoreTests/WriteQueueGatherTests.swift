@@ -71,6 +71,16 @@ struct WriteQueueGatherTests {
             started.wait()
         }
 
+        /// Commits a PUB, then the POSTs `posts` that waited behind it, together (a PUB's
+        /// commit answers no round trips, so none is waited for); the writer is then idle,
+        /// its last commit having answered all of `posts`.
+        func answerTogether(posts: [Int]) {
+            holdFirstCommit(publish: 0)
+            for number in posts { post(number) }
+            release()
+            until(batches: 2)
+        }
+
         /// Whether `count` batches have committed, looking for a while (a bound on a test
         /// gone wrong, not a measure: the batches come at once).
         @discardableResult
@@ -159,11 +169,7 @@ struct WriteQueueGatherTests {
     /// commit was.
     @Test func anIdleWriterWaitsUpToTheLimitForTheClientsItAnswered() async {
         let writer = Writer(maxGather: 60_000_000_000, commitTakes: 0)
-        writer.holdFirstCommit(publish: 0)
-        writer.post(1)
-        writer.post(2)
-        writer.release()
-        #expect(writer.until(batches: 2))
+        writer.answerTogether(posts: [1, 2])
         writer.post(3)
         #expect(await writer.untilGathering())
         #expect(writer.queue.gather.limit == 60_000_000_000)
@@ -178,11 +184,7 @@ struct WriteQueueGatherTests {
     /// request arriving at an idle writer after that is committed at once.
     @Test func clientsAnsweredLongerAgoThanTheLongestWaitAreNotWaitedFor() {
         let writer = Writer(maxGather: 1_000_000_000)
-        writer.holdFirstCommit(publish: 0)
-        writer.post(1)
-        writer.post(2)
-        writer.release()
-        writer.until(batches: 2)
+        writer.answerTogether(posts: [1, 2])
         writer.clock.withLock { $0 += 2_000_000_000 }  // longer than the longest wait
         writer.post(3)
         writer.until(batches: 3)
