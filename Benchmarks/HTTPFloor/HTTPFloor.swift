@@ -25,7 +25,7 @@ struct HTTPFloor: ParsableCommand {
     }
 
     enum Parts: String, ExpressibleByArgument {
-        case types, http1
+        case types, http1, raw
     }
 
     @Option(help: "The loopback port to serve on.")
@@ -35,7 +35,8 @@ struct HTTPFloor: ParsableCommand {
     var answer = Answer.now
 
     @Option(
-        help: "types: requests and answers as swift-http-types values, as replay's handlers see them; http1: NIO's HTTP/1 parts, unconverted."
+        help:
+            "types: requests and answers as swift-http-types values, as replay's handlers see them; http1: NIO's HTTP/1 parts, unconverted; raw: the connection's bytes, with no HTTP codec."
     )
     var parts = Parts.types
 
@@ -52,6 +53,9 @@ struct HTTPFloor: ParsableCommand {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if parts == .raw {
+                        return try channel.pipeline.syncOperations.addHandler(RawAnswerHandler(writer: hop ? writer : nil))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false)
                     switch parts {
@@ -60,6 +64,8 @@ struct HTTPFloor: ParsableCommand {
                         try channel.pipeline.syncOperations.addHandler(AnswerHandler<TypedParts>(writer: hop ? writer : nil))
                     case .http1:
                         try channel.pipeline.syncOperations.addHandler(AnswerHandler<HTTP1Parts>(writer: hop ? writer : nil))
+                    case .raw:
+                        break
                     }
                 }
             }
@@ -106,7 +112,7 @@ final class AnswerHandler<Parts: FloorParts>: ChannelInboundHandler {
 }
 
 /// The parts of one kind of HTTP pipeline, as the floor reads and answers them.
-protocol FloorParts {
+protocol FloorParts: SendableMetatype {
     associatedtype Inbound
     associatedtype Outbound
     /// Whether the request is a POST, for a head; `nil` for any other part.
@@ -154,5 +160,96 @@ enum HTTP1Parts: FloorParts {
                 HTTPResponseHead(version: .http1_1, status: .created, headers: ["Content-Length": "0"])
             }
         return [.head(head), .end(nil)]
+    }
+}
+
+/// The connection's bytes with no HTTP codec (`--parts raw`): the least NIO's channel does
+/// to read a request and write its answer, as a server that parsed HTTP/1.1 by hand would.
+/// It frames only what `wrk` sends here (a head, then `Content-Length` bytes of body), finds
+/// the end of each head and its length, and writes each answer as one buffer; it is a
+/// floor to measure beside the codecs, not a parser.
+final class RawAnswerHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let writer: DispatchQueue?
+    private var received: ByteBuffer?
+    private var appended = 0
+
+    init(writer: DispatchQueue?) {
+        self.writer = writer
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        if received == nil { received = bytes } else { received!.writeBuffer(&bytes) }
+        while let request = nextRequest() {
+            answer(isPost: request, context: context)
+        }
+    }
+
+    /// Takes the next whole request off `received`: whether it is a POST, or `nil` until one
+    /// has arrived whole.
+    private func nextRequest() -> Bool? {
+        guard var buffer = received else { return nil }
+        let found = buffer.withUnsafeReadableBytes(Self.frame)
+        guard let found, buffer.readableBytes >= found.headEnd + found.length else { return nil }
+        let isPost = buffer.readableBytesView.starts(with: "POST ".utf8)
+        buffer.moveReaderIndex(forwardBy: found.headEnd + found.length)
+        received = buffer.readableBytes == 0 ? nil : buffer
+        return isPost
+    }
+
+    /// The end of the head at the front of `bytes` and its `Content-Length`, once the head
+    /// has arrived; by bytes, with no allocation, as a server in C would.
+    private static let contentLength = Array("content-length:".utf8)
+
+    private static func frame(_ bytes: UnsafeRawBufferPointer) -> (headEnd: Int, length: Int)? {
+        let name = contentLength
+        var length = 0
+        var lineStart = 0
+        var i = 0
+        while i + 1 < bytes.count {
+            guard bytes[i] == UInt8(ascii: "\r"), bytes[i + 1] == UInt8(ascii: "\n") else {
+                i += 1
+                continue
+            }
+            if i == lineStart { return (i + 2, length) }  // the empty line: the head's end
+            if i - lineStart > name.count, (0..<name.count).allSatisfy({ bytes[lineStart + $0] | 0x20 == name[$0] | 0x20 }) {
+                length = 0
+                for byte in bytes[(lineStart + name.count)..<i] where byte != UInt8(ascii: " ") {
+                    length = length * 10 + Int(byte &- UInt8(ascii: "0"))
+                }
+            }
+            i += 2
+            lineStart = i
+        }
+        return nil
+    }
+
+    private func answer(isPost: Bool, context: ChannelHandlerContext) {
+        guard isPost else { return respond(nil, context: context) }
+        appended += 1
+        let offset = "\(appended)_0"
+        guard let writer else { return respond(offset, context: context) }
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        writer.async {
+            loop.execute { bound.value.0.respond(offset, context: bound.value.1) }
+        }
+    }
+
+    /// A 204 with `Stream-Next-Offset: offset`, or a 201 when there is no offset, written as
+    /// one buffer.
+    private func respond(_ offset: String?, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: 128)
+        if let offset {
+            buffer.writeStaticString("HTTP/1.1 204 No Content\r\nStream-Next-Offset: ")
+            buffer.writeString(offset)
+            buffer.writeStaticString("\r\n\r\n")
+        } else {
+            buffer.writeStaticString("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        }
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 }
