@@ -17,35 +17,18 @@ struct WriteQueueGatherTests {
     /// commit held until `release`.
     private final class Writer: Sendable {
         let queue: WriteQueue
-        private let recorded = Locked<[[Int]]>([])
-        private let started = DispatchSemaphore(value: 0)
-        private let gate = DispatchSemaphore(value: 0)
+        private let commits = HeldCommits()
         /// The writer's clock, in nanoseconds.
         let clock = Locked<UInt64>(1_000_000_000)
 
         /// - Parameter commitTakes: how far each commit moves the clock.
         init(maxGather: UInt64, commitTakes: UInt64 = 60_000_000_000) {
-            let recorded = recorded, started = started, gate = gate, clock = clock
-            let limits = WriteQueue.Limits(maxGather: maxGather)
+            let commits = commits, clock = clock
             queue = WriteQueue(
-                limits: limits,
+                limits: WriteQueue.Limits(maxGather: maxGather),
                 commit: { batch in
                     clock.withLock { $0 += commitTakes }
-                    let numbers = batch.map { request -> Int in
-                        switch request {
-                        case .streamWrite(let write, _): Int(write.payloads[0][0])
-                        case .appendWithCompletion(_, let payload, _): Int(payload[0])
-                        default: -1
-                        }
-                    }
-                    let first = recorded.withLock { recorded in
-                        recorded.append(numbers)
-                        return recorded.count == 1
-                    }
-                    if first {
-                        started.signal()
-                        gate.wait()
-                    }
+                    commits.commit(batch)
                 }, clock: { clock.value })
         }
 
@@ -62,13 +45,13 @@ struct WriteQueueGatherTests {
         /// Submits `number` and holds its commit until `release`.
         func holdFirstCommit(post number: Int) {
             post(number)
-            started.wait()
+            commits.untilFirstStarted()
         }
 
         /// Publishes `number` and holds its commit until `release`.
         func holdFirstCommit(publish number: Int) {
             publish(number)
-            started.wait()
+            commits.untilFirstStarted()
         }
 
         /// Commits a PUB, then the POSTs `posts` that waited behind it, together (a PUB's
@@ -92,7 +75,7 @@ struct WriteQueueGatherTests {
             return false
         }
 
-        func release() { gate.signal() }
+        func release() { commits.release() }
 
         /// Returns once the writer waits for round trips (a bounded look, not a clock).
         func untilGathering() async -> Bool {
@@ -104,7 +87,7 @@ struct WriteQueueGatherTests {
             return false
         }
 
-        var batches: [[Int]] { recorded.withLock { $0 } }
+        var batches: [[Int]] { commits.batches }
     }
 
     /// Three clients: one is answered while two wait behind it. The writer waits for the

@@ -15,34 +15,19 @@ struct WriteQueueTests {
     /// first submitted while the first one's batch commits; returns each batch as the
     /// indices of its requests.
     private func batches(limits: WriteQueue.Limits, sizes: [Int]) -> [[Int]] {
-        let recorded = Locked<[[Int]]>([])
-        let started = DispatchSemaphore(value: 0)
-        let gate = DispatchSemaphore(value: 0)
-        let queue = WriteQueue(limits: limits) { batch in
-            let indices = batch.map { request -> Int in
-                guard case .appendWithCompletion(_, let payload, _) = request else { return -1 }
-                return Int(payload.first ?? 0)
-            }
-            let first = recorded.withLock { recorded in
-                recorded.append(indices)
-                return recorded.count == 1
-            }
-            if first {
-                started.signal()
-                gate.wait()
-            }
-        }
+        let commits = HeldCommits()
+        let queue = WriteQueue(limits: limits, commit: commits.commit)
         func submit(_ index: Int) {
             var payload = Data(repeating: 0, count: max(1, sizes[index]))
             payload[0] = UInt8(index)
             queue.submit(.appendWithCompletion(stream: "s", payload: payload, { _ in }))
         }
         submit(0)
-        started.wait()
+        commits.untilFirstStarted()
         for index in sizes.indices.dropFirst() { submit(index) }
-        gate.signal()
+        commits.release()
         queue.close()
-        return recorded.withLock { $0 }
+        return commits.batches
     }
 
     @Test func whatWaitedIsTakenWholeWhenItFits() {
