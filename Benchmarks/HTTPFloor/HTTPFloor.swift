@@ -12,11 +12,13 @@ import NIOPosix
 /// `HTTP1Channel` installs them) answering every POST at once, with no store, no router and
 /// no metrics. With `--answer hop`, each answer first crosses to one serial queue and back,
 /// as a POST's write crosses to replay's writer thread and its completion comes back.
+/// `--parts http1` leaves out the conversion to swift-http-types, and `--parts raw` every
+/// HTTP codec: what NIO's channel alone costs a request and its answer.
 ///
 /// What replay spends per POST above this is its own (the store, the writer, the checks);
 /// what this spends above `tools/http_ceiling.c --store none` is the language's and the
 /// framework's. Serve, then drive it as docs/PERFORMANCE.md drives replayd:
-///   .build/release/http-floor --port 18095 [--answer now|hop] [--threads 2]
+///   .build/release/http-floor --port 18095 [--parts types|http1|raw] [--answer now|hop] [--threads 2]
 ///   wrk -t2 -c16 -d8s --latency -s ../tools/http_post.lua http://127.0.0.1:18095/v1/stream/bench
 @main
 struct HTTPFloor: ParsableCommand {
@@ -53,19 +55,20 @@ struct HTTPFloor: ParsableCommand {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if parts == .raw {
-                        return try channel.pipeline.syncOperations.addHandler(RawAnswerHandler(writer: hop ? writer : nil))
-                    }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false)
+                    let pipeline = channel.pipeline.syncOperations
+                    let writer = hop ? writer : nil
                     switch parts {
-                    case .types:
-                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                        try channel.pipeline.syncOperations.addHandler(AnswerHandler<TypedParts>(writer: hop ? writer : nil))
-                    case .http1:
-                        try channel.pipeline.syncOperations.addHandler(AnswerHandler<HTTP1Parts>(writer: hop ? writer : nil))
                     case .raw:
-                        break
+                        try pipeline.addHandler(RawAnswerHandler(writer: writer))
+                    case .http1:
+                        try pipeline.configureHTTPServerPipeline(
+                            withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false)
+                        try pipeline.addHandler(AnswerHandler<HTTP1Parts>(writer: writer))
+                    case .types:
+                        try pipeline.configureHTTPServerPipeline(
+                            withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false)
+                        try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try pipeline.addHandler(AnswerHandler<TypedParts>(writer: writer))
                     }
                 }
             }
@@ -200,10 +203,10 @@ final class RawAnswerHandler: ChannelInboundHandler {
         return isPost
     }
 
-    /// The end of the head at the front of `bytes` and its `Content-Length`, once the head
-    /// has arrived; by bytes, with no allocation, as a server in C would.
     private static let contentLength = Array("content-length:".utf8)
 
+    /// The end of the head at the front of `bytes` and its `Content-Length`, once the head
+    /// has arrived; by bytes, with no allocation, as a server in C would.
     private static func frame(_ bytes: UnsafeRawBufferPointer) -> (headEnd: Int, length: Int)? {
         let name = contentLength
         var length = 0
