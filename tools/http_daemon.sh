@@ -10,10 +10,20 @@ dir=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$dir" ] && rm -rf "$dir"' EXIT
 trap 'exit 1' INT TERM PIPE
 
-# start_daemon REPLAYD: sets `pid` and `dir`.
+# start_daemon REPLAYD: sets `pid` and `dir`. With POSTGRES=<postgres:// URL of a
+# database on a server> (`eval "$(tools/postgres-cluster.sh start)"; POSTGRES=$REPLAY_TEST_POSTGRES`),
+# each daemon stores in a new database of that server, made with psql, instead of SQLite.
+runs=0
 start_daemon() {
   dir=$(mktemp -d)
-  "$1" --socket "$dir/s" --db "$dir/db.sqlite" --http 127.0.0.1:$port --sync full > "$dir/log" 2>&1 &
+  local db="$dir/db.sqlite"
+  if [ -n "${POSTGRES:-}" ]; then
+    runs=$((runs + 1))
+    local name="turn_$$_$runs"
+    psql "$POSTGRES" -qc "create database $name" > /dev/null || { echo "could not create database $name"; exit 1; }
+    db="${POSTGRES%/*}/$name"
+  fi
+  "$1" --socket "$dir/s" --db "$db" --http 127.0.0.1:$port --sync full > "$dir/log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do curl -s -o /dev/null "$url/" && break; sleep 0.1; done
   # Another process on the port would answer for it: measure only this daemon.

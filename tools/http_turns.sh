@@ -3,7 +3,8 @@
 # the A/B figures in docs/PERFORMANCE.md: POSTs/s, p50 and p99 from `wrk` (16 connections,
 # one 100-byte POST in flight each, tools/http_post.lua) and the daemon's CPU per POST
 # (from /proc/<pid>/stat). With METRICS=1 it also prints each run's commits and POSTs per
-# commit from /metrics, and each thread's CPU.
+# commit from /metrics, and each thread's CPU. With POSTGRES=<URL> each daemon stores in a
+# new database on that PostgreSQL server (tools/http_daemon.sh).
 #   tools/http_turns.sh ROUNDS REPLAYD [REPLAYD...]
 # Needs wrk and curl. The daemons listen on 127.0.0.1:18181, one at a time.
 set -u
