@@ -37,6 +37,21 @@ struct RequestHeadDeadlineTests {
         #expect(!channel.isActive, "17 s: 10 s after the answer")
     }
 
+    /// A request framed before NIO's codec (`FramedAppendHandler`) is told as a head and an
+    /// answer are seen: busy from its head, idle from its answer.
+    @Test func aFramedRequestKeepsItBusyFromItsHeadToItsAnswer() throws {
+        let (channel, loop) = try Self.connection()
+        loop.advanceTime(by: .seconds(6))
+        channel.pipeline.fireUserInboundEventTriggered(FramedAppendHandler.Request.began)
+        loop.advanceTime(by: .seconds(20))
+        #expect(channel.isActive, "busy: its answer is not written")
+        channel.pipeline.fireUserInboundEventTriggered(FramedAppendHandler.Request.answered)
+        loop.advanceTime(by: .seconds(9))
+        #expect(channel.isActive, "9 s after the answer")
+        loop.advanceTime(by: .seconds(1))
+        #expect(!channel.isActive, "10 s after the answer")
+    }
+
     @Test func aRequestWaitingForItsAnswerIsNeverCut() throws {
         let (channel, loop) = try Self.connection()
         loop.advanceTime(by: .seconds(1))

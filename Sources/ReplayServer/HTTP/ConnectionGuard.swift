@@ -148,25 +148,39 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) {
-            received += 1
-            idleSince = nil
-            // A connection's first request is often its only one (an SSE reader's, for
-            // hours): its check is not left scheduled, holding its task, for the timeout.
-            if received == 1 {
-                check?.cancel()
-                check = nil
-            }
-        }
+        if case .head = unwrapInboundIn(data) { began() }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
-            answered += 1
-            if answered >= received { arm(context) }
-        }
+        if case .end = unwrapOutboundIn(data) { ended(context) }
         context.write(data, promise: promise)
+    }
+
+    /// A request taken before NIO's decoder (`FramedAppendHandler`) says when its head has
+    /// arrived and when its answer is written.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event as? FramedAppendHandler.Request {
+        case .began?: began()
+        case .answered?: ended(context)
+        case nil: context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    private func began() {
+        received += 1
+        idleSince = nil
+        // A connection's first request is often its only one (an SSE reader's, for hours):
+        // its check is not left scheduled, holding its task, for the timeout.
+        if received == 1 {
+            check?.cancel()
+            check = nil
+        }
+    }
+
+    private func ended(_ context: ChannelHandlerContext) {
+        answered += 1
+        if answered >= received { arm(context) }
     }
 
     private func arm(_ context: ChannelHandlerContext) {

@@ -28,6 +28,9 @@ struct HTTP1Door: HTTPChannelHandler {
     let additionalChannelHandlers: @Sendable () -> [any RemovableChannelHandler]
     /// The SSE reads served with no task; `nil`: none are.
     let eventStreams: ParkedEventStreams?
+    /// The POSTs read and answered before NIO's HTTP codec (`FramedAppendHandler`); `nil`:
+    /// none are.
+    let framedAppends: InlineAppends?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Connection> {
         channel.eventLoop.makeCompletedFuture {
@@ -38,6 +41,7 @@ struct HTTP1Door: HTTPChannelHandler {
             decoderLimits.maxHeaderListSize = limits.maxHeaderListSize
             decoderLimits.maxHeaderFieldCount = limits.maxHeaderFieldCount
             let operations = channel.pipeline.syncOperations
+            if let framedAppends { try operations.addHandler(FramedAppendHandler(framedAppends)) }
             try operations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)

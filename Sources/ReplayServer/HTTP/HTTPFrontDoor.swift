@@ -178,7 +178,10 @@ public struct HTTPFrontDoor: Service {
             let eventStreams = eventStreams.isOn ? eventStreams : nil
             let server = HTTPServerBuilder { responder in
                 GuardedChildChannel(
-                    inner: HTTP1Door(responder: responder, additionalChannelHandlers: handlers, eventStreams: eventStreams), budget: budget)
+                    inner: HTTP1Door(
+                        responder: responder, additionalChannelHandlers: handlers, eventStreams: eventStreams,
+                        framedAppends: inlineAppends ? inline : nil),
+                    budget: budget)
             }
             return (server, nil)
         }

@@ -41,12 +41,9 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// The write of the taken POST in the store's hands: one at a time on a connection.
     private var writing: InlineAppends.Write?
-    /// The store's answer to it, from the writer's thread to the event loop.
-    private var answer: Locked<Result<StreamWriteOutcome, StoreError>?>?
-    /// What the store calls with its answer, made once for the connection, at its first
-    /// taken POST (`completion(on:)`): a closure made for each POST (over the handler, the
-    /// write, then the answer) was two allocations. It holds the handler, which holds it:
-    /// `handlerRemoved` breaks the cycle.
+    /// The way back from the store, and what the store calls with its answer: made at the
+    /// connection's first taken POST (`completion(on:)`).
+    private var hop: StoreAnswerHop?
     private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
@@ -60,19 +57,10 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = context
     }
 
-    /// The connection's completion, made at its first taken POST: a connection that never
-    /// posts (an SSE reader's, held for hours) does not carry the answer's slot, which has
-    /// room for a write's outcome (about 500 bytes), nor the two closures.
     private func completion(on eventLoop: any EventLoop) -> @Sendable (Result<StreamWriteOutcome, StoreError>) -> Void {
         if let completion { return completion }
-        let slot = Locked<Result<StreamWriteOutcome, StoreError>?>(nil)
-        let handler = NIOLoopBound(self, eventLoop: eventLoop)
-        let answered: @Sendable () -> Void = { handler.value.answered() }
-        let completion: @Sendable (Result<StreamWriteOutcome, StoreError>) -> Void = { result in
-            slot.withLock { $0 = result }
-            handler.eventLoop.execute(answered)
-        }
-        (answer, self.completion) = (slot, completion)
+        let (hop, completion) = StoreAnswerHop.make(for: self, on: eventLoop) { $0.answered() }
+        (self.hop, self.completion) = (hop, completion)
         return completion
     }
 
@@ -141,7 +129,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// On the event loop: the store answered the write in its hands.
     private func answered() {
-        guard let write = writing, let result = answer?.withLock({ $0.take() }) else { return }
+        guard let write = writing, let result = hop?.take() else { return }
         writing = nil
         written(result, write)
     }
@@ -170,16 +158,13 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes a taken POST's answer, then goes on with what waited.
     private func answer(_ taken: Taken, _ answer: InlineAppendState.Answer, context: ChannelHandlerContext) {
-        let status =
-            switch answer {
-            case .written(let write, let outcome): appends.answer(outcome, write, head: taken.head, context: context)
-            case .refused(let problem): appends.refuse(problem, head: taken.head, context: context)
-            }
-        if let metrics = appends.metrics, let started = taken.started { metrics.answered(status, started, route: InlineAppends.route) }
+        let answer = appends.answer(answer, request: taken.head.headerFields)
+        InlineAppends.send(answer, closing: InlineAppends.closes(taken.head.headerFields), context: context)
+        if let metrics = appends.metrics, let started = taken.started { metrics.answered(answer.status, started, route: InlineAppends.route) }
         DaemonMetrics.inlineAppends.increment()
         state.answered()
         if state.releaseQuiesce() { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
-        if InlineAppends.closes(taken.head) { return }  // closing once the answer is written
+        if InlineAppends.closes(taken.head.headerFields) { return }  // closing once the answer is written
         resume(context: context, routed: false)
     }
 

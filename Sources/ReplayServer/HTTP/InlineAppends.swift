@@ -46,11 +46,16 @@ final class InlineAppends: Sendable {
 
     /// The POST's stream and length, if it is a POST taken here (see `InlineAppendHandler`).
     func accepts(_ head: HTTPRequest) -> Accepted? {
-        guard head.method == .post, let path = head.path, !path.utf8.contains(UInt8(ascii: "?")) else { return nil }
-        let fields = head.headerFields
+        guard head.method == .post, let path = head.path else { return nil }
+        return accepts(post: path, fields: head.headerFields)
+    }
+
+    /// A POST to `path` with `fields`, if it is taken here.
+    func accepts(post path: String, fields: HTTPFields) -> Accepted? {
+        guard !path.utf8.contains(UInt8(ascii: "?")) else { return nil }
         // A scheduled POST goes to the router (`StreamEndpoint.schedule`).
         guard fields.value(.expect) == nil, fields.value(.replayDelay) == nil, fields.value(.replayAt) == nil,
-            Self.closes(head) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
+            Self.closes(fields) || fields.value(.connection) == nil || fields.value(.connection)?.lowercased() == "keep-alive",
             let length = fields.value(.contentLength).flatMap({ Int($0) }), length <= maxPayload
         else { return nil }
         if let token = settings.token, RequestHeaders(fields: fields).bearerToken != token { return nil }
@@ -71,8 +76,8 @@ final class InlineAppends: Sendable {
     }
 
     /// `Connection: close`: the connection ends with this request's answer.
-    static func closes(_ head: HTTPRequest) -> Bool {
-        head.headerFields.value(.connection)?.lowercased() == "close"
+    static func closes(_ fields: HTTPFields) -> Bool {
+        fields.value(.connection)?.lowercased() == "close"
     }
 
     /// A taken POST, checked as `StreamEndpoint` checks any POST.
@@ -100,36 +105,53 @@ final class InlineAppends: Sendable {
         }
     }
 
-    /// Writes the answer to a written POST; returns its status.
-    func answer(_ outcome: StreamWriteOutcome, _ write: Write, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
+    /// An answer to a taken POST: its status, its fields with the door's own, and a body for
+    /// a refusal.
+    struct Answer {
+        let status: HTTPResponse.Status
+        let fields: HTTPFields
+        let body: ByteBuffer?
+    }
+
+    /// The answer to a taken POST, written or refused, as the router would give it.
+    /// - Parameter request: the POST's fields.
+    func answer(_ answer: InlineAppendState.Answer, request: HTTPFields) -> Answer {
+        switch answer {
+        case .written(let write, let outcome): written(outcome, write, request: request)
+        case .refused(let problem): refusal(problem, request: request)
+        }
+    }
+
+    private func written(_ outcome: StreamWriteOutcome, _ write: Write, request: HTTPFields) -> Answer {
         var (status, headers) = endpoint.appendedAnswer(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
         // No body, as hummingbird's `Response` says for the router (a 200 without it would
         // be sent chunked).
         headers[.contentLength] = "0"
-        send(status, headers, body: nil, head: head, context: context)
-        return status
+        // Moved, not copied: the door's fields are added to this list in place.
+        return Answer(status: status, fields: doorFields(consume headers, request: request), body: nil)
     }
 
-    /// Writes a refused POST's answer, as the router would; returns its status.
-    func refuse(_ problem: HTTPProblem, head: HTTPRequest, context: ChannelHandlerContext) -> HTTPResponse.Status {
+    private func refusal(_ problem: HTTPProblem, request: HTTPFields) -> Answer {
         let body = ByteBuffer(bytes: problem.body)
         var fields = problem.headers
         fields[.contentType] = "application/json"
         fields[.cacheControl] = "no-store"
         fields[.contentLength] = String(body.readableBytes)
-        send(problem.status, fields, body: body, head: head, context: context)
-        return problem.status
+        return Answer(status: problem.status, fields: doorFields(consume fields, request: request), body: body)
     }
 
     /// `headers` is consumed: the door's fields are added in place, not to a copy.
-    private func send(
-        _ status: HTTPResponse.Status, _ headers: consuming HTTPFields, body: ByteBuffer?, head: HTTPRequest, context: ChannelHandlerContext
-    ) {
-        FrontDoorResponder.addHeaders(to: &headers, origin: head.headerFields.value(.origin), settings: settings)
+    private func doorFields(_ headers: consuming HTTPFields, request: HTTPFields) -> HTTPFields {
+        FrontDoorResponder.addHeaders(to: &headers, origin: request.value(.origin), settings: settings)
         headers[HTTPField.Name.date] = HTTPDate.now
-        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: status, headerFields: headers))), promise: nil)
-        if let body { context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil) }
-        guard Self.closes(head) else {
+        return headers
+    }
+
+    /// Writes `answer` as hummingbird's parts, through `context`.
+    static func send(_ answer: Answer, closing: Bool, context: ChannelHandlerContext) {
+        context.write(NIOAny(HTTPResponsePart.head(HTTPResponse(status: answer.status, headerFields: answer.fields))), promise: nil)
+        if let body = answer.body { context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil) }
+        guard closing else {
             context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)
             return
         }

@@ -23,6 +23,9 @@ enum DaemonMetrics {
     /// POSTs to a stream answered on their connection's event loop (`InlineAppendHandler`),
     /// of all those `hb_requests` counts: what is left went through the router.
     static let inlineAppends = Counter(label: "replay_http_appends_inline_total")
+    /// Of those, the POSTs read from the connection's bytes and answered in bytes, before
+    /// NIO's HTTP codec (`FramedAppendHandler`).
+    static let framedAppends = Counter(label: "replay_http_appends_framed_total")
     /// Socket commands refused by the access rules.
     static let socketDenied = Counter(label: "replay_socket_denied_total")
     /// HTTP requests refused by the token rules (401 and 403).
@@ -41,7 +44,7 @@ enum DaemonMetrics {
     static func register() {
         _ = (eventsDelivered, bytesDelivered, connections, subscriptions, longPolls, sseReaders, sseReadersParked, httpConnections)
         _ = (httpConnectionsShed, httpHeaderTimeouts, inlineAppends, socketDenied, deniedRequests, rateLimited)
-        _ = (socketRateLimited, streamQuotaRefusals, tlsHandshakeTimeouts)
+        _ = (socketRateLimited, streamQuotaRefusals, tlsHandshakeTimeouts, framedAppends)
         SubscriptionMetrics.register()
     }
 

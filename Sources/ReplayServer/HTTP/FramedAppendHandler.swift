@@ -1,0 +1,313 @@
+import HTTPTypes
+import NIOCore
+import ReplayStore
+
+/// POSTs to a stream read from a plain HTTP/1.1 connection's bytes and answered in bytes,
+/// before NIO's HTTP codec: the first handler of the door's pipeline, for as long as its
+/// connection sends nothing else.
+///
+/// Why: NIO's HTTP/1 codec and the conversion to swift-http-types take 18–22 µs of CPU a
+/// POST where reading the same bytes and writing the answer take NIO 12–16, more than any
+/// part of replay's own (docs/PERFORMANCE.md, "The floors under a POST"). Here a POST's head
+/// is read by `FramedRequestHead`, its write and its answer are `InlineAppends`' (the same
+/// checks, refusals and fields as `InlineAppendHandler`'s and the router's), and the answer
+/// is written as one buffer (`HTTP1AnswerBytes`), which the connection keeps for its next.
+///
+/// A connection starts here, and leaves for good at its first request that is not such a
+/// POST: that request, from its first byte, and everything after it go on to NIO's decoder,
+/// and this handler leaves the pipeline (where `InlineAppendHandler` takes the plain POSTs
+/// that come after, between hummingbird's requests). So NIO's decoder and encoder see
+/// whole requests and their own answers only, and what they pair (a request's method with
+/// its answer) stays paired. A POST is taken here in the cases `InlineAppendHandler` takes
+/// it (`InlineAppends.accepts`); one whose stream is past its expiry leaves, whole, for the
+/// router, which deletes the stream.
+///
+/// While a POST's write is at the store, what arrives waits here, and reading stops once
+/// anything does; the client's end of input and a graceful shutdown's quiesce wait for the
+/// answer too. `RequestHeadDeadline` is told when a head has arrived and when its answer
+/// is written (`Request`), as it sees NIO's.
+final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    /// What `RequestHeadDeadline` is told of a request taken here.
+    enum Request {
+        /// Its head has arrived whole.
+        case began
+        /// Its answer is written.
+        case answered
+    }
+
+    private struct Taken {
+        /// The request's fields (with no `HTTPRequest` around them: its pseudo-header
+        /// fields were an allocation a POST).
+        let fields: HTTPFields
+        let stream: StreamRequest
+        /// The body's length.
+        let length: Int
+        /// The head's length: where the body starts.
+        let headLength: Int
+        /// Active from its head, as the router's requests are.
+        let started: RequestMetrics.Started?
+    }
+
+    private enum Phase {
+        /// Reading the next request's head.
+        case reading
+        /// A POST taken here, its body arriving.
+        case collecting(Taken)
+        /// Its write at the store.
+        case writing(Taken, InlineAppends.Write)
+        /// The connection closes with the answer written: nothing more is read here.
+        case closing
+        /// Handed on to NIO's decoder: this handler has left, or is leaving, the pipeline.
+        case left
+    }
+
+    /// The longest head read here; a longer one goes to NIO's decoder, with its own limits.
+    static let maxHeadLength = 8_192
+
+    private let appends: InlineAppends
+    private var phase = Phase.reading
+    /// What has arrived and is not yet taken.
+    private var received: ByteBuffer?
+    private var context: ChannelHandlerContext?
+    /// The way back from the store, and what the store calls with its answer: made at the
+    /// connection's first taken POST (`completion(on:)`).
+    private var hop: StoreAnswerHop?
+    private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
+    /// The last answer's buffer, written again once the socket has let go of it.
+    private var answerBuffer: ByteBuffer?
+    private var readHeld = false
+    private var inputClosedHeld = false
+    private var quiesceHeld = false
+    /// Who this connection's requests are charged to, where rates are limited.
+    private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
+
+    init(_ appends: InlineAppends) {
+        self.appends = appends
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        completion = nil  // a write still in the store's hands keeps the handler until answered
+        // A client gone mid-body: its request is no longer active.
+        if case .collecting(let taken) = phase { taken.started?.active.decrement() }
+    }
+
+    private var isWriting: Bool {
+        if case .writing = phase { true } else { false }
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch phase {
+        case .left: return context.fireChannelRead(data)
+        case .closing: return
+        case .reading, .collecting, .writing: break
+        }
+        var bytes = unwrapInboundIn(data)
+        if received == nil { received = bytes } else { received!.writeBuffer(&bytes) }
+        proceed(context: context, inRead: true)
+    }
+
+    /// Takes the requests that have arrived whole, one at a time: until one is at the store,
+    /// more must arrive, or one is not taken here (then everything goes on to NIO).
+    /// - Parameter inRead: whether this runs inside a read from the socket.
+    private func proceed(context: ChannelHandlerContext, inRead: Bool) {
+        while true {
+            switch phase {
+            case .writing, .closing, .left:
+                return
+            case .reading:
+                guard let buffer = received, buffer.readableBytes > 0 else {
+                    received = nil
+                    return
+                }
+                let scan = buffer.withUnsafeReadableBytes { FramedRequestHead.scan($0, maxLength: Self.maxHeadLength) }
+                switch scan {
+                case .incomplete:
+                    return
+                case .unsupported:
+                    return leave(context: context, inRead: inRead)
+                case .head(let head):
+                    guard let taken = take(head) else { return leave(context: context, inRead: inRead) }
+                    context.fireUserInboundEventTriggered(Request.began)
+                    phase = .collecting(taken)
+                }
+            case .collecting(let taken):
+                guard var buffer = received, buffer.readableBytes >= taken.headLength + taken.length else { return }
+                let request = buffer.readSlice(length: taken.headLength + taken.length)!
+                received = buffer.readableBytes > 0 ? buffer : nil
+                write(taken, request: request, context: context, inRead: inRead)
+            }
+        }
+    }
+
+    /// The POST this head begins, if it is taken here: plain, and within its client's
+    /// rates (over them, the router refuses it, and counts and words the refusal).
+    private func take(_ head: FramedRequestHead) -> Taken? {
+        guard let accepted = appends.accepts(post: head.target, fields: head.fields) else { return nil }
+        guard !appends.limitsRates || appends.charge(client, bytes: accepted.length) else { return nil }
+        return Taken(
+            fields: head.fields, stream: accepted.stream, length: accepted.length, headLength: head.length,
+            started: appends.metrics?.start(.post))
+    }
+
+    /// Checks the whole POST and hands its write to the store; `request` is its bytes, for
+    /// the router if its stream has expired.
+    private func write(_ taken: Taken, request: ByteBuffer, context: ChannelHandlerContext, inRead: Bool) {
+        let body = request.getSlice(at: request.readerIndex + taken.headLength, length: taken.length)
+        switch appends.write(taken.stream, body: body) {
+        case .write(let write):
+            phase = .writing(taken, write)
+            appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer, completion: completion(on: context.eventLoop))
+        case .refused(let problem):
+            answer(taken, .refused(problem), context: context)
+        case .expired:
+            // Whole, to the router, which deletes the stream.
+            var all = request
+            if var rest = received { all.writeBuffer(&rest) }
+            received = all
+            leave(context: context, inRead: inRead)
+        }
+    }
+
+    private func completion(on eventLoop: any EventLoop) -> @Sendable (Result<StreamWriteOutcome, StoreError>) -> Void {
+        if let completion { return completion }
+        let (hop, completion) = StoreAnswerHop.make(for: self, on: eventLoop) { $0.answered() }
+        (self.hop, self.completion) = (hop, completion)
+        return completion
+    }
+
+    /// On the event loop: the store answered the write in its hands.
+    private func answered() {
+        guard case .writing(let taken, let write) = phase, let result = hop?.take() else { return }
+        let decided: InlineAppendState.Answer =
+            switch result {
+            case .success(let outcome): .written(write, outcome)
+            case .failure(let error): .refused(appends.endpoint.appendError(error, name: write.write.stream))
+            }
+        guard let context else {
+            // The connection closed: the POST is no longer an active request.
+            phase = .closing
+            taken.started?.active.decrement()
+            return
+        }
+        answer(taken, decided, context: context)
+        proceed(context: context, inRead: false)
+        releaseHeld(context: context)
+    }
+
+    /// Writes a taken POST's answer. The phase goes back to reading (or to closing).
+    private func answer(_ taken: Taken, _ decided: InlineAppendState.Answer, context: ChannelHandlerContext) {
+        let answer = appends.answer(decided, request: taken.fields)
+        var buffer = answerBuffer.take() ?? context.channel.allocator.buffer(capacity: 256)
+        buffer.clear()
+        HTTP1AnswerBytes.write(answer.status, answer.fields, body: answer.body, into: &buffer)
+        if let metrics = appends.metrics, let started = taken.started { metrics.answered(answer.status, started, route: InlineAppends.route) }
+        DaemonMetrics.inlineAppends.increment()
+        DaemonMetrics.framedAppends.increment()
+        context.fireUserInboundEventTriggered(Request.answered)
+        guard !InlineAppends.closes(taken.fields) else {
+            // As hummingbird does for `Connection: close`: no more requests on this connection.
+            phase = .closing
+            received = nil
+            let channel = context.channel
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: written)
+            return
+        }
+        phase = .reading
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+        answerBuffer = buffer
+    }
+
+    /// Hands the connection on to NIO's decoder: what has arrived, then what was held (a
+    /// request cut short by the end of input goes on too, and NIO's decoder ends it as it
+    /// ends any), and this handler leaves the pipeline, after which its context passes
+    /// nothing on.
+    private func leave(context: ChannelHandlerContext, inRead: Bool) {
+        if case .collecting(let taken) = phase {
+            // Not taken after all (cut short, or to a stream past its expiry): NIO's
+            // decoder reads it from its head, and the router charges, counts and answers it.
+            if appends.limitsRates { appends.refund(client, bytes: taken.length) }
+            taken.started?.active.decrement()
+            context.fireUserInboundEventTriggered(Request.answered)
+        }
+        phase = .left
+        if let buffer = received {
+            received = nil
+            context.fireChannelRead(wrapInboundOut(buffer))
+            // Outside a read from the socket: hummingbird's async channel hands on what it
+            // was given at the end of a read, so say that this one ended.
+            if !inRead { context.fireChannelReadComplete() }
+        }
+        if inputClosedHeld { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
+        if quiesceHeld { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+        if readHeld { context.read() }
+        (inputClosedHeld, quiesceHeld, readHeld) = (false, false, false)
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+
+    /// What was held while a write was at the store, once none is: the end of input hands
+    /// the connection on (what is left of the requests is NIO's to end); a quiesce waits
+    /// for a POST whose body is still arriving.
+    private func releaseHeld(context: ChannelHandlerContext) {
+        switch phase {
+        case .writing, .left: return
+        case .closing:
+            (inputClosedHeld, quiesceHeld, readHeld) = (false, false, false)
+            return
+        case .reading, .collecting: break
+        }
+        if inputClosedHeld { return leave(context: context, inRead: false) }
+        if quiesceHeld, case .reading = phase {
+            quiesceHeld = false
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+        if readHeld {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch phase {
+        case .left, .closing:
+            return context.fireUserInboundEventTriggered(event)
+        case .reading, .collecting, .writing:
+            break
+        }
+        if case ChannelEvent.inputClosed = event {
+            inputClosedHeld = true
+            return releaseHeld(context: context)
+        }
+        if event is ChannelShouldQuiesceEvent {
+            // Held while a POST is under way: the connection is not idle.
+            guard case .reading = phase else {
+                quiesceHeld = true
+                return
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: Outbound
+
+    func read(context: ChannelHandlerContext) {
+        if isWriting, received != nil {
+            readHeld = true
+            return
+        }
+        context.read()
+    }
+}
