@@ -74,4 +74,23 @@ struct FramedRequestHeadTests {
         let fields = (0...FramedRequestHead.maxFields).map { "X-\($0): v\r\n" }.joined()
         #expect(Self.isUnsupported("POST /v1/stream/a HTTP/1.1\r\nContent-Length: 1\r\n\(fields)\r\n"))
     }
+
+    /// A head arriving in reads is searched on from where the last search stopped, and its
+    /// blank line is found when it straddles the two.
+    @Test func aSearchGoesOnFromWhereTheLastStopped() throws {
+        let text = Array("POST /v1/stream/a HTTP/1.1\r\nContent-Length: 1\r\n\r\nx".utf8)
+        for cut in (text.count - 6)..<(text.count - 1) {
+            let first = text[..<cut].withUnsafeBytes { FramedRequestHead.scan($0, maxLength: 8_192) }
+            guard case .incomplete = first else {
+                Issue.record("incomplete at \(cut)")
+                continue
+            }
+            let whole = text.withUnsafeBytes { FramedRequestHead.scan($0, maxLength: 8_192, searched: cut) }
+            guard case .head(let head) = whole else {
+                Issue.record("the head is found on from \(cut)")
+                continue
+            }
+            #expect(head.length == text.count - 1)
+        }
+    }
 }

@@ -25,7 +25,7 @@ import ReplayStore
 /// While a POST's write is at the store, what arrives waits here, and reading stops once
 /// anything does; the client's end of input and a graceful shutdown's quiesce wait for the
 /// answer too. `RequestHeadDeadline` is told when a head has arrived and when its answer
-/// is written (`Request`), as it sees NIO's.
+/// is written (`Request`), as it sees NIO's. Its decisions are `FramedAppendState`'s.
 final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -40,49 +40,22 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case answered
     }
 
-    private struct Taken {
-        /// The request's fields (with no `HTTPRequest` around them: its pseudo-header
-        /// fields were an allocation a POST).
-        let fields: HTTPFields
-        let stream: StreamRequest
-        /// The body's length.
-        let length: Int
-        /// The head's length: where the body starts.
-        let headLength: Int
-        /// Active from its head, as the router's requests are.
-        let started: RequestMetrics.Started?
-    }
-
-    private enum Phase {
-        /// Reading the next request's head.
-        case reading
-        /// A POST taken here, its body arriving.
-        case collecting(Taken)
-        /// Its write at the store.
-        case writing(Taken, InlineAppends.Write)
-        /// The connection closes with the answer written: nothing more is read here.
-        case closing
-        /// Handed on to NIO's decoder: this handler has left, or is leaving, the pipeline.
-        case left
-    }
+    typealias Taken = FramedAppendState.Taken
 
     /// The longest head read here; a longer one goes to NIO's decoder, with its own limits.
     static let maxHeadLength = 8_192
 
     private let appends: InlineAppends
-    private var phase = Phase.reading
-    /// What has arrived and is not yet taken.
-    private var received: ByteBuffer?
+    private var state = FramedAppendState(maxHeadLength: FramedAppendHandler.maxHeadLength)
     private var context: ChannelHandlerContext?
+    /// The write of the taken POST in the store's hands.
+    private var writing: InlineAppends.Write?
     /// The way back from the store, and what the store calls with its answer: made at the
     /// connection's first taken POST (`completion(on:)`).
     private var hop: StoreAnswerHop?
     private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
     /// The last answer's buffer, written again once the socket has let go of it.
     private var answerBuffer: ByteBuffer?
-    private var readHeld = false
-    private var inputClosedHeld = false
-    private var quiesceHeld = false
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
 
@@ -98,24 +71,17 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = nil
         completion = nil  // a write still in the store's hands keeps the handler until answered
         // A client gone mid-body: its request is no longer active.
-        if case .collecting(let taken) = phase { taken.started?.active.decrement() }
-    }
-
-    private var isWriting: Bool {
-        if case .writing = phase { true } else { false }
+        state.removed()?.started?.active.decrement()
     }
 
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch phase {
-        case .left: return context.fireChannelRead(data)
-        case .closing: return
-        case .reading, .collecting, .writing: break
+        switch state.receive(unwrapInboundIn(data)) {
+        case .kept: proceed(context: context, inRead: true)
+        case .forward: context.fireChannelRead(data)
+        case .drop: break
         }
-        var bytes = unwrapInboundIn(data)
-        if received == nil { received = bytes } else { received!.writeBuffer(&bytes) }
-        proceed(context: context, inRead: true)
     }
 
     /// Takes the requests that have arrived whole, one at a time: until one is at the store,
@@ -123,29 +89,16 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// - Parameter inRead: whether this runs inside a read from the socket.
     private func proceed(context: ChannelHandlerContext, inRead: Bool) {
         while true {
-            switch phase {
-            case .writing, .closing, .left:
+            switch state.next() {
+            case .wait:
                 return
-            case .reading:
-                guard let buffer = received, buffer.readableBytes > 0 else {
-                    received = nil
-                    return
-                }
-                let scan = buffer.withUnsafeReadableBytes { FramedRequestHead.scan($0, maxLength: Self.maxHeadLength) }
-                switch scan {
-                case .incomplete:
-                    return
-                case .unsupported:
-                    return leave(context: context, inRead: inRead)
-                case .head(let head):
-                    guard let taken = take(head) else { return leave(context: context, inRead: inRead) }
-                    context.fireUserInboundEventTriggered(Request.began)
-                    phase = .collecting(taken)
-                }
-            case .collecting(let taken):
-                guard var buffer = received, buffer.readableBytes >= taken.headLength + taken.length else { return }
-                let request = buffer.readSlice(length: taken.headLength + taken.length)!
-                received = buffer.readableBytes > 0 ? buffer : nil
+            case .leave:
+                return leave(state.leave(), context: context, inRead: inRead)
+            case .head(let head):
+                guard let taken = take(head) else { return leave(state.leave(), context: context, inRead: inRead) }
+                context.fireUserInboundEventTriggered(Request.began)
+                state.took(taken)
+            case .write(let taken, let request):
                 write(taken, request: request, context: context, inRead: inRead)
             }
         }
@@ -167,16 +120,13 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let body = request.getSlice(at: request.readerIndex + taken.headLength, length: taken.length)
         switch appends.write(taken.stream, body: body) {
         case .write(let write):
-            phase = .writing(taken, write)
+            writing = write
             appends.endpoint.store.write(write.write, tracer: appends.endpoint.tracer, completion: completion(on: context.eventLoop))
         case .refused(let problem):
-            answer(taken, .refused(problem), context: context)
+            answer(.refused(problem), context: context)
         case .expired:
             // Whole, to the router, which deletes the stream.
-            var all = request
-            if var rest = received { all.writeBuffer(&rest) }
-            received = all
-            leave(context: context, inRead: inRead)
+            leave(state.leave(returning: request), context: context, inRead: inRead)
         }
     }
 
@@ -189,7 +139,8 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// On the event loop: the store answered the write in its hands.
     private func answered() {
-        guard case .writing(let taken, let write) = phase, let result = hop?.take() else { return }
+        guard let write = writing, let result = hop?.take() else { return }
+        writing = nil
         let decided: InlineAppendState.Answer =
             switch result {
             case .success(let outcome): .written(write, outcome)
@@ -197,17 +148,19 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
         guard let context else {
             // The connection closed: the POST is no longer an active request.
-            phase = .closing
-            taken.started?.active.decrement()
+            state.dropped()?.started?.active.decrement()
             return
         }
-        answer(taken, decided, context: context)
+        answer(decided, context: context)
         proceed(context: context, inRead: false)
         releaseHeld(context: context)
     }
 
-    /// Writes a taken POST's answer. The phase goes back to reading (or to closing).
-    private func answer(_ taken: Taken, _ decided: InlineAppendState.Answer, context: ChannelHandlerContext) {
+    /// Writes the taken POST's answer.
+    private func answer(_ decided: InlineAppendState.Answer, context: ChannelHandlerContext) {
+        guard case .writing(let taken) = state.phase else { return }
+        let closing = InlineAppends.closes(taken.fields)
+        _ = state.answered(closing: closing)
         let answer = appends.answer(decided, request: taken.fields)
         var buffer = answerBuffer.take() ?? context.channel.allocator.buffer(capacity: 256)
         buffer.clear()
@@ -216,17 +169,14 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         DaemonMetrics.inlineAppends.increment()
         DaemonMetrics.framedAppends.increment()
         context.fireUserInboundEventTriggered(Request.answered)
-        guard !InlineAppends.closes(taken.fields) else {
+        guard !closing else {
             // As hummingbird does for `Connection: close`: no more requests on this connection.
-            phase = .closing
-            received = nil
             let channel = context.channel
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.whenComplete { _ in channel.close(promise: nil) }
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: written)
             return
         }
-        phase = .reading
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
         answerBuffer = buffer
     }
@@ -235,68 +185,44 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// request cut short by the end of input goes on too, and NIO's decoder ends it as it
     /// ends any), and this handler leaves the pipeline, after which its context passes
     /// nothing on.
-    private func leave(context: ChannelHandlerContext, inRead: Bool) {
-        if case .collecting(let taken) = phase {
-            // Not taken after all (cut short, or to a stream past its expiry): NIO's
-            // decoder reads it from its head, and the router charges, counts and answers it.
+    private func leave(_ leaving: FramedAppendState.Leaving, context: ChannelHandlerContext, inRead: Bool) {
+        if let taken = leaving.untaken {
+            // Not taken after all: NIO's decoder reads it from its head, and the router
+            // charges, counts and answers it.
             if appends.limitsRates { appends.refund(client, bytes: taken.length) }
             taken.started?.active.decrement()
             context.fireUserInboundEventTriggered(Request.answered)
         }
-        phase = .left
-        if let buffer = received {
-            received = nil
-            context.fireChannelRead(wrapInboundOut(buffer))
+        if let bytes = leaving.bytes {
+            context.fireChannelRead(wrapInboundOut(bytes))
             // Outside a read from the socket: hummingbird's async channel hands on what it
             // was given at the end of a read, so say that this one ended.
             if !inRead { context.fireChannelReadComplete() }
         }
-        if inputClosedHeld { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
-        if quiesceHeld { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
-        if readHeld { context.read() }
-        (inputClosedHeld, quiesceHeld, readHeld) = (false, false, false)
+        if leaving.held.inputClosed { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
+        if leaving.held.quiesce { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+        if leaving.held.read { context.read() }
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
-    /// What was held while a write was at the store, once none is: the end of input hands
-    /// the connection on (what is left of the requests is NIO's to end); a quiesce waits
-    /// for a POST whose body is still arriving.
+    /// What was held while a write was at the store, once none is.
     private func releaseHeld(context: ChannelHandlerContext) {
-        switch phase {
-        case .writing, .left: return
-        case .closing:
-            (inputClosedHeld, quiesceHeld, readHeld) = (false, false, false)
-            return
-        case .reading, .collecting: break
-        }
-        if inputClosedHeld { return leave(context: context, inRead: false) }
-        if quiesceHeld, case .reading = phase {
-            quiesceHeld = false
-            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-        }
-        if readHeld {
-            readHeld = false
-            context.read()
+        switch state.releaseHeld() {
+        case .none:
+            break
+        case .leave:
+            leave(state.leave(), context: context, inRead: false)
+        case .pass(let quiesce, let read):
+            if quiesce { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
+            if read { context.read() }
         }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch phase {
-        case .left, .closing:
-            return context.fireUserInboundEventTriggered(event)
-        case .reading, .collecting, .writing:
-            break
-        }
         if case ChannelEvent.inputClosed = event {
-            inputClosedHeld = true
-            return releaseHeld(context: context)
-        }
-        if event is ChannelShouldQuiesceEvent {
-            // Held while a POST is under way: the connection is not idle.
-            guard case .reading = phase else {
-                quiesceHeld = true
-                return
-            }
+            guard state.inputClosed() else { return releaseHeld(context: context) }
+        } else if event is ChannelShouldQuiesceEvent {
+            guard state.quiesce() else { return }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -304,10 +230,6 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Outbound
 
     func read(context: ChannelHandlerContext) {
-        if isWriting, received != nil {
-            readHeld = true
-            return
-        }
-        context.read()
+        if state.readRequested() { context.read() }
     }
 }

@@ -40,21 +40,24 @@ struct FramedRequestHead {
     private static let hostName = HTTPField.Name("Host")!
 
     /// Reads the head at the start of `bytes`.
-    static func scan(_ bytes: UnsafeRawBufferPointer, maxLength: Int) -> Scan {
+    /// - Parameter searched: how many of `bytes` an earlier scan found `incomplete` (a head
+    ///   arriving in several reads): its end is looked for after them.
+    static func scan(_ bytes: UnsafeRawBufferPointer, maxLength: Int, searched: Int = 0) -> Scan {
         let prefix = "POST /".utf8
         for (index, byte) in prefix.enumerated() where index < bytes.count {
             if bytes[index] != byte { return .unsupported }
         }
-        guard let end = headEnd(bytes, within: maxLength) else {
+        guard let end = headEnd(bytes, within: maxLength, from: searched) else {
             return bytes.count >= maxLength ? .unsupported : .incomplete
         }
         return read(UnsafeRawBufferPointer(rebasing: bytes[0..<end])).map { .head($0) } ?? .unsupported
     }
 
-    /// Where the blank line that ends the head ends, if it is within `maxLength` bytes.
-    private static func headEnd(_ bytes: UnsafeRawBufferPointer, within maxLength: Int) -> Int? {
+    /// Where the blank line that ends the head ends, if it is within `maxLength` bytes and
+    /// ends at or after `start`.
+    private static func headEnd(_ bytes: UnsafeRawBufferPointer, within maxLength: Int, from start: Int) -> Int? {
         let limit = min(bytes.count, maxLength)
-        var index = 3
+        var index = max(3, start)
         while index < limit {
             if bytes[index] == .lf, bytes[index - 1] == .cr, bytes[index - 2] == .lf, bytes[index - 3] == .cr { return index + 1 }
             index += 1

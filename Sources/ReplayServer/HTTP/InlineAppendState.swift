@@ -85,15 +85,11 @@ struct InlineAppendState {
     private var unanswered = 0
     /// What arrived while a taken POST was unanswered, in order.
     private var waiting: [HTTPRequestPart] = []
-    /// A `read` asked for while a taken POST was unanswered and something arrived behind it.
-    /// (With nothing behind it, reading goes on: stopping and starting it again would cost
-    /// every POST two changes of the socket's registration with epoll.)
-    private var readHeld = false
-    /// The client's end of its input, arrived while a taken POST was unanswered.
-    private var inputClosedHeld = false
-    /// A graceful shutdown's quiesce, held while a POST is taken: hummingbird's connection
-    /// handler, behind the handler, would see an idle connection and close it.
-    private var quiesceHeld = false
+    /// Held while a taken POST is unanswered: a `read` once something arrived behind it
+    /// (with nothing behind it, reading goes on: stopping and starting it again would cost
+    /// every POST two changes of the socket's registration with epoll), and the end of the
+    /// input; a quiesce from the POST's head.
+    private var held = HeldSignals()
 
     init(maxPayload: Int) {
         self.maxPayload = maxPayload
@@ -203,11 +199,8 @@ struct InlineAppendState {
     /// A held read and a held end of input, released once nothing is held.
     mutating func releaseHeld() -> (read: Bool, inputClosed: Bool) {
         guard !isHolding else { return (false, false) }
-        defer {
-            readHeld = false
-            inputClosedHeld = false
-        }
-        return (readHeld, inputClosedHeld)
+        defer { (held.read, held.inputClosed) = (false, false) }
+        return (held.read, held.inputClosed)
     }
 
     /// The connection's handler was removed: a POST taken and not yet at the store is no
@@ -225,14 +218,14 @@ struct InlineAppendState {
     /// behind a taken POST's answer (hummingbird would end the connection before it).
     mutating func inputClosed() -> Bool {
         guard isHolding else { return true }
-        inputClosedHeld = true
+        held.inputClosed = true
         return false
     }
 
     /// A graceful shutdown's quiesce: `true` to pass it on now.
     mutating func quiesce() -> Bool {
         guard case .routing = phase else {
-            quiesceHeld = true
+            held.quiesce = true
             return false
         }
         return true
@@ -240,8 +233,8 @@ struct InlineAppendState {
 
     /// A held quiesce to pass on, once the taken POST is answered or routed.
     mutating func releaseQuiesce() -> Bool {
-        defer { quiesceHeld = false }
-        return quiesceHeld
+        defer { held.quiesce = false }
+        return held.quiesce
     }
 
     // MARK: Outbound
@@ -249,7 +242,7 @@ struct InlineAppendState {
     /// The handler is asked to read: `true` to read now.
     mutating func readRequested() -> Bool {
         guard isHolding, !waiting.isEmpty else { return true }
-        readHeld = true
+        held.read = true
         return false
     }
 
