@@ -105,13 +105,7 @@ struct InlineAppendStateTests {
             _ = try await store.terminate("s", .completed)
             let threads = NIOThreadPool(numberOfThreads: 1)
             threads.start()
-            let logger = Logger(label: "test")
-            let endpoint = StreamEndpoint(
-                store: store, hubs: StreamHubs(store: store, tailEvents: 16, tailBytes: 1 << 16), reads: ReadPool(pool: threads),
-                settings: HTTPSettings(host: "127.0.0.1", port: 0), maxPayload: 1024,
-                leases: StreamLeases(sources: SourceRegistry(store: store, logger: logger), derivations: DerivationRegistry(store: store, logger: logger)),
-                programBudget: .init(), logger: logger)
-            let appends = InlineAppends(endpoint: endpoint, settings: endpoint.settings, metrics: nil, limiter: ClientRateLimiter(logger: logger))
+            let appends = StoreAppends.make(store: store, threads: threads)
             let channel = NIOAsyncTestingChannel()
             try await channel.testingEventLoop.executeInContext {
                 try channel.pipeline.syncOperations.addHandler(InlineAppendHandler(appends))

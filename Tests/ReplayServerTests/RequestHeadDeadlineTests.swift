@@ -2,6 +2,9 @@ import HTTPTypes
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
+import NIOPosix
+import ReplayStore
+import ReplayTesting
 import Testing
 
 @testable import ReplayServer
@@ -41,11 +44,12 @@ struct RequestHeadDeadlineTests {
     /// answer are seen: busy from its head, idle from its answer.
     @Test func aFramedRequestKeepsItBusyFromItsHeadToItsAnswer() throws {
         let (channel, loop) = try Self.connection()
+        let deadline = try channel.pipeline.syncOperations.handler(type: RequestHeadDeadline.self)
         loop.advanceTime(by: .seconds(6))
-        channel.pipeline.fireUserInboundEventTriggered(FramedAppendHandler.Request.began)
+        deadline.framedRequestBegan()
         loop.advanceTime(by: .seconds(20))
         #expect(channel.isActive, "busy: its answer is not written")
-        channel.pipeline.fireUserInboundEventTriggered(FramedAppendHandler.Request.answered)
+        deadline.framedRequestAnswered()
         loop.advanceTime(by: .seconds(9))
         #expect(channel.isActive, "9 s after the answer")
         loop.advanceTime(by: .seconds(1))
@@ -90,5 +94,39 @@ struct RequestHeadDeadlineTests {
         #expect(channel.isActive)
         loop.advanceTime(by: .seconds(10))
         #expect(!channel.isActive)
+    }
+
+    /// The framed handler finds the deadline in its pipeline and tells it of each POST it
+    /// answers: idle counts from that answer, not from the connection's start. (A real
+    /// store; the time is the testing loop's.)
+    @Test func aFramedPostMovesTheDeadlineToItsAnswer() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try EventStore(path: directory + "/replay.sqlite")
+            defer { store.close() }
+            _ = try await store.create("s", config: StreamConfig(capacity: nil, contentType: "text/plain"))
+            let threads = NIOThreadPool(numberOfThreads: 1)
+            threads.start()
+            let appends = StoreAppends.make(store: store, threads: threads)
+            let channel = NIOAsyncTestingChannel()
+            let loop = channel.testingEventLoop
+            try await loop.executeInContext {
+                try channel.pipeline.syncOperations.addHandler(FramedAppendHandler(appends))
+                try channel.pipeline.syncOperations.addHandler(RequestHeadDeadline(timeout: .seconds(10)))
+            }
+            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 80))
+            await loop.advanceTime(by: .seconds(6))
+            let post = "POST /v1/stream/s HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx"
+            try await channel.writeInbound(ByteBuffer(string: post))
+            guard case .byteBuffer(let answer) = try await channel.waitForOutboundWrite(as: IOData.self) else {
+                Issue.record("no answer")
+                return
+            }
+            #expect(String(buffer: answer).hasPrefix("HTTP/1.1 204"))
+            await loop.advanceTime(by: .seconds(9))
+            #expect(channel.isActive, "15 s after the connection opened, 9 s after its answer")
+            await loop.advanceTime(by: .seconds(1))
+            #expect(!channel.isActive, "10 s after the answer")
+            try await threads.shutdownGracefully()
+        }
     }
 }

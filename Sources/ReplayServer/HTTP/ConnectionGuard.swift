@@ -138,11 +138,17 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         self.timeout = timeout
     }
 
+    /// This handler's place in the pipeline, while it is in it: what a framed request's
+    /// calls arm the check with.
+    private var context: ChannelHandlerContext?
+
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         arm(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
         check?.cancel()
         check = nil
     }
@@ -157,14 +163,16 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    /// A request taken before NIO's decoder (`FramedAppendHandler`) says when its head has
-    /// arrived and when its answer is written.
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        switch event as? FramedAppendHandler.Request {
-        case .began?: began()
-        case .answered?: ended(context)
-        case nil: context.fireUserInboundEventTriggered(event)
-        }
+    /// A request taken before NIO's decoder (`FramedAppendHandler`) has its head. Called,
+    /// not sent as a user event: an event through the pipeline (each handler on its way
+    /// casting it) cost more than a POST's answer fields.
+    func framedRequestBegan() {
+        began()
+    }
+
+    /// A request taken before NIO's decoder has its answer written.
+    func framedRequestAnswered() {
+        if let context { ended(context) }
     }
 
     private func began() {

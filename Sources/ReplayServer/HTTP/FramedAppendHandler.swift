@@ -25,20 +25,12 @@ import ReplayStore
 /// While a POST's write is at the store, what arrives waits here, and reading stops once
 /// anything does; the client's end of input and a graceful shutdown's quiesce wait for the
 /// answer too. `RequestHeadDeadline` is told when a head has arrived and when its answer
-/// is written (`Request`), as it sees NIO's. Its decisions are `FramedAppendState`'s.
+/// is written, as it sees NIO's. Its decisions are `FramedAppendState`'s.
 final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
-
-    /// What `RequestHeadDeadline` is told of a request taken here.
-    enum Request {
-        /// Its head has arrived whole.
-        case began
-        /// Its answer is written.
-        case answered
-    }
 
     typealias Taken = FramedAppendState.Taken
 
@@ -58,6 +50,9 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var answerBuffer: ByteBuffer?
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
+    /// The connection's head deadline, told of each request taken here; found at the first,
+    /// when the pipeline is whole.
+    private lazy var deadline = try? context?.pipeline.syncOperations.handler(type: RequestHeadDeadline.self)
 
     init(_ appends: InlineAppends) {
         self.appends = appends
@@ -96,7 +91,7 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return leave(state.leave(), context: context, inRead: inRead)
             case .head(let head):
                 guard let taken = take(head) else { return leave(state.leave(), context: context, inRead: inRead) }
-                context.fireUserInboundEventTriggered(Request.began)
+                deadline?.framedRequestBegan()
                 state.took(taken)
             case .write(let taken, let request):
                 write(taken, request: request, context: context, inRead: inRead)
@@ -168,7 +163,7 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let metrics = appends.metrics, let started = taken.started { metrics.answered(answer.status, started, route: InlineAppends.route) }
         DaemonMetrics.inlineAppends.increment()
         DaemonMetrics.framedAppends.increment()
-        context.fireUserInboundEventTriggered(Request.answered)
+        deadline?.framedRequestAnswered()
         guard !closing else {
             // As hummingbird does for `Connection: close`: no more requests on this connection.
             let channel = context.channel
@@ -191,7 +186,7 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // charges, counts and answers it.
             if appends.limitsRates { appends.refund(client, bytes: taken.length) }
             taken.started?.active.decrement()
-            context.fireUserInboundEventTriggered(Request.answered)
+            deadline?.framedRequestAnswered()
         }
         if let bytes = leaving.bytes {
             context.fireChannelRead(wrapInboundOut(bytes))
