@@ -93,4 +93,15 @@ struct FramedRequestHeadTests {
             #expect(head.length == text.count - 1)
         }
     }
+
+    /// A usual name is found in any case (with the table's spelling); any other is read as
+    /// sent, one of a usual name's length included.
+    @Test func namesAreReadInAnyCase() throws {
+        let text = "POST /v1/stream/a HTTP/1.1\r\ncontent-TYPE: text/plain\r\nCONTENT-LENGTH: 1\r\nContent-Tipe: y\r\nX-Custom: z\r\n\r\nx"
+        let head = try #require(Self.head(text))
+        #expect(head.contentLength == 1)
+        #expect(head.fields[.contentType] == "text/plain")
+        #expect(head.fields.map(\.name.rawName) == ["Content-Type", "Content-Length", "Content-Tipe", "X-Custom"])
+        #expect(head.fields[HTTPField.Name("x-custom")!] == "z")
+    }
 }

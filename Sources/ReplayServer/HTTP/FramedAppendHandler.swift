@@ -48,6 +48,8 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
     /// The last answer's buffer, written again once the socket has let go of it.
     private var answerBuffer: ByteBuffer?
+    /// The request figures this connection's POSTs were last recorded under.
+    private var metricsMemo = RequestMetrics.Memo()
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
     /// The connection's head deadline, told of each request taken here; found at the first,
@@ -106,7 +108,7 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard !appends.limitsRates || appends.charge(client, bytes: accepted.length) else { return nil }
         return Taken(
             fields: head.fields, stream: accepted.stream, length: accepted.length, headLength: head.length,
-            started: appends.metrics?.start(.post))
+            started: appends.metrics?.start(.post, memo: &metricsMemo))
     }
 
     /// Checks the whole POST and hands its write to the store; `request` is its bytes, for
@@ -160,7 +162,9 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var buffer = answerBuffer.take() ?? context.channel.allocator.buffer(capacity: 256)
         buffer.clear()
         HTTP1AnswerBytes.write(answer.status, answer.fields, body: answer.body, into: &buffer)
-        if let metrics = appends.metrics, let started = taken.started { metrics.answered(answer.status, started, route: InlineAppends.route) }
+        if let metrics = appends.metrics, let started = taken.started {
+            metrics.answered(answer.status, started, route: InlineAppends.route, memo: &metricsMemo)
+        }
         DaemonMetrics.inlineAppends.increment()
         DaemonMetrics.framedAppends.increment()
         deadline?.framedRequestAnswered()

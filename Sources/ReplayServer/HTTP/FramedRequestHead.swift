@@ -90,9 +90,8 @@ struct FramedRequestHead {
             while let first = value.first, first == .space || first == .tab { value = value.dropFirst() }
             while let last = value.last, last == .space || last == .tab { value = value.dropLast() }
             guard value.allSatisfy({ $0.isVisible || $0 == .space || $0 == .tab }) else { return nil }
-            let name = String(decoding: rawName, as: UTF8.self)
             let text = String(decoding: value, as: UTF8.self)
-            guard let fieldName = HTTPField.Name(name) else { return nil }
+            guard let fieldName = knownName(rawName) ?? HTTPField.Name(String(decoding: rawName, as: UTF8.self)) else { return nil }
             switch fieldName {
             case .transferEncoding:
                 return nil
@@ -111,6 +110,23 @@ struct FramedRequestHead {
         return FramedRequestHead(
             target: String(decoding: target, as: UTF8.self), authority: authority, fields: fields, contentLength: contentLength,
             length: bytes.count)
+    }
+
+    /// The names a POST's head usually carries, each with its lowercase bytes: one of them
+    /// is found without a string of the name and its lowercased copy, which
+    /// `HTTPField.Name(_:)` makes (a name's string and checks were a fifth of the head's
+    /// reading). The name found keeps the table's spelling, which lookups ignore.
+    private static let knownNames: [(bytes: [UInt8], name: HTTPField.Name)] = [
+        .contentType, .contentLength, hostName, .transferEncoding, .connection, .expect, .userAgent, .accept,
+        .acceptEncoding, .origin, .authorization, .producerID, .producerEpoch, .producerSeq, .streamClosed, .streamSeq,
+        .replayKey, .replayDelay, .replayAt, .replayEventTTL, .replayTraceparent, .traceparent,
+    ].map { (Array($0.canonicalName.utf8), $0) }
+
+    private static func knownName(_ raw: Slice<UnsafeRawBufferPointer>) -> HTTPField.Name? {
+        for known in knownNames where known.bytes.count == raw.count {
+            if zip(known.bytes, raw).allSatisfy({ $0 == $1.lowercased }) { return known.name }
+        }
+        return nil
     }
 
     /// The head's lines, each without its CRLF; a bare CR or LF ends the reading (`nil`).
@@ -149,6 +165,7 @@ extension UInt8 {
     /// Visible ASCII (RFC 9110's VCHAR).
     fileprivate var isVisible: Bool { (0x21...0x7E).contains(self) }
     fileprivate var isDigit: Bool { (0x30...0x39).contains(self) }
+    fileprivate var lowercased: UInt8 { (0x41...0x5A).contains(self) ? self | 0x20 : self }
 
     /// RFC 9110's `tchar`.
     fileprivate var isTokenCharacter: Bool {

@@ -45,6 +45,8 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// connection's first taken POST (`completion(on:)`).
     private var hop: StoreAnswerHop?
     private var completion: (@Sendable (Result<StreamWriteOutcome, StoreError>) -> Void)?
+    /// The request figures this connection's POSTs were last recorded under.
+    private var metricsMemo = RequestMetrics.Memo()
     /// Who this connection's requests are charged to, where rates are limited.
     private lazy var client = FrontDoorResponder.client(address: context?.channel.remoteAddress)
 
@@ -96,7 +98,7 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func take(_ part: HTTPRequestPart) -> Taken? {
         guard case .head(let head) = part, state.takesHeads, let accepted = appends.accepts(head) else { return nil }
         guard !appends.limitsRates || appends.charge(client, bytes: accepted.length) else { return nil }
-        return Taken(head: head, stream: accepted.stream, length: accepted.length, started: appends.metrics?.start(.post))
+        return Taken(head: head, stream: accepted.stream, length: accepted.length, started: appends.metrics?.start(.post, memo: &metricsMemo))
     }
 
     /// Hands a taken request on to hummingbird, as it arrived.
@@ -160,7 +162,9 @@ final class InlineAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func answer(_ taken: Taken, _ answer: InlineAppendState.Answer, context: ChannelHandlerContext) {
         let answer = appends.answer(answer, request: taken.head.headerFields)
         InlineAppends.send(answer, closing: InlineAppends.closes(taken.head.headerFields), context: context)
-        if let metrics = appends.metrics, let started = taken.started { metrics.answered(answer.status, started, route: InlineAppends.route) }
+        if let metrics = appends.metrics, let started = taken.started {
+            metrics.answered(answer.status, started, route: InlineAppends.route, memo: &metricsMemo)
+        }
         DaemonMetrics.inlineAppends.increment()
         state.answered()
         if state.releaseQuiesce() { context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }

@@ -25,31 +25,54 @@ final class RequestMetrics: Sendable {
         let active: Meter
     }
 
-    private struct Route: Hashable {
+    fileprivate struct Route: Hashable {
         let path: String
         let method: HTTPRequest.Method
         let status: HTTPResponse.Status
     }
 
-    private struct Figures {
+    fileprivate struct Figures {
         let requests: Counter
         let duration: Timer
         /// Only for a status of 400 and above: a success has no error series.
         let errors: Counter?
     }
 
+    /// What a connection's handler last looked up in the tables below, kept by that handler
+    /// so that its next request of the same kind skips their lock and lookup: a framed
+    /// connection's requests are all POSTs, their answers nearly all of one status.
+    struct Memo {
+        fileprivate var active: (method: HTTPRequest.Method, meter: Meter)?
+        fileprivate var answered: (route: Route, figures: Figures)?
+
+        init() {}
+    }
+
     private let active = Locked<[HTTPRequest.Method: Meter]>([:])
     private let routes = Locked<[Route: Figures]>([:])
 
     func start(_ method: HTTPRequest.Method) -> Started {
-        let meter = active.withLock { meters in
+        started(method, meter: meter(method))
+    }
+
+    /// A request under way, its meter from `memo` if it is of the method last started there.
+    func start(_ method: HTTPRequest.Method, memo: inout Memo) -> Started {
+        if memo.active?.method != method { memo.active = (method, meter(method)) }
+        return started(method, meter: memo.active!.meter)
+    }
+
+    private func started(_ method: HTTPRequest.Method, meter: Meter) -> Started {
+        meter.increment()
+        return Started(method: method, nanoseconds: DispatchTime.now().uptimeNanoseconds, active: meter)
+    }
+
+    private func meter(_ method: HTTPRequest.Method) -> Meter {
+        active.withLock { meters in
             if let meter = meters[method] { return meter }
             let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.description)])
             meters[method] = meter
             return meter
         }
-        meter.increment()
-        return Started(method: method, nanoseconds: DispatchTime.now().uptimeNanoseconds, active: meter)
     }
 
     /// An answer: counted and timed once its body is written (an SSE response's when it ends).
@@ -65,6 +88,14 @@ final class RequestMetrics: Sendable {
     /// An answer written without hummingbird (`InlineAppendHandler`): counted and timed now.
     func answered(_ status: HTTPResponse.Status, _ started: Started, route: String) {
         Self.record(figures(Route(path: route, method: started.method, status: status)), started)
+    }
+
+    /// The same, its figures from `memo` if they are of the route, method and status last
+    /// answered there.
+    func answered(_ status: HTTPResponse.Status, _ started: Started, route: String, memo: inout Memo) {
+        let route = Route(path: route, method: started.method, status: status)
+        if memo.answered?.route != route { memo.answered = (route, figures(route)) }
+        Self.record(memo.answered!.figures, started)
     }
 
     private static func record(_ figures: Figures, _ started: Started) {
