@@ -287,16 +287,21 @@ extension SharedPostgresTests {
 
     /// A stream one daemon only appends to is learned by the other from each commit's
     /// notice, which carries its new bounds, without a read of its row per commit; and
-    /// what it learns is what is stored.
+    /// what it learns is what is stored. (The stream's creation is read from its row, and
+    /// the second daemon learns it before the other 19 commits: had it read that row late,
+    /// after some of them, their notices would be older than what it knows, and those are
+    /// read from the row too.)
     @Test func anotherDaemonLearnsAppendsFromTheNoticeWithoutReadingTheRow() async throws {
         try await TestPostgres.withDatabase { url in
             try await withTwoDaemons(on: url, arguments: ["--http", "127.0.0.1:0"]) { first, second in
+                let onSecond = try await ReplayClient.connect(to: second.socketPath)
                 try await withWireClient(first.socketPath) { client async throws in
-                    for index in 1...20 {
+                    #expect(try await client.tryPublish("solo", "e1") == .success(1))
+                    try await eventually("the second daemon to learn the stream") { (try? await onSecond.info("solo").lastSeq) == 1 }
+                    for index in 2...20 {
                         #expect(try await client.tryPublish("solo", "e\(index)") == .success(UInt64(index)))
                     }
                 }
-                let onSecond = try await ReplayClient.connect(to: second.socketPath)
                 try await eventually("the second daemon to learn the 20th event") { try await onSecond.info("solo").lastSeq == 20 }
                 #expect(try await onSecond.info("solo").bytes == (1...20).reduce(0) { $0 + "e\($1)".utf8.count })
                 let http = try HTTPTestClient(address: try await second.httpAddress())
