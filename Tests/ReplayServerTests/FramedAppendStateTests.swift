@@ -38,6 +38,11 @@ struct FramedAppendStateTests {
         if case .wait = next { true } else { false }
     }
 
+    /// What a release passes on, if it passes anything on.
+    static func passed(_ release: FramedAppendState.Release) -> (quiesce: Bool, read: Bool)? {
+        if case .pass(let quiesce, let read) = release { (quiesce, read) } else { nil }
+    }
+
     @Test func aPostInPiecesIsTakenOnceItsHeadAndThenItsBodyAreWhole() throws {
         var state = FramedAppendState(maxHeadLength: 8_192)
         let text = Self.post("hello")
@@ -86,11 +91,8 @@ struct FramedAppendStateTests {
             return
         }
         #expect(second.contentLength == 1)
-        guard case .pass(let quiesce, let read) = state.releaseHeld() else {
-            Issue.record("the held read goes on")
-            return
-        }
-        #expect(read && !quiesce)
+        let passed = try #require(Self.passed(state.releaseHeld()), "the held read goes on")
+        #expect(passed.read && !passed.quiesce)
     }
 
     /// A request not read here hands on everything from its first byte; a POST taken
@@ -170,11 +172,8 @@ struct FramedAppendStateTests {
         _ = state.next()
         _ = state.quiesce()
         _ = state.answered(closing: false)
-        guard case .pass(let quiesce, let read) = state.releaseHeld() else {
-            Issue.record("the quiesce passes once answered")
-            return
-        }
-        #expect(quiesce && !read)
+        let passed = try #require(Self.passed(state.releaseHeld()), "the quiesce passes once answered")
+        #expect(passed.quiesce && !passed.read)
     }
 
     /// `Connection: close`: nothing after the answer is read here, and what was held is
