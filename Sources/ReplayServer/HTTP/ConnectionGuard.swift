@@ -164,8 +164,8 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A request taken before NIO's decoder (`FramedAppendHandler`) has its head. Called,
-    /// not sent as a user event: an event through the pipeline (each handler on its way
-    /// casting it) cost more than a POST's answer fields.
+    /// not sent as a user event: two events a POST through the pipeline, each cast by every
+    /// handler on its way, were 2 % of the daemon's CPU under a load of POSTs.
     func framedRequestBegan() {
         began()
     }

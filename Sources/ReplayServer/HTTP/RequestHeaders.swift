@@ -104,7 +104,8 @@ struct RequestHeaders {
     static func sameMediaType(_ one: String, _ other: String) -> Bool {
         var (one, other) = (one, other)
         // Over the strings' own bytes (a native string's are contiguous): through a
-        // `Substring.UTF8View`, each byte compared was an index's checks, 1 % of a POST.
+        // `Substring.UTF8View`, each byte compared was an index's checks: 1.5 % of the
+        // daemon's CPU under a load of POSTs.
         return one.withUTF8 { one in
             other.withUTF8 { other in
                 let (first, second) = (mediaTypeBytes(one), mediaTypeBytes(other))
