@@ -82,8 +82,8 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
             switch state {
             case .line:
                 guard let line = try Wire.readLine(&buffer, maxLength: maxLineLength) else { return nil }
+                let parsed: CommandParser.Parsed
                 do {
-                    let parsed: CommandParser.Parsed
                     if let publish = Self.publishLine(line) {
                         parsed = publish
                     } else {
@@ -91,26 +91,33 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
                         if words.isEmpty { continue }  // blank lines, as a person in socat types them
                         parsed = try CommandParser.parse(words)
                     }
-                    switch parsed {
-                    case .command(let command):
-                        return .command(command)
-                    case .beginAtomic(let count):
-                        guard atomic == nil else { return .invalid(CommandParser.bad("ATOMIC sends do not nest")) }
-                        atomic = AtomicSend(remaining: count)
-                    case .needsPayload(let awaiting, let size):
-                        guard size <= maxPayload else {
-                            state = .skipping(remaining: size)
-                            return .invalid(
-                                ReplayError(
-                                    .payloadTooLarge,
-                                    "payload of \(size) bytes is over the limit of \(maxPayload) bytes; it was discarded"))
-                        }
-                        state = .payload(awaiting, size: size)
-                    case .refusedPayload(let error, let size):
-                        state = .skipping(remaining: size)
-                        return .invalid(error)
-                    }
                 } catch {
+                    return .invalid(error)
+                }
+                switch parsed {
+                case .command(let command):
+                    return .command(command)
+                case .beginAtomic(let count):
+                    guard atomic == nil else { return .invalid(CommandParser.bad("ATOMIC sends do not nest")) }
+                    atomic = AtomicSend(remaining: count)
+                case .needsPayload(let awaiting, let size):
+                    guard size <= maxPayload else {
+                        state = .skipping(remaining: size)
+                        return .invalid(
+                            ReplayError(
+                                .payloadTooLarge,
+                                "payload of \(size) bytes is over the limit of \(maxPayload) bytes; it was discarded"))
+                    }
+                    // Usually the payload came in the same read as its line: taken now,
+                    // the state (whose payload case holds a command's options) is not
+                    // written and read back once per event. A bad line end is fatal here
+                    // as in `.payload`.
+                    if let payload = try Wire.readPayload(&buffer, size: size) {
+                        return .command(awaiting.complete(with: payload))
+                    }
+                    state = .payload(awaiting, size: size)
+                case .refusedPayload(let error, let size):
+                    state = .skipping(remaining: size)
                     return .invalid(error)
                 }
             case .payload(let awaiting, let size):

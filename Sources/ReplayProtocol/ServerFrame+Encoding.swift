@@ -2,6 +2,17 @@ import NIOCore
 import ReplayModel
 
 extension ServerFrame {
+    /// Appends `published(sequence:)`'s bytes to `buffer`, for a writer that keeps PUBs'
+    /// answers as their sequence numbers. One per PUB: in one piece, as EVENT frames are
+    /// (`FrameBytes`).
+    public static func writePublished(_ sequence: UInt64, into buffer: inout ByteBuffer) {
+        buffer.writeFrame(maximumBytes: 26) { frame in
+            frame.put("+OK " as StaticString)
+            frame.putDecimal(sequence)
+            frame.put("\r\n" as StaticString)
+        }
+    }
+
     /// Appends the frame's bytes to `buffer`.
     public func write(into buffer: inout ByteBuffer) {
         switch self {
@@ -10,12 +21,7 @@ extension ServerFrame {
         case .ok:
             Wire.writeLine(["+OK"], into: &buffer)
         case .published(let sequence):
-            // One per PUB: in one piece, as EVENT frames are (`FrameBytes`).
-            buffer.writeFrame(maximumBytes: 26) { frame in
-                frame.put("+OK " as StaticString)
-                frame.putDecimal(sequence)
-                frame.put("\r\n" as StaticString)
-            }
+            Self.writePublished(sequence, into: &buffer)
         case .publishedAll(let sequences):
             buffer.writeStaticString("+OK")
             for sequence in sequences {

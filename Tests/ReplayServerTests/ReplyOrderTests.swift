@@ -45,4 +45,24 @@ struct ReplyOrderTests {
         let next = order.reserve()
         #expect(next == slot + 1, "slots keep counting after the head moved")
     }
+
+    @Test func aPublishsSequenceNumberIsWrittenAsItsFrameBetweenOtherReplies() {
+        var order = ReplyOrder()
+        let slots = (0..<5).map { _ in order.reserve() }
+        order.fill(slots[0], published: 7)
+        order.fill(slots[1], with: .ok)
+        order.fill(slots[2], with: .published(sequence: 8))
+        order.fill(slots[4], published: 9)
+        order.fill(slots[0], published: 70)  // already filled: kept as it was
+        var buffer = ByteBuffer()
+        _ = order.takeReady(into: &buffer)
+        #expect(String(buffer: buffer) == "+OK 7\r\n+OK\r\n+OK 8\r\n", "the slot after them is unfilled")
+        #expect(order.owed == 2 && order.isBlockedAtHead)
+
+        order.fill(slots[3], with: .error(ReplayError(.unknownStream, "no such stream")))
+        buffer.clear()
+        _ = order.takeReady(into: &buffer)
+        #expect(String(buffer: buffer) == "-ERR unknown_stream no such stream\r\n+OK 9\r\n")
+        #expect(order.owed == 0)
+    }
 }

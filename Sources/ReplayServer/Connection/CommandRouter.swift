@@ -267,13 +267,11 @@ final class CommandRouter: ChannelDuplexHandler, RemovableChannelHandler {
     /// One group commit's results for this connection's PUBs.
     func committed(_ results: [AppendResult]) {
         for result in results {
-            let frame: ServerFrame =
-                switch result.sequence {
-                case .success(let sequence) where result.more.isEmpty: .published(sequence: sequence)
-                case .success(let sequence): .publishedAll([sequence] + result.more)
-                case .failure(let error): .error(ReplayError(error))
-                }
-            order.fill(result.token, with: frame)
+            switch result.sequence {
+            case .success(let sequence) where result.more.isEmpty: order.fill(result.token, published: sequence)
+            case .success(let sequence): order.fill(result.token, with: .publishedAll([sequence] + result.more))
+            case .failure(let error): order.fill(result.token, with: .error(ReplayError(error)))
+            }
         }
         writeReady()
     }

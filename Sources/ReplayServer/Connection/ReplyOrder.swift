@@ -12,9 +12,29 @@ import ReplayProtocol
 struct ReplyOrder {
     typealias Slot = UInt64
 
-    private struct Entry {
-        var frame: ServerFrame?
-        var afterWrite: (@Sendable () -> Void)?
+    /// A slot. A PUB's answer, by far the most common, is its sequence number alone, and an
+    /// ACK's a bare `+OK`: such an entry is a word and a tag, moved through the deque
+    /// without a copy of a whole `ServerFrame` (the largest of its cases is about 150
+    /// bytes), and without reference counting. Every other reply is boxed.
+    private enum Entry {
+        case unfilled
+        case published(UInt64)
+        case ok
+        case other(Other)
+
+        var isFilled: Bool {
+            if case .unfilled = self { false } else { true }
+        }
+    }
+
+    private final class Other {
+        let frame: ServerFrame
+        let afterWrite: (@Sendable () -> Void)?
+
+        init(frame: ServerFrame, afterWrite: (@Sendable () -> Void)?) {
+            self.frame = frame
+            self.afterWrite = afterWrite
+        }
     }
 
     private var entries = Deque<Entry>()
@@ -25,33 +45,58 @@ struct ReplyOrder {
     var owed: Int { entries.count }
 
     /// Whether the oldest reply owed is still unfilled (every later one waits behind it).
-    var isBlockedAtHead: Bool { entries.first.map { $0.frame == nil } ?? false }
+    var isBlockedAtHead: Bool { entries.first.map { !$0.isFilled } ?? false }
 
     /// Takes the next slot, in command order.
     mutating func reserve() -> Slot {
-        entries.append(Entry())
+        entries.append(.unfilled)
         return head + Slot(entries.count - 1)
     }
 
     /// Fills a slot; `afterWrite` runs once its reply has been written. A slot already
     /// written or filled is left as it is: a reply is given once.
     mutating func fill(_ slot: Slot, with frame: ServerFrame, afterWrite: (@Sendable () -> Void)? = nil) {
+        switch (frame, afterWrite) {
+        case (.published(let sequence), nil): fill(slot, .published(sequence))
+        case (.ok, nil): fill(slot, .ok)
+        default: fill(slot, .other(Other(frame: frame, afterWrite: afterWrite)))
+        }
+    }
+
+    /// Fills a PUB's slot with its sequence number: `fill(slot, with: .published(sequence:))`
+    /// without making the frame.
+    mutating func fill(_ slot: Slot, published sequence: UInt64) {
+        fill(slot, .published(sequence))
+    }
+
+    private mutating func fill(_ slot: Slot, _ entry: Entry) {
         guard slot >= head, slot - head < Slot(entries.count) else { return }
         let index = Int(slot - head)
-        guard entries[index].frame == nil else { return }
-        entries[index] = Entry(frame: frame, afterWrite: afterWrite)
+        guard !entries[index].isFilled else { return }
+        entries[index] = entry
     }
 
     /// Writes the filled replies at the head into `buffer`, in order, and forgets them;
     /// returns what must run once that buffer has been written.
     mutating func takeReady(into buffer: inout ByteBuffer) -> [@Sendable () -> Void] {
         var afterWrites: [@Sendable () -> Void] = []
-        while let first = entries.first, let frame = first.frame {
-            frame.write(into: &buffer)
-            if let afterWrite = first.afterWrite { afterWrites.append(afterWrite) }
-            entries.removeFirst()
-            head += 1
+        var taken = 0
+        loop: for entry in entries {
+            switch entry {
+            case .unfilled:
+                break loop
+            case .published(let sequence):
+                ServerFrame.writePublished(sequence, into: &buffer)
+            case .ok:
+                ServerFrame.ok.write(into: &buffer)
+            case .other(let other):
+                other.frame.write(into: &buffer)
+                if let afterWrite = other.afterWrite { afterWrites.append(afterWrite) }
+            }
+            taken += 1
         }
+        entries.removeFirst(taken)
+        head += Slot(taken)
         return afterWrites
     }
 }
