@@ -157,6 +157,11 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
         guard let verb = words.next(), LineWords.matches(verb, "PUB"), let stream = words.next(),
             var last = words.next()
         else { return nil }
+        if words.atEnd() {
+            // `PUB <stream> <bytes>`, the usual line: no options to read, gather or compare.
+            guard let size = LineWords.integer(last, as: UInt32.self) else { return nil }
+            return .needsPayload(.publish(stream: LineWords.string(stream)), size: Int(size))
+        }
         var checks = AppendConditions()
         var producerID: LineWords.Word?
         var epoch: UInt64?
