@@ -110,6 +110,9 @@ let package = Package(
         // OpenSSL's libcrypto (Debian's libssl-dev): the hash chains' SHA-256, without an
         // allocation per hash (Sources/CLibCrypto/shim.h says why not swift-crypto's).
         .systemLibrary(name: "CLibCrypto", path: "Sources/CLibCrypto", providers: [.apt(["libssl-dev"])]),
+        // jemalloc (Debian's libjemalloc-dev): replayd's memory allocator, linked into the
+        // daemon alone (Sources/replayd/MemoryAllocator.swift says why).
+        .systemLibrary(name: "CJemalloc", path: "Sources/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
         // jq's C library (Debian's libjq-dev), linked as SQLite is: a system library.
         .systemLibrary(name: "CJQ", path: "Sources/CJQ", providers: [.apt(["libjq-dev"])]),
         // Derived streams' computations: the articles' operators evaluated by jq, one
@@ -200,7 +203,7 @@ let package = Package(
         .executableTarget(
             name: "replayd",
             dependencies: [
-                "ReplayServer", "ReplayStore", "ReplayProtocol", "ReplayAuth",
+                "CJemalloc", "ReplayServer", "ReplayStore", "ReplayProtocol", "ReplayAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -2,19 +2,22 @@
 // (allocations per published, delivered or acknowledged event, docs/PERFORMANCE.md).
 //
 // Preloaded, it counts every call that allocates (malloc, calloc, realloc of a new or
-// larger block, posix_memalign, aligned_alloc, memalign), in every thread; on SIGUSR2 it
-// writes the running total to the file $MALLOC_COUNT names, one number and a newline.
-// A run's allocations are the difference of two totals, taken before and after it.
+// larger block, posix_memalign, aligned_alloc, memalign, valloc), in every thread; on
+// SIGUSR2 it writes the running total to the file $MALLOC_COUNT names, one number and a
+// newline. A run's allocations are the difference of two totals, taken before and after it.
 //
-//   cc -O2 -shared -fPIC -o /tmp/malloc_count.so tools/malloc_count.c
-//   MALLOC_COUNT=/tmp/count LD_PRELOAD=/tmp/malloc_count.so replayd … &
-//   kill -USR2 <pid>; cat /tmp/count
-//   tools/allocations.sh does all of it for each hot path.
+// Each block comes from the allocator the process would have used without it, and is
+// freed and measured by the same one: the C library's, or jemalloc's when the process links
+// it (replayd does), through jemalloc's own names (mallocx, dallocx, ...), as its `malloc`
+// and `free` are hidden behind these. A block of one allocator freed by the other would
+// corrupt both. (jemalloc's C++ `operator new`, which does not go through `malloc`, is not
+// counted; no hot path of replayd's is C++.)
 //
 // Written by hand: ordo-one's malloc-interposer counts only while the process itself asks
 // it to (hook/unhook from Swift, in the process under test), and this counts a daemon that
 // does not know it is measured.
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,43 +30,85 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+// jemalloc's interface, present when the process links it (weak: absent otherwise).
+extern void *mallocx(size_t, int) __attribute__((weak));
+extern void *rallocx(void *, size_t, int) __attribute__((weak));
+extern void dallocx(void *, int) __attribute__((weak));
+extern size_t sallocx(const void *, int) __attribute__((weak));
+#define JEMALLOC_ZERO 0x40                                  /* MALLOCX_ZERO */
+#define JEMALLOC_ALIGN(a) ((int)__builtin_ctzl((size_t)(a))) /* MALLOCX_LG_ALIGN */
+
+// The C library's own, looked up in it by name: the process's first `malloc_usable_size`
+// may be jemalloc's (the C library has no __libc_ name for it).
+static size_t (*libc_usable_size)(void *);
 
 static atomic_ulong allocations;
 
 static inline void count(void) { atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed); }
 
-void *malloc(size_t size) {
+static void *allocate(size_t size, int flags) {
   count();
-  return __libc_malloc(size);
+  if (mallocx == NULL) {
+    if (flags & JEMALLOC_ZERO) return __libc_calloc(1, size);
+    return __libc_malloc(size);
+  }
+  return mallocx(size == 0 ? 1 : size, flags);  // mallocx takes no zero size
 }
 
-void *calloc(size_t count_, size_t size) {
+static void *allocate_aligned(size_t alignment, size_t size) {
   count();
-  return __libc_calloc(count_, size);
+  if (mallocx == NULL) return __libc_memalign(alignment, size);
+  return mallocx(size == 0 ? 1 : size, JEMALLOC_ALIGN(alignment));
+}
+
+void *malloc(size_t size) { return allocate(size, 0); }
+
+void *calloc(size_t count_, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count_, size, &total)) return NULL;
+  return allocate(total, JEMALLOC_ZERO);
+}
+
+void free(void *pointer) {
+  if (pointer == NULL) return;
+  if (dallocx != NULL) {
+    dallocx(pointer, 0);
+  } else {
+    __libc_free(pointer);
+  }
 }
 
 void *realloc(void *pointer, size_t size) {
+  if (pointer == NULL) return malloc(size);
+  if (size == 0) {
+    free(pointer);
+    return NULL;
+  }
   // A realloc that grows a block may move it: an allocation as far as a budget goes.
-  if (pointer == NULL || size > 0) count();
-  return __libc_realloc(pointer, size);
+  count();
+  if (rallocx == NULL) return __libc_realloc(pointer, size);
+  return rallocx(pointer, size, 0);
 }
 
 int posix_memalign(void **out, size_t alignment, size_t size) {
-  count();
-  void *pointer = __libc_memalign(alignment, size);
+  void *pointer = allocate_aligned(alignment, size);
   if (pointer == NULL) return 12;  // ENOMEM
   *out = pointer;
   return 0;
 }
 
-void *aligned_alloc(size_t alignment, size_t size) {
-  count();
-  return __libc_memalign(alignment, size);
-}
+void *aligned_alloc(size_t alignment, size_t size) { return allocate_aligned(alignment, size); }
 
-void *memalign(size_t alignment, size_t size) {
-  count();
-  return __libc_memalign(alignment, size);
+void *memalign(size_t alignment, size_t size) { return allocate_aligned(alignment, size); }
+
+void *valloc(size_t size) { return allocate_aligned((size_t)sysconf(_SC_PAGESIZE), size); }
+
+size_t malloc_usable_size(void *pointer) {
+  if (pointer == NULL) return 0;
+  if (sallocx != NULL) return sallocx(pointer, 0);
+  return libc_usable_size == NULL ? 0 : libc_usable_size(pointer);
 }
 
 // Async-signal-safe: a number written with write(2), no stdio.
@@ -90,6 +135,8 @@ static void report(int signal) {
 }
 
 __attribute__((constructor)) static void install(void) {
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (libc != NULL) libc_usable_size = (size_t (*)(void *))dlsym(libc, "malloc_usable_size");
   struct sigaction action;
   memset(&action, 0, sizeof action);
   action.sa_handler = report;

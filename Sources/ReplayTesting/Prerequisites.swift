@@ -18,7 +18,7 @@ public enum Prerequisite: String, Sendable {
 
     /// The README's two prerequisite lines.
     public static let aptInstall =
-        "apt-get install -y libsqlite3-dev libjq-dev libssl-dev sqlite3 postgresql chromium socat curl openssl python3-pip python3-yaml python3-cryptography systemd"
+        "apt-get install -y libsqlite3-dev libjq-dev libssl-dev libjemalloc-dev sqlite3 postgresql chromium socat curl openssl python3-pip python3-yaml python3-cryptography systemd"
     public static let pipInstall = "python3 -m pip install durable-streams"
 
     var isPythonModule: Bool { !rawValue.hasPrefix("/") }

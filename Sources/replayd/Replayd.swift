@@ -301,6 +301,7 @@ struct Replayd: AsyncParsableCommand {
             throw ExitCode(1)
         }
         configuration.serviceManager = ServiceManagerLink.take()
+        configuration.allocator = MemoryAllocator.describe()
 
         do {
             let server = try await ReplayServer(configuration: configuration, logger: logger)

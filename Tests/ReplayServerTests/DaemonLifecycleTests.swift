@@ -9,7 +9,11 @@ struct DaemonLifecycleTests {
     @Test func startupLogsOneLineAndTheSocketIsPrivate() async throws {
         try await withDaemon { daemon in
             let line = try #require(daemon.log.split(separator: "\n").first { $0.contains("ready") })
-            for part in ["replayd \(ReplayVersion.current)", "socket=\(daemon.socketPath)", "database=\(daemon.databasePath)", "durability=full", "streams=0"] {
+            for part in [
+                "replayd \(ReplayVersion.current)", "socket=\(daemon.socketPath)", "database=\(daemon.databasePath)", "durability=full", "streams=0",
+                // replayd's allocator, linked in place of the C library's (MemoryAllocator).
+                "allocator=jemalloc 5.",
+            ] {
                 #expect(line.contains(part), "start-up line lacks \(part): \(line)")
             }
             let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socketPath)

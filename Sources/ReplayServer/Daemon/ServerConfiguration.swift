@@ -13,6 +13,9 @@ public struct ServerConfiguration: Sendable {
     /// Where `sd_notify` messages go (`NOTIFY_SOCKET`), and the watchdog's interval
     /// (`WATCHDOG_USEC`), when a service manager asks for them.
     public var serviceManager: ServiceManagerLink?
+    /// The memory allocator serving the process, as the executable found it (replayd links
+    /// jemalloc): said in the start-up line, as Redis's INFO says `mem_allocator`.
+    public var allocator: String?
     public var databasePath: String
     public var durability: Durability
     /// The capacity of streams created by their first PUB or SUB; `nil`: unlimited.

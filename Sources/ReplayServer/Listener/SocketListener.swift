@@ -92,6 +92,7 @@ final class SocketListener: Service, Sendable {
                     "durability": "\(configuration.durability.rawValue)", "streams": "\(context.store.streams.count)",
                     "max_connections": "\(configuration.maxConnections)", "fd_limit": "\(fileLimit)",
                     "inherited": "\(configuration.inheritedSocket.map { "from systemd (\($0.name))" } ?? "no")",
+                    "allocator": "\(configuration.allocator ?? "the C library's")",
                 ])
             ready?.listening(.socket)
         }
