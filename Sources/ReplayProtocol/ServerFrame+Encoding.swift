@@ -2,11 +2,14 @@ import NIOCore
 import ReplayModel
 
 extension ServerFrame {
+    /// The longest `published(sequence:)` frame: `+OK `, 20 digits, CRLF.
+    public static let publishedMaximumBytes = 26
+
     /// Appends `published(sequence:)`'s bytes to `buffer`, for a writer that keeps PUBs'
     /// answers as their sequence numbers. One per PUB: in one piece, as EVENT frames are
     /// (`FrameBytes`).
     public static func writePublished(_ sequence: UInt64, into buffer: inout ByteBuffer) {
-        buffer.writeFrame(maximumBytes: 26) { frame in
+        buffer.writeFrame(maximumBytes: publishedMaximumBytes) { frame in
             frame.put("+OK " as StaticString)
             frame.putDecimal(sequence)
             frame.put("\r\n" as StaticString)
