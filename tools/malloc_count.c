@@ -2,7 +2,7 @@
 // (allocations per published, delivered or acknowledged event, docs/PERFORMANCE.md).
 //
 // Preloaded, it counts every call that allocates (malloc, calloc, realloc of a new or
-// larger block, posix_memalign, aligned_alloc, memalign, valloc), in every thread; on
+// larger block, posix_memalign, aligned_alloc, memalign, valloc, pvalloc), in every thread; on
 // SIGUSR2 it writes the running total to the file $MALLOC_COUNT names, one number and a
 // newline. A run's allocations are the difference of two totals, taken before and after it.
 //
@@ -104,6 +104,11 @@ void *aligned_alloc(size_t alignment, size_t size) { return allocate_aligned(ali
 void *memalign(size_t alignment, size_t size) { return allocate_aligned(alignment, size); }
 
 void *valloc(size_t size) { return allocate_aligned((size_t)sysconf(_SC_PAGESIZE), size); }
+
+void *pvalloc(size_t size) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return allocate_aligned(page, (size + page - 1) / page * page);
+}
 
 size_t malloc_usable_size(void *pointer) {
   if (pointer == NULL) return 0;

@@ -22,7 +22,8 @@ extension ServerFrame {
         case .hello(let version, let maxPayload):
             Wire.writeLine(["HELLO", "replay", version, "proto=1", "max_payload=\(maxPayload)"], into: &buffer)
         case .ok:
-            Wire.writeLine(["+OK"], into: &buffer)
+            // An ACK's reply, once per acknowledged event: no array of words to join.
+            buffer.writeStaticString("+OK\r\n")
         case .published(let sequence):
             Self.writePublished(sequence, into: &buffer)
         case .publishedAll(let sequences):
@@ -35,7 +36,7 @@ extension ServerFrame {
         case .error(let error):
             Wire.writeLine(["-ERR", error.code.rawValue, error.oneLineMessage], into: &buffer)
         case .pong:
-            Wire.writeLine(["PONG"], into: &buffer)
+            buffer.writeStaticString("PONG\r\n")
         case .info(let json):
             Wire.writeLine(["+INFO", "\(json.readableBytes)"], into: &buffer)
             Wire.writePayload(json, into: &buffer)

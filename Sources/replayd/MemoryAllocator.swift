@@ -8,11 +8,12 @@ import CJemalloc
 /// copied out of the read buffer on an event loop, and freed on the writer's thread when
 /// the stream's tail ring lets it go; a commit's results are made on the writer and freed
 /// on the loops. glibc's per-thread caches only help a thread that frees what it
-/// allocates, so each such malloc went to the shared arena: in a profile of eight
+/// allocates, so each such malloc went to an arena: in a profile of the bench's eight
 /// pipelined publishers, the payload's two allocations were a third of what the event
-/// loops spent routing a PUB. jemalloc's thread caches take frees from any thread, and
-/// the daemon spent about a tenth less CPU an event (docs/PERFORMANCE.md, "The memory
-/// allocator"). The start-up line names the allocator in use.
+/// loops spent routing a PUB. jemalloc's thread caches take frees from any thread: the
+/// daemon spent 2–12 % less CPU an event publishing, 2–5 % an HTTP POST, for 5–9 MB more
+/// at rest (docs/PERFORMANCE.md, "The memory allocator"). The start-up line names the
+/// allocator in use.
 enum MemoryAllocator {
     /// "jemalloc 5.3.0", or what serves malloc instead: an allocator preloaded before it
     /// (`LD_PRELOAD`) takes every allocation, and jemalloc's own count then stays near zero.
