@@ -157,16 +157,15 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
         guard let verb = words.next(), LineWords.matches(verb, "PUB"), let stream = words.next(),
             var last = words.next()
         else { return nil }
-        if words.atEnd() {
-            // `PUB <stream> <bytes>`, the usual line: no options to read, gather or compare.
-            guard let size = LineWords.integer(last, as: UInt32.self) else { return nil }
-            return .needsPayload(.publish(stream: LineWords.string(stream)), size: Int(size))
-        }
         var checks = AppendConditions()
         var producerID: LineWords.Word?
         var epoch: UInt64?
         var pseq: UInt64?
+        // Each option read sets a check or refuses the line: without one, the line is a plain
+        // `PUB <stream> <bytes>` (the usual one), known without comparing the checks.
+        var hasOptions = false
         while let word = words.next() {
+            hasOptions = true
             // `last` was an option: every word but the last is one.
             guard let (key, value) = LineWords.keyValue(last) else { return nil }
             if LineWords.matches(key, "expect"), checks.expectedLastSequence == nil, let n = LineWords.integer(value, as: UInt64.self) {
@@ -195,7 +194,7 @@ public struct CommandDecoder: NIOSingleStepByteToMessageDecoder, Sendable {
         default: return nil
         }
         let name = LineWords.string(stream)
-        if checks == AppendConditions() { return .needsPayload(.publish(stream: name), size: Int(size)) }
+        if !hasOptions { return .needsPayload(.publish(stream: name), size: Int(size)) }
         return .needsPayload(.publishChecked(stream: name, checks: checks), size: Int(size))
     }
 
