@@ -99,7 +99,7 @@ final class WriteQueue: Sendable {
         /// a commit answered longer than `limit` ago are not expected: they would have come
         /// back.
         mutating func beginsGather(afterACommitThatTook took: UInt64?, now: UInt64, limit: UInt64) -> UInt64? {
-            if let took {
+            if took != nil {
                 expectedRoundTrips = takenRoundTrips + pendingRoundTrips
                 committedAt = now
             } else if now &- committedAt > limit {
