@@ -6,14 +6,18 @@ import ReplayModel
 /// without any I/O.
 enum CommandParser {
     /// A command whose control line announced a payload still to be read.
+    ///
+    /// Every PUB's line is parsed into one and then copied out of `Parsed`, so the enum's
+    /// size is paid per event: the rarer cases larger than a checked PUB are boxed
+    /// (`indirect`). With `create`'s options inline it was 152 bytes, copied by `memcpy`.
     enum AwaitingPayload: Equatable {
         case publish(stream: String)
         case publishChecked(stream: String, checks: AppendConditions)
-        case schedule(stream: String, due: DueTime, annotations: AppendConditions)
+        indirect case schedule(stream: String, due: DueTime, annotations: AppendConditions)
         case fail(stream: String)
-        case create(stream: String, options: CreateOptions)
-        case derive(stream: String, options: DeriveOptions)
-        case filtered(ClientCommand)
+        indirect case create(stream: String, options: CreateOptions)
+        indirect case derive(stream: String, options: DeriveOptions)
+        indirect case filtered(ClientCommand)
 
         func complete(with payload: ByteBuffer) -> ClientCommand {
             switch self {
