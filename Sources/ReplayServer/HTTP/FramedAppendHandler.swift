@@ -136,8 +136,7 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// On the event loop: the store answered the write in its hands.
     private func answered() {
-        guard let write = writing, let result = hop?.take() else { return }
-        writing = nil
+        guard writing != nil, let result = hop?.take(), let write = writing.take() else { return }
         let decided: InlineAppendState.Answer =
             switch result {
             case .success(let outcome): .written(write, outcome)
@@ -158,12 +157,11 @@ final class FramedAppendHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard case .writing(let taken) = state.phase else { return }
         let closing = InlineAppends.closes(taken.fields)
         _ = state.answered(closing: closing)
-        let answer = appends.answer(decided, request: taken.fields)
         var buffer = answerBuffer.take() ?? context.channel.allocator.buffer(capacity: 256)
         buffer.clear()
-        HTTP1AnswerBytes.write(answer.status, answer.fields, body: answer.body, into: &buffer)
+        let status = appends.writeAnswer(decided, request: taken.fields, into: &buffer)
         if let metrics = appends.metrics, let started = taken.started {
-            metrics.answered(answer.status, started, route: InlineAppends.route, memo: &metricsMemo)
+            metrics.answered(status, started, route: InlineAppends.route, memo: &metricsMemo)
         }
         DaemonMetrics.inlineAppends.increment()
         DaemonMetrics.framedAppends.increment()

@@ -187,19 +187,19 @@ struct FrontDoorResponder: HTTPResponder {
 
     /// The security and CORS headers of every answer, for a request from `origin`; also
     /// what a POST answered on its event loop gets (`InlineAppendHandler`).
-    static func addHeaders(to headers: inout HTTPFields, origin: String?, settings: HTTPSettings) {
+    static func addHeaders(to headers: inout some AnswerFields, origin: String?, settings: HTTPSettings) {
         let allowedOrigin = origin.flatMap(settings.corsValue(for:))
-        headers[.xContentTypeOptions] = "nosniff"
-        headers[.crossOriginResourcePolicy] = "cross-origin"
+        headers.set(.xContentTypeOptions, "nosniff")
+        headers.set(.crossOriginResourcePolicy, "cross-origin")
         if let allowedOrigin {
-            headers[.accessControlAllowOrigin] = allowedOrigin
-            headers[.accessControlExposeHeaders] = exposedList
+            headers.set(.accessControlAllowOrigin, allowedOrigin)
+            headers.set(.accessControlExposeHeaders, exposedList)
         } else if settings.allowedOrigins.contains("*") {
             // Any origin: the same headers whether or not the request says where it is from.
-            headers[.accessControlAllowOrigin] = "*"
-            headers[.accessControlExposeHeaders] = exposedList
+            headers.set(.accessControlAllowOrigin, "*")
+            headers.set(.accessControlExposeHeaders, exposedList)
         }
-        if allowedOrigin != nil, allowedOrigin != "*" { headers[.vary] = "Origin" }
+        if allowedOrigin != nil, allowedOrigin != "*" { headers.set(.vary, "Origin") }
     }
 
     private static let exposedList = exposed.joined(separator: ", ")

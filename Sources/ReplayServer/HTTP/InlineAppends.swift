@@ -122,13 +122,38 @@ final class InlineAppends: Sendable {
         }
     }
 
+    /// The answer to a taken POST, written or refused, as HTTP/1.1 bytes into `buffer` (a
+    /// POST framed from the connection's bytes, `FramedAppendHandler`): its status. A written
+    /// POST's fields go straight into the bytes, with no list of them made.
+    func writeAnswer(_ answer: InlineAppendState.Answer, request: HTTPFields, into buffer: inout ByteBuffer) -> HTTPResponse.Status {
+        switch answer {
+        case .written(let write, let outcome):
+            let status = StreamEndpoint.appendedStatus(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+            var fields = HTTP1AnswerBytes.Fields(status, in: consume buffer)
+            addWrittenFields(outcome, write, request: request, to: &fields)
+            buffer = fields.end()
+            return status
+        case .refused(let problem):
+            let refusal = refusal(problem, request: request)
+            HTTP1AnswerBytes.write(refusal.status, refusal.fields, body: refusal.body, into: &buffer)
+            return refusal.status
+        }
+    }
+
     private func written(_ outcome: StreamWriteOutcome, _ write: Write, request: HTTPFields) -> Answer {
-        var (status, headers) = endpoint.appendedAnswer(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+        var fields = HTTPFields()
+        fields.reserveCapacity(StreamEndpoint.answerFields)
+        addWrittenFields(outcome, write, request: request, to: &fields)
+        let status = StreamEndpoint.appendedStatus(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+        return Answer(status: status, fields: fields, body: nil)
+    }
+
+    private func addWrittenFields(_ outcome: StreamWriteOutcome, _ write: Write, request: HTTPFields, to fields: inout some AnswerFields) {
+        endpoint.addAppendedFields(outcome, producer: write.producer, to: &fields)
         // No body, as hummingbird's `Response` says for the router (a 200 without it would
         // be sent chunked).
-        headers[.contentLength] = "0"
-        // Moved, not copied: the door's fields are added to this list in place.
-        return Answer(status: status, fields: doorFields(consume headers, request: request), body: nil)
+        fields.set(.contentLength, "0")
+        addDoorFields(to: &fields, request: request)
     }
 
     private func refusal(_ problem: HTTPProblem, request: HTTPFields) -> Answer {
@@ -137,14 +162,14 @@ final class InlineAppends: Sendable {
         fields[.contentType] = "application/json"
         fields[.cacheControl] = "no-store"
         fields[.contentLength] = String(body.readableBytes)
-        return Answer(status: problem.status, fields: doorFields(consume fields, request: request), body: body)
+        addDoorFields(to: &fields, request: request)
+        return Answer(status: problem.status, fields: fields, body: body)
     }
 
-    /// `headers` is consumed: the door's fields are added in place, not to a copy.
-    private func doorFields(_ headers: consuming HTTPFields, request: HTTPFields) -> HTTPFields {
-        FrontDoorResponder.addHeaders(to: &headers, origin: request.value(.origin), settings: settings)
-        headers[HTTPField.Name.date] = HTTPDate.now
-        return headers
+    /// The door's fields, as `FrontDoorResponder` adds them to the router's answers, and `Date`.
+    private func addDoorFields(to fields: inout some AnswerFields, request: HTTPFields) {
+        FrontDoorResponder.addHeaders(to: &fields, origin: request.value(.origin), settings: settings)
+        fields.set(.date, HTTPDate.now)
     }
 
     /// Writes `answer` as hummingbird's parts, through `context`.

@@ -256,44 +256,44 @@ struct StreamEndpoint: Sendable {
 
     /// The answer to a POST that was written.
     func appended(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool) -> Response {
-        let answer = appendedAnswer(outcome, producer: producer, storedNothing: storedNothing)
-        return Response(status: answer.status, headers: answer.headers)
-    }
-
-    /// `appended`'s status and fields, for a door that writes them itself (an inline POST,
-    /// `InlineAppends`). The fields have room for what the door adds (its own, `Date`, CORS):
-    /// grown one field at a time, they were reallocated three times for every POST.
-    func appendedAnswer(
-        _ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool
-    ) -> (
-        status: HTTPResponse.Status, headers: HTTPFields
-    ) {
         var fields = HTTPFields()
         fields.reserveCapacity(Self.answerFields)
-        let status: HTTPResponse.Status
+        addAppendedFields(outcome, producer: producer, to: &fields)
+        return Response(status: Self.appendedStatus(outcome, producer: producer, storedNothing: storedNothing), headers: fields)
+    }
+
+    /// The status of a written POST's answer: 200 tells a producer its request was new; a
+    /// close-only request stores nothing.
+    static func appendedStatus(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, storedNothing: Bool) -> HTTPResponse.Status {
         switch outcome {
-        case .appended(let after), .created(let after):
-            fields[.streamNextOffset] = after.tailOffset
-            after.addState(to: &fields)
-            // 200 tells a producer its request was new; a close-only request stores nothing.
-            status = producer == nil || storedNothing ? .noContent : .ok
-        case .alreadyClosed(let after), .duplicate(let after, _), .existing(let after):
-            fields[.streamNextOffset] = after.tailOffset
-            after.addState(to: &fields)
-            status = .noContent
+        case .appended, .created: producer == nil || storedNothing ? .noContent : .ok
+        case .alreadyClosed, .duplicate, .existing: .noContent
         }
+    }
+
+    /// A written POST's fields: where the stream's tail is now, its state, and a producer's
+    /// highest pseq accepted for its epoch (a retry learns where it stands). Also what a door
+    /// that writes its answers itself puts in them (`InlineAppends`).
+    func addAppendedFields(_ outcome: StreamWriteOutcome, producer: ProducerStamp?, to fields: inout some AnswerFields) {
+        let after: StreamInfo
+        switch outcome {
+        case .appended(let info), .created(let info), .alreadyClosed(let info), .duplicate(let info, _), .existing(let info):
+            after = info
+        }
+        fields.setOffset(.streamNextOffset, after: after.lastSequence)
+        after.addState(to: &fields)
         if let producer {
-            // The highest pseq accepted for this producer and epoch (a retry learns where it stands).
-            fields[.producerEpoch] = String(producer.epoch)
-            fields[.producerSeq] = String(outcome.producerSequence ?? producer.sequence)
+            fields.set(.producerEpoch, String(producer.epoch))
+            fields.set(.producerSeq, String(outcome.producerSequence ?? producer.sequence))
         }
-        return (status, fields)
     }
 
     /// The most fields an append's answer carries: its offset, a producer's two, the
     /// stream's closure (two) and expiry, `Content-Length`, and the door's
     /// (`X-Content-Type-Options`, `Cross-Origin-Resource-Policy`, `Date`, CORS's three).
-    private static let answerFields = 13
+    /// A list made with room for them is not reallocated as the door adds its own (three
+    /// times for every POST, grown one field at a time).
+    static let answerFields = 13
 
     /// A refused append's answer, as the table gives it; a closed stream's also says where
     /// its tail is. (Also the answer of an inline POST, `InlineAppendHandler`.)

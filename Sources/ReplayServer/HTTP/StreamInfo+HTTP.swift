@@ -20,19 +20,19 @@ extension StreamInfo {
     var tailOffset: String { StreamOffset.text(after: lastSequence) }
 
     /// `Stream-Closed`, `Stream-TTL` / `Stream-Expires-At`, and replay's failure header.
-    func addState(to headers: inout HTTPFields) {
+    func addState(to headers: inout some AnswerFields) {
         if terminal != nil { addClosure(to: &headers) }
         switch config.expiry {
-        case .idle(let seconds): headers[.streamTTL] = String(seconds)
-        case .at(let date): headers[.streamExpiresAt] = Timestamp.format(date)
+        case .idle(let seconds): headers.set(.streamTTL, String(seconds))
+        case .at(let date): headers.set(.streamExpiresAt, Timestamp.format(date))
         case nil: break
         }
     }
 
     /// `Stream-Closed: true`, and why, if the stream failed.
-    func addClosure(to headers: inout HTTPFields) {
-        headers[.streamClosed] = "true"
-        if let message = terminal?.message { headers[.replayFailure] = Self.headerSafe(message) }
+    func addClosure(to headers: inout some AnswerFields) {
+        headers.set(.streamClosed, "true")
+        if let message = terminal?.message { headers.set(.replayFailure, Self.headerSafe(message)) }
     }
 
     /// A header value cannot hold line breaks or control characters.

@@ -32,16 +32,26 @@ enum StreamOffset {
     /// and built from padded pieces it was five strings (2 % of the daemon's CPU under POSTs).
     static func text(after sequence: UInt64) -> String {
         guard sequence < 10_000_000_000_000_000 else { return padded(sequence) + "_" + padded(0) }
-        return String(unsafeUninitializedCapacity: 2 * digits + 1) { text in
-            var rest = sequence
-            for index in (0..<digits).reversed() {
-                text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            }
-            text[digits] = UInt8(ascii: "_")
-            for index in (digits + 1)...(2 * digits) { text[index] = UInt8(ascii: "0") }
-            return 2 * digits + 1
+        return String(unsafeUninitializedCapacity: length) { text in
+            write(after: sequence, into: UnsafeMutableRawBufferPointer(text))
         }
+    }
+
+    /// The length of an offset's text (of any sequence number below 10^16).
+    static let length = 2 * digits + 1
+
+    /// Writes the offset after `sequence`, which is below 10^16, into the first `length` of
+    /// `bytes`: `text(after:)`'s, or straight into an answer's bytes
+    /// (`HTTP1AnswerBytes.Fields`). Returns `length`.
+    static func write(after sequence: UInt64, into bytes: UnsafeMutableRawBufferPointer) -> Int {
+        var rest = sequence
+        for index in (0..<digits).reversed() {
+            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        }
+        bytes[digits] = UInt8(ascii: "_")
+        for index in (digits + 1)..<length { bytes[index] = UInt8(ascii: "0") }
+        return length
     }
 
     private static func padded(_ number: UInt64) -> String {
