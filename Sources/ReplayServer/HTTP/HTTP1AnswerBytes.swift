@@ -47,7 +47,7 @@ enum HTTP1AnswerBytes {
         /// The offset's digits written in place: its text is 33 bytes, over what a string
         /// keeps inline, so it was an allocation for every POST.
         mutating func setOffset(_ name: HTTPField.Name, after sequence: UInt64) {
-            guard sequence < 10_000_000_000_000_000 else { return set(name, StreamOffset.text(after: sequence)) }
+            guard StreamOffset.hasLength(after: sequence) else { return set(name, StreamOffset.text(after: sequence)) }
             buffer.writeString(name.rawName)
             buffer.writeStaticString(": ")
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: StreamOffset.length) {
@@ -59,8 +59,9 @@ enum HTTP1AnswerBytes {
         /// Ends the fields, writes `body` if the status has one, and gives the buffer back,
         /// after which nothing is written here.
         ///
-        /// Mutating, not consuming: a consuming method was passed a copy of the answer, so
-        /// the blank line's write found the buffer shared and copied it (two allocations).
+        /// Mutating, not consuming: a consuming call may be handed a copy of the answer, and
+        /// the blank line's write then finds the buffer shared and copies it (two allocations
+        /// a POST, which the release build's allocation budget catches).
         mutating func end(body: ByteBuffer? = nil) -> ByteBuffer {
             buffer.writeStaticString("\r\n")
             if hasBody, let body { buffer.writeImmutableBuffer(body) }

@@ -31,16 +31,22 @@ enum StreamOffset {
     /// Written into the string's own storage: every answer to a POST or a read carries one,
     /// and built from padded pieces it was five strings (2 % of the daemon's CPU under POSTs).
     static func text(after sequence: UInt64) -> String {
-        guard sequence < 10_000_000_000_000_000 else { return padded(sequence) + "_" + padded(0) }
+        guard hasLength(after: sequence) else { return padded(sequence) + "_" + padded(0) }
         return String(unsafeUninitializedCapacity: length) { text in
             write(after: sequence, into: UnsafeMutableRawBufferPointer(text))
         }
     }
 
-    /// The length of an offset's text (of any sequence number below 10^16).
+    /// The length of an offset's text, when its sequence number has at most 16 digits.
     static let length = 2 * digits + 1
 
-    /// Writes the offset after `sequence`, which is below 10^16, into the first `length` of
+    /// Whether the offset after `sequence` is `length` bytes long (a stream would take
+    /// centuries to reach one that is not).
+    static func hasLength(after sequence: UInt64) -> Bool {
+        sequence < 10_000_000_000_000_000
+    }
+
+    /// Writes the offset after `sequence`, one that `hasLength`, into the first `length` of
     /// `bytes`: `text(after:)`'s, or straight into an answer's bytes
     /// (`HTTP1AnswerBytes.Fields`). Returns `length`.
     static func write(after sequence: UInt64, into bytes: UnsafeMutableRawBufferPointer) -> Int {
