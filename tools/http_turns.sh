@@ -13,8 +13,7 @@ set -u
 rounds=$1; shift
 tools=$(cd "$(dirname "$0")" && pwd)
 . "$tools/http_daemon.sh"
-results=$(mktemp)
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$dir" ] && rm -rf "$dir"; rm -f "$results"' EXIT
+results=
 for round in $(seq "$rounds"); do
   for bin in "$@"; do
     start_daemon "$bin"
@@ -26,7 +25,7 @@ for round in $(seq "$rounds"); do
     requests=$(echo "$out" | awk '/requests in/{print $1}')
     line="round $round $bin POSTs/s=$rps p50=$p50 p99=$p99 cpu_per_post_us=$(python3 -c "print(round(($after-$before)*10000/$requests,1))")"
     echo "$line"
-    echo "$line" >> "$results"
+    results+="$line"$'\n'
     if [ "${METRICS:-0}" = 1 ]; then
       curl -s "$url/metrics" | grep -E '^replay_commits_total|^replay_commit_batch_requests_(sum|count)'
       for task in /proc/$pid/task/*; do
@@ -36,10 +35,10 @@ for round in $(seq "$rounds"); do
     stop_daemon
   done
 done
-python3 - "$results" "$@" <<'SUMMARY'
-import re, statistics, sys
-lines = open(sys.argv[1]).read().splitlines()
-builds = sys.argv[2:]
+RESULTS=$results python3 - "$@" <<'SUMMARY'
+import os, re, statistics, sys
+lines = os.environ["RESULTS"].splitlines()
+builds = sys.argv[1:]
 def figures(bin, name):
     return [float(re.search(name + r"=([0-9.]+)", l).group(1)) for l in lines if l.split()[2] == bin]
 def shown(values):

@@ -128,7 +128,7 @@ final class InlineAppends: Sendable {
     func writeAnswer(_ answer: InlineAppendState.Answer, request: HTTPFields, into buffer: inout ByteBuffer) -> HTTPResponse.Status {
         switch answer {
         case .written(let write, let outcome):
-            let status = StreamEndpoint.appendedStatus(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
+            let status = writtenStatus(outcome, write)
             var fields = HTTP1AnswerBytes.Fields(status, in: consume buffer)
             addWrittenFields(outcome, write, request: request, to: &fields)
             buffer = fields.end()
@@ -144,8 +144,11 @@ final class InlineAppends: Sendable {
         var fields = HTTPFields()
         fields.reserveCapacity(StreamEndpoint.answerFields)
         addWrittenFields(outcome, write, request: request, to: &fields)
-        let status = StreamEndpoint.appendedStatus(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
-        return Answer(status: status, fields: fields, body: nil)
+        return Answer(status: writtenStatus(outcome, write), fields: fields, body: nil)
+    }
+
+    private func writtenStatus(_ outcome: StreamWriteOutcome, _ write: Write) -> HTTPResponse.Status {
+        StreamEndpoint.appendedStatus(outcome, producer: write.producer, storedNothing: write.write.payloads.isEmpty)
     }
 
     private func addWrittenFields(_ outcome: StreamWriteOutcome, _ write: Write, request: HTTPFields, to fields: inout some AnswerFields) {

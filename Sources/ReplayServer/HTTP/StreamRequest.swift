@@ -77,16 +77,19 @@ struct StreamRequest {
     /// The request at `path`, if it is one of a stream (`nil` for a subscription's route,
     /// which shares the prefix).
     static func at(_ path: String, method: HTTPRequest.Method, fields: HTTPFields) throws(HTTPProblem) -> StreamRequest? {
-        let bytes = path.utf8
         // An ASCII path (a POST's always is: its target is read as visible ASCII) compares
         // and is cut as its bytes, as it would be as its characters: the characters' way
         // was half a microsecond of every POST.
-        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+        let bytes = path.utf8
+        let raw: Substring
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            guard bytes.starts(with: StreamEndpoint.prefix.utf8), !bytes.starts(with: Self.subscriptionsPrefix.utf8) else { return nil }
+            raw = Substring(bytes.dropFirst(StreamEndpoint.prefix.utf8.count))
+        } else {
             guard path.hasPrefix(StreamEndpoint.prefix), !path.hasPrefix(Self.subscriptionsPrefix) else { return nil }
-            return try StreamRequest(method: method, raw: path.dropFirst(StreamEndpoint.prefix.count), fields: fields)
+            raw = path.dropFirst(StreamEndpoint.prefix.count)
         }
-        guard bytes.starts(with: StreamEndpoint.prefix.utf8), !bytes.starts(with: Self.subscriptionsPrefix.utf8) else { return nil }
-        return try StreamRequest(method: method, raw: Substring(bytes.dropFirst(StreamEndpoint.prefix.utf8.count)), fields: fields)
+        return try StreamRequest(method: method, raw: raw, fields: fields)
     }
 
     /// Reading is `read`; appending is `write`; closing, creating and deleting are
